@@ -1,0 +1,26 @@
+"""Chiplet DSE: studies, design space, evaluation, search and results.
+
+Typical use in Python::
+
+    import dse
+    study = dse.load_study("studies/quickstart.yaml")
+    result = study.run()            # or dse.run_study(study)
+    result.pareto                   # pandas DataFrame of the non-dominated designs
+"""
+from .errors import StudyError
+from .evaluator import METRICS, Evaluator
+from .results import StudyResult, write_results
+from .runner import prepare, run_study
+from .space import Design
+from .study import Study, load_study
+
+
+def _run(self: Study, seed: int | None = None) -> StudyResult:
+    """Run this study's search (see `dse.run_study`)."""
+    return run_study(self, seed=seed)
+
+
+Study.run = _run
+
+__all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "load_study", "prepare",
+           "run_study", "write_results"]

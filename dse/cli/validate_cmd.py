@@ -1,0 +1,19 @@
+"""``dse validate``: check a study without running it."""
+from __future__ import annotations
+
+import click
+
+from ..runner import prepare
+from ..study import load_study
+from .common import cli
+
+
+@cli.command("validate")
+@click.argument("study_file", type=click.Path(dir_okay=False))
+def validate(study_file: str) -> None:
+    """Check STUDY_FILE: schema, names, the model, and that its workload extracts."""
+    study = load_study(study_file)
+    p = prepare(study)
+    click.echo(f"ok: study '{study.name}': {study.workload.model} {study.workload.phase}, "
+               f"{p.tables.n_units} placement units, {len(study.hardware.chiplets)} chiplet kinds, "
+               f"{p.space.n_var} decision variables")

@@ -1,0 +1,56 @@
+"""Decode decision vectors into package and mapping arrays (a repair: every vector is valid).
+
+* The unit's primary slot is its gene modulo N (the mesh may be smaller than the largest one).
+* c copies (or shards) of a unit sit ``N // c`` slots apart, so they are always on distinct chiplets.
+* one-to-one: experts must not share a chiplet; a taken slot moves the expert to the next free slot,
+  and experts left without a chiplet are counted (a constraint violation, not an exception).
+* HBM stacks are spread evenly, chiplet 0 first: ``H // N + (i < H % N)``.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True)
+def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies, max_slots, n_units, max_copies,
+                      unit_is_expert, exclusive_experts):
+    P = X.shape[0]
+    rows = np.empty(P, np.int64)
+    cols = np.empty(P, np.int64)
+    kind = np.zeros((P, max_slots), np.int64)
+    stacks = np.zeros((P, max_slots), np.int64)
+    ddr = np.empty(P, np.int64)
+    slots = np.full((P, n_units, max_copies), -1, np.int64)
+    ncopy = np.ones((P, n_units), np.int64)
+    unplaced = np.zeros(P, np.int64)
+    taken = np.zeros(max_slots, np.bool_)
+    for p in range(P):
+        rows[p] = X[p, o_rows]
+        cols[p] = X[p, o_cols]
+        n = rows[p] * cols[p]
+        for s in range(max_slots):
+            kind[p, s] = X[p, o_kind + s]
+        h = X[p, o_hbm]
+        for s in range(n):
+            stacks[p, s] = h // n + (1 if s < h % n else 0)
+        ddr[p] = X[p, o_ddr]
+        taken[:] = False
+        for u in range(n_units):
+            first = X[p, o_place + u] % n
+            c = min(X[p, o_copies + u], n, max_copies)
+            if exclusive_experts and unit_is_expert[u]:
+                c = 1
+                probe = 0
+                while probe < n and taken[(first + probe) % n]:
+                    probe += 1
+                if probe == n:
+                    unplaced[p] += 1
+                else:
+                    first = (first + probe) % n
+                    taken[first] = True
+            ncopy[p, u] = c
+            stride = max(n // c, 1)
+            for r in range(c):
+                slots[p, u, r] = (first + r * stride) % n
+    return rows, cols, kind, stacks, ddr, slots, ncopy, unplaced

@@ -1,0 +1,140 @@
+"""Study results: tables of evaluated designs and the Pareto front, and the results folder.
+
+The folder is written whole or not at all: everything goes to a hidden temporary sibling first and is
+swapped into place at the end, so an interrupted run (Ctrl-C) leaves the previous results untouched and
+never a half-written CSV.
+
+Folder contents: ``pareto.csv`` (non-dominated feasible designs), ``evaluations.csv`` (every evaluated
+design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``
+and ``designs/<design_id>.yaml`` (each Pareto design, readable by ``dse evaluate``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from .search import OBJECTIVES, constraint_matrix
+from .space import Design
+from .study import Study
+
+#: metric columns shown for each objective, in the order objectives are listed
+OBJECTIVE_COLUMNS = {name: column for name, (column, _) in OBJECTIVES.items()}
+
+
+def design_columns(designs: list[Design], kind_names: list[str]) -> pd.DataFrame:
+    """Readable decision values of designs, one row each."""
+    rows = []
+    for d in designs:
+        row = dict(rows=d.rows, cols=d.cols, n_chiplets=d.rows * d.cols)
+        for name in kind_names:
+            row[f"n_{name}"] = d.chiplets.count(name)
+        row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
+                   chiplets=",".join(d.chiplets),
+                   placement=";".join(f"{u}={'+'.join(map(str, s))}" for u, s in d.placement.items()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class StudyResult:
+    """What a study run produced. ``pareto`` and ``evaluations`` are pandas DataFrames."""
+
+    study: Study
+    evaluations: pd.DataFrame
+    pareto: pd.DataFrame
+    designs: dict[str, Design] = field(default_factory=dict)   # Pareto designs by id
+    out_dir: Path | None = None
+
+    def best(self, objective: str) -> pd.Series:
+        """The Pareto design best in one objective (``latency``, ``energy``, ...)."""
+        if objective not in OBJECTIVES:
+            raise KeyError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
+        column, sign = OBJECTIVES[objective]
+        ranked = self.pareto.sort_values(column, ascending=sign > 0)
+        return ranked.iloc[0]
+
+
+def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation: np.ndarray,
+                 pareto_index: np.ndarray, designs: list[Design], kind_names: list[str]) -> StudyResult:
+    ids = [f"d{i:05d}" for i in range(len(X))]
+    G = constraint_matrix(metrics, study)
+    table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
+                       design_columns(designs, kind_names), metrics.reset_index(drop=True)], axis=1)
+    table["feasible"] = (G <= 0).all(axis=1)
+    table["pareto"] = False
+    table.loc[pareto_index, "pareto"] = True
+    objective_cols = [OBJECTIVE_COLUMNS[o] for o in study.search.objectives]
+    pareto = table.loc[pareto_index].sort_values(objective_cols[0]).reset_index(drop=True)
+    front = {ids[i]: designs[i] for i in pareto_index}
+    return StudyResult(study=study, evaluations=table, pareto=pareto, designs=front)
+
+
+def summary_markdown(result: StudyResult) -> str:
+    s = result.study
+    ev = result.evaluations
+    cols = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
+        [OBJECTIVE_COLUMNS[o] for o in s.search.objectives]
+    lines = [f"# Study `{s.name}`", "",
+             f"- workload: {s.workload.model}, {s.workload.phase}, batch {s.workload.batch}, "
+             f"context {s.workload.context}, {s.workload.precision}",
+             f"- search: {s.search.algorithm}, population {s.search.population}, "
+             f"{s.search.generations} generations, seed {s.search.seed}",
+             f"- designs evaluated: {len(ev)}, feasible: {int(ev['feasible'].sum())}, "
+             f"on the Pareto front: {len(result.pareto)}", "",
+             "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
+    if len(result.pareto):
+        lines += ["## Best design per objective", ""]
+        for objective in s.search.objectives:
+            best = result.best(objective)
+            column = OBJECTIVE_COLUMNS[objective]
+            lines.append(f"- {objective}: `{best['design_id']}` ({column} = {best[column]:.4g})")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_no feasible design found_"
+    head = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    body = ["| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
+            for row in df.itertuples(index=False)]
+    return "\n".join([head, rule] + body)
+
+
+def write_results(result: StudyResult, out_dir: str | Path) -> Path:
+    """Write the results folder atomically (see module docstring); returns its path."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        result.pareto.to_csv(tmp / "pareto.csv", index=False)
+        result.evaluations.to_csv(tmp / "evaluations.csv", index=False)
+        (tmp / "study.yaml").write_text(yaml.safe_dump(result.study.resolved(), sort_keys=False))
+        (tmp / "summary.md").write_text(summary_markdown(result))
+        (tmp / "designs").mkdir()
+        for design_id, design in result.designs.items():
+            (tmp / "designs" / f"{design_id}.yaml").write_text(yaml.safe_dump(design.to_dict(), sort_keys=False))
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.out_dir = out
+    return out
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Replace ``out`` by ``tmp``; the old folder is removed only once the new one is in place."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)

@@ -1,0 +1,103 @@
+"""The design space of a study as an integer decision vector, and its decoding into designs.
+
+Gene layout (every gene an inclusive integer range):
+
+==============  =====================  ==============================================================
+genes           range                  meaning
+==============  =====================  ==============================================================
+rows, cols      study mesh ranges      package mesh size; N = rows x cols chiplet slots
+kind[s]         0 .. K-1               chiplet kind of slot s (row-major; slots >= N are unused)
+hbm             study stack range      HBM stacks on the package, spread evenly over the N chiplets
+ddr             study channel range    DDR channels shared by the package
+place[u]        0 .. S_max-1           primary slot of unit u, taken modulo N
+copies[u]       1 .. max_replicas      copies (many-to-many) or shards (one-to-many) of unit u
+==============  =====================  ==============================================================
+
+Decoding is a repair: any vector in the bounds gives a valid design (dse.placement).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .study import Study
+from .tables import EvalTables
+
+SPLIT_MAPPINGS = ("one-to-many",)
+COPY_MAPPINGS = ("one-to-many", "many-to-many")
+
+
+@dataclass
+class Space:
+    """Bounds and slices of the decision vector of one study."""
+
+    names: list[str]
+    lower: np.ndarray
+    upper: np.ndarray
+    max_slots: int
+    n_units: int
+    has_hbm: bool
+    has_ddr: bool
+    mapping: str
+    split: bool
+    exclusive_experts: bool
+    slices: dict = field(default_factory=dict)
+
+    @property
+    def n_var(self) -> int:
+        return len(self.lower)
+
+    def part(self, X: np.ndarray, name: str) -> np.ndarray:
+        return X[..., self.slices[name]]
+
+
+def build_space(study: Study, tables: EvalTables) -> Space:
+    hw = study.hardware
+    mesh = hw.package.mesh
+    max_slots = mesh.rows[1] * mesh.cols[1]
+    K = len(hw.chiplets)
+    U = tables.n_units
+    names, lower, upper, slices = [], [], [], {}
+
+    def add(name: str, lo: int, hi: int, count: int = 1, labels=None):
+        start = len(names)
+        for i in range(count):
+            names.append(f"{name}[{labels[i] if labels else i}]" if count > 1 or labels else name)
+            lower.append(lo)
+            upper.append(hi)
+        slices[name] = slice(start, len(names))
+
+    add("rows", *mesh.rows)
+    add("cols", *mesh.cols)
+    add("kind", 0, K - 1, max_slots)
+    hbm = next((m for m in hw.memory if tables.hbm and m.kind == tables.hbm.kind), None)
+    ddr = next((m for m in hw.memory if tables.ddr and m.kind == tables.ddr.kind), None)
+    add("hbm", *(hbm.count_range if hbm else (0, 0)))
+    add("ddr", *(ddr.count_range if ddr else (0, 0)))
+    add("place", 0, max_slots - 1, U, labels=tables.unit_names)
+    copies = study.mapping.max_replicas if study.mapping.kind in COPY_MAPPINGS else 1
+    add("copies", 1, copies, U, labels=tables.unit_names)
+    return Space(names=names, lower=np.array(lower), upper=np.array(upper), max_slots=max_slots, n_units=U,
+                 has_hbm=hbm is not None, has_ddr=ddr is not None, mapping=study.mapping.kind,
+                 split=study.mapping.kind in SPLIT_MAPPINGS,
+                 exclusive_experts=study.mapping.kind == "one-to-one", slices=slices)
+
+
+@dataclass
+class Design:
+    """One package and mapping, decoded from a decision vector; readable and writable as YAML."""
+
+    rows: int
+    cols: int
+    chiplets: list[str]                 # kind name per slot, row-major
+    hbm_stacks: list[int]               # per slot
+    ddr_channels: int
+    link: str
+    mapping: str
+    placement: dict[str, list[int]]     # unit -> slots holding it (copies or shards)
+
+    def to_dict(self) -> dict:
+        return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
+                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping,
+                    placement={u: list(s) for u, s in self.placement.items()})

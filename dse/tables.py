@@ -1,0 +1,144 @@
+"""Mapping-independent tables of a study, computed once: the arrays the evaluator reads.
+
+Operator costs do not depend on where a unit is placed, only on the chiplet kind, so the cost of every
+(unit, chiplet kind) pair is summed from the operator table here (arch.op_costs), weighted by each
+operator's probability of running. A design's evaluation is then lookups and sums (dse.evaluate).
+All per-unit figures are per *one* layer instance; ``stage_repeat`` says how often a stage runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+import arch
+import memory
+import noc
+import workloads
+
+from .study import Study
+
+UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head")
+
+
+@dataclass
+class EvalTables:
+    """Arrays of one study (U units, K chiplet kinds, S stages, E edges). SI units."""
+
+    unit_names: list[str]
+    unit_kind: np.ndarray          # [U] index into UNIT_KINDS
+    unit_stage: np.ndarray         # [U]
+    unit_capacity_bytes: np.ndarray  # [U] weights of all the unit's layers
+    unit_kv_bytes: np.ndarray      # [U] KV cache of the step's batch and context, all layers
+    unit_weight_read: np.ndarray   # [U] expected weight bytes read per layer instance
+    unit_time_s: np.ndarray        # [U, K] expected compute time per layer instance
+    unit_energy_j: np.ndarray      # [U, K] expected compute + SRAM energy per layer instance
+    unit_other_dram: np.ndarray    # [U, K] expected non-weight DRAM bytes (KV, spills) per layer instance
+    unit_out_bytes: np.ndarray     # [U] output activation bytes per layer instance (for all-reduce)
+    unit_prob: np.ndarray          # [U] probability the unit runs in a step
+    stage_repeat: np.ndarray       # [S]
+    stage_prob: np.ndarray         # [S]
+    edge_src: np.ndarray           # [E]
+    edge_dst: np.ndarray
+    edge_bytes: np.ndarray         # bytes per occurrence
+    edge_repeat: np.ndarray        # occurrences per step
+    kind_names: list[str]
+    kind_nodes: list[str]
+    kind_area_mm2: np.ndarray      # [K]
+    kind_cost_usd: np.ndarray
+    kind_static_w: np.ndarray
+    kind_peak_dynamic_w: np.ndarray
+    hbm: memory.MemorySpec | None
+    ddr: memory.MemorySpec | None
+    hbm_bw_Bps: float              # sustained per stack
+    ddr_bw_Bps: float              # sustained per channel
+    link: noc.LinkTech
+    tokens_per_step: int
+    workload: workloads.Workload
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_names)
+
+
+def build_workload(study: Study) -> workloads.Workload:
+    w = study.workload
+    return workloads.extract(w.model, phase=w.phase, batch=w.batch, context=w.context, precision=w.precision,
+                             routing=w.routing.model_dump(), per_layer=w.per_layer, seed=w.routing.seed)
+
+
+def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:
+    wl = workload or build_workload(study)
+    chiplets = [c.to_chiplet() for c in study.hardware.chiplets]
+    precision = study.workload.precision
+    costs = arch.op_costs(wl.ops, chiplets, precision)
+
+    units = wl.units
+    index = {u: i for i, u in enumerate(units)}
+    ops = wl.ops
+    op_unit = ops["unit"].map(index).to_numpy()
+    prob = ops["prob"].to_numpy(float)
+
+    def per_unit(values: np.ndarray) -> np.ndarray:
+        """Sum op rows into units, weighting by the probability each op runs."""
+        out = np.zeros((len(units),) + values.shape[1:])
+        np.add.at(out, op_unit, values * (prob if values.ndim == 1 else prob[:, None]))
+        return out
+
+    weight_read = per_unit(ops["weight_bytes"].to_numpy(float))
+    other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
+    nodes = wl.graph.nodes
+    out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
+    for a, _, d in wl.graph.edges(data=True):
+        out_bytes[index[a]] = max(out_bytes[index[a]], d["bytes"])
+    kv_bytes = np.array([nodes[u]["kv_bytes_per_token"] * wl.batch * wl.context for u in units])
+
+    edges = [(index[a], index[b], d["bytes"], d["repeat"]) for a, b, d in wl.graph.edges(data=True)]
+    e = np.array(edges, dtype=float).reshape(-1, 4)
+
+    mem = {m.kind: memory.memory_preset(m.kind) for m in study.hardware.memory}
+    hbm = next((s for s in mem.values() if s.is_hbm), None)
+    ddr = next((s for s in mem.values() if not s.is_hbm), None)
+
+    kind_area = np.array([arch.chiplet_area_mm2(c, precision) for c in chiplets])
+    peak_dyn = np.array([c.peak_flops() / 2 * arch.node(c.node).mac_energy_pj[precision] * 1e-12
+                         for c in chiplets])
+    return EvalTables(
+        unit_names=units,
+        unit_kind=np.array([UNIT_KINDS.index(nodes[u]["kind"]) for u in units]),
+        unit_stage=np.array([nodes[u]["stage"] for u in units]),
+        unit_capacity_bytes=np.array([nodes[u]["weight_bytes"] for u in units], dtype=float),
+        unit_kv_bytes=kv_bytes,
+        unit_weight_read=weight_read,
+        unit_time_s=per_unit(costs.time_s),
+        unit_energy_j=per_unit(costs.energy_j),
+        unit_other_dram=other_dram,
+        unit_out_bytes=out_bytes,
+        unit_prob=np.array([nodes[u]["prob"] for u in units], dtype=float),
+        stage_repeat=wl.stages["repeat"].to_numpy(float),
+        stage_prob=wl.stages["prob"].to_numpy(float),
+        edge_src=e[:, 0].astype(np.int64), edge_dst=e[:, 1].astype(np.int64),
+        edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(),
+        kind_names=[c.name for c in chiplets],
+        kind_nodes=[c.node for c in chiplets],
+        kind_area_mm2=kind_area,
+        kind_cost_usd=np.array([arch.chiplet_cost_usd(c, precision) for c in chiplets]),
+        kind_static_w=np.array([arch.static_power_w(c, precision) for c in chiplets]),
+        kind_peak_dynamic_w=peak_dyn,
+        hbm=hbm, ddr=ddr,
+        hbm_bw_Bps=memory.effective_bandwidth_Bps(hbm, 1) if hbm else 0.0,
+        ddr_bw_Bps=memory.effective_bandwidth_Bps(ddr, 1) if ddr else 0.0,
+        link=noc.link_tech(study.hardware.package.link),
+        tokens_per_step=wl.tokens_per_step,
+        workload=wl)
+
+
+def unit_table(t: EvalTables) -> pd.DataFrame:
+    """Readable per-unit view of the tables (for reports and notebooks)."""
+    df = pd.DataFrame({"unit": t.unit_names, "kind": [UNIT_KINDS[k] for k in t.unit_kind],
+                       "stage": t.unit_stage, "weight_GiB": t.unit_capacity_bytes / 2**30,
+                       "kv_GiB": t.unit_kv_bytes / 2**30, "prob": t.unit_prob})
+    for k, name in enumerate(t.kind_names):
+        df[f"time_us[{name}]"] = t.unit_time_s[:, k] * 1e6
+    return df

@@ -1,0 +1,55 @@
+"""Die-to-die link technologies and the router on each chiplet, from ``noc/data/links.yaml``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from .errors import NocError
+
+
+@dataclass(frozen=True)
+class LinkTech:
+    """One link technology (per direction) plus the router each hop crosses. SI units."""
+
+    name: str
+    bandwidth_Bps: float
+    latency_s: float
+    energy_j_per_byte: float
+    phy_area_mm2: float
+    bond_yield: float
+    router_latency_s: float
+    router_energy_j_per_byte: float
+
+    @property
+    def hop_latency_s(self) -> float:
+        return self.latency_s + self.router_latency_s
+
+    @property
+    def hop_energy_j_per_byte(self) -> float:
+        return self.energy_j_per_byte + self.router_energy_j_per_byte
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return yaml.safe_load((resources.files("noc") / "data" / "links.yaml").read_text())
+
+
+def link_kinds() -> list[str]:
+    return sorted(k for k in _table() if k != "router")
+
+
+def link_tech(name: str) -> LinkTech:
+    table = _table()
+    if name not in link_kinds():
+        raise NocError(f"unknown link technology {name!r}; allowed: {', '.join(link_kinds())}")
+    link, router = table[name], table["router"]
+    cycle = 1e-9 / router["freq_ghz"]
+    return LinkTech(
+        name=name, bandwidth_Bps=link["bandwidth_gbps"] * 1e9, latency_s=link["latency_ns"] * 1e-9,
+        energy_j_per_byte=link["energy_pj_per_bit"] * 8e-12, phy_area_mm2=link["phy_area_mm2"],
+        bond_yield=link["bond_yield"],
+        router_latency_s=router["latency_cycles"] * cycle,
+        router_energy_j_per_byte=router["energy_pj_per_bit"] * 8e-12)

@@ -1,0 +1,35 @@
+"""Shared fixtures: the tiny study and an in-process runner for the ``dse`` command."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dse.cli import main
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def tiny_path() -> Path:
+    return DATA / "tiny.yaml"
+
+
+@pytest.fixture
+def tiny_dict(tiny_path) -> dict:
+    return yaml.safe_load(tiny_path.read_text())
+
+
+@pytest.fixture
+def dse_cli(capsys):
+    """Run ``dse ARGS`` in-process; returns (exit status, stdout, stderr)."""
+    def run(*args: str):
+        try:
+            main(list(map(str, args)))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run

@@ -1,0 +1,34 @@
+"""The results folder is written whole or not at all."""
+import pandas as pd
+import pytest
+
+import dse
+from dse import results as results_mod
+
+
+def test_interrupted_write_keeps_previous_results(tmp_path, monkeypatch):
+    study = dse.load_study("tests/data/tiny.yaml")
+    result = dse.run_study(study)
+    out = tmp_path / "res"
+    dse.write_results(result, out)
+    before = (out / "pareto.csv").read_text()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(results_mod, "summary_markdown", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dse.write_results(result, out)
+    assert (out / "pareto.csv").read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["res"]      # no temporary folder left behind
+
+
+def test_python_api(tmp_path):
+    study = dse.load_study("tests/data/tiny.yaml")
+    result = study.run(seed=5)
+    assert isinstance(result.pareto, pd.DataFrame) and len(result.pareto) >= 1
+    best = result.best("latency")
+    assert best["latency_s"] == result.pareto["latency_s"].min()
+    assert result.evaluations["pareto"].sum() == len(result.pareto)
+    # same study and seed, same front
+    again = study.run(seed=5)
+    pd.testing.assert_frame_equal(result.pareto, again.pareto)

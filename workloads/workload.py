@@ -1,0 +1,66 @@
+"""The `Workload`: an operator table plus the graph of placement units that carry it.
+
+Operator table (``Workload.ops``, one row per operator kind per unit, costs per *one* layer instance):
+
+==================  ==========================================================================
+column              meaning
+==================  ==========================================================================
+unit                placement unit (node of ``graph``) the operator belongs to
+name                operator name (``qkv_proj``, ``attn_score``, ``down_proj`` ...)
+engine              ``matrix`` (GEMM on the array / tensor cores) or ``vector`` (elementwise unit)
+M, N, K             GEMM shape (M x K times K x N); 0 for vector operators
+batch               independent GEMM instances per layer (e.g. sequences x KV heads)
+elements            elements a vector operator touches (0 for GEMMs)
+flops               floating-point operations of all ``batch`` instances
+weight_bytes        parameter bytes the operator reads
+act_in_bytes        activation bytes read; ``act_out_bytes`` written
+kv_read_bytes       KV-cache bytes read; ``kv_write_bytes`` written
+prob                probability the operator runs in a step (routed experts: touched at all)
+tokens              expected tokens it processes when it runs
+layers              identical layers the row stands for (the unit's layer count)
+==================  ==========================================================================
+
+Graph (``Workload.graph``, a networkx DiGraph): nodes are placement units with attributes ``kind``
+(``embedding``, ``attention``, ``ffn``, ``expert``, ``shared_expert``, ``lm_head``), ``stage``,
+``layers``, ``expert`` (index within its layer, -1 otherwise), ``weight_bytes`` (all layers),
+``kv_bytes_per_token`` (all layers), ``prob`` (touched in a step) and ``selection_prob`` (per token).
+Edges carry ``bytes`` (activation bytes sent per occurrence) and ``repeat`` (occurrences per step).
+
+Stages (``Workload.stages``): execution order; units of one stage may run in parallel on different
+chiplets, stages run one after another, stage ``s`` ``repeat`` times with probability ``prob``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import pandas as pd
+
+OP_COLUMNS = ["unit", "name", "engine", "M", "N", "K", "batch", "elements", "flops", "weight_bytes",
+              "act_in_bytes", "act_out_bytes", "kv_read_bytes", "kv_write_bytes", "prob", "tokens",
+              "layers"]
+
+
+@dataclass
+class Workload:
+    """Per-unit operator trace of one inference step of a model (see module docstring)."""
+
+    name: str
+    phase: str
+    batch: int
+    context: int
+    precision: str
+    tokens_per_step: int
+    ops: pd.DataFrame
+    graph: nx.DiGraph
+    stages: pd.DataFrame
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def units(self) -> list[str]:
+        """Placement units in stage order."""
+        return sorted(self.graph.nodes, key=lambda u: (self.graph.nodes[u]["stage"], u))
+
+    def to_dict(self) -> dict:
+        """JSON-ready view: the summary figures plus every operator row."""
+        return {**self.summary, "ops": self.ops.to_dict(orient="records")}
