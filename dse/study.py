@@ -1,186 +1,28 @@
 """The study file: a validated pydantic model of what to explore, and `load_study` to read one.
 
 Every problem in a study surfaces as one `StudyError` naming the YAML key (``search.population``),
-what was wrong, and what is allowed. Ranges are written ``[low, high]`` (inclusive) or as one number.
+what was wrong, and what is allowed. Sections are defined in ``dse/schema/`` (one module each).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt,
-                      ValidationError, field_validator, model_validator)
+from pydantic import Field, ValidationError
 
-import arch
-import memory
-import noc
 import workloads
 
 from .errors import StudyError
+from .schema import (ALGORITHMS, MAPPINGS, OBJECTIVES, ConstraintsSpec, HardwareSpec, MappingSpec, SearchSpec,
+                     WorkloadSpec)
+from .schema.common import StrictModel
 
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance")
-MAPPINGS = ("one-to-one", "one-to-many", "many-to-one", "many-to-many")
-ALGORITHMS = ("nsga2", "random")
-
-
-def _as_range(value: Any) -> Any:
-    """Accept ``n`` or ``[low, high]`` and return ``(low, high)``."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return (value, value)
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return tuple(value)
-    raise ValueError(f"expected a whole number or a [low, high] pair, got {value!r}")
+__all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
 
 
-def _check_range(value: tuple[int, int], minimum: int) -> tuple[int, int]:
-    low, high = value
-    if low > high:
-        raise ValueError(f"low end {low} is above high end {high}")
-    if low < minimum:
-        raise ValueError(f"must be >= {minimum}, got {low}")
-    return value
-
-
-IntRange = Annotated[tuple[int, int], BeforeValidator(_as_range)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RoutingSpec(_Strict):
-    distribution: Literal["uniform", "zipf"] = "uniform"
-    s: float = Field(1.0, ge=0.0, description="Zipf exponent")
-    seed: int = 0
-
-
-class WorkloadSpec(_Strict):
-    model: str = Field(description="bundled preset name or path to a HuggingFace config.json")
-    phase: Literal["prefill", "decode"] = "decode"
-    batch: PositiveInt = 1
-    context: PositiveInt = 2048
-    precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
-    per_layer: bool = False
-    routing: RoutingSpec = RoutingSpec()
-
-
-class ChipletSpec(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["systolic"] = "systolic"
-    array: tuple[PositiveInt, PositiveInt]
-    dataflow: Literal["os", "ws", "is"] = "ws"
-    sram_mb: PositiveFloat
-    freq_ghz: PositiveFloat
-    node: str
-
-    @field_validator("node")
-    @classmethod
-    def _known_node(cls, value: str) -> str:
-        if value not in arch.nodes():
-            raise ValueError(f"unknown technology node {value!r}; allowed: {', '.join(arch.nodes())}")
-        return value
-
-    def to_chiplet(self) -> arch.Chiplet:
-        return arch.Chiplet(name=self.name, kind=self.kind, rows=self.array[0], cols=self.array[1],
-                            dataflow=self.dataflow, sram_bytes=self.sram_mb * 2**20,
-                            freq_hz=self.freq_ghz * 1e9, node=self.node)
-
-
-class MemoryEntry(_Strict):
-    kind: str
-    stacks: IntRange | None = None
-    channels: IntRange | None = None
-
-    @model_validator(mode="after")
-    def _counts(self):
-        if self.kind not in memory.memory_kinds():
-            raise ValueError(f"unknown memory kind {self.kind!r}; allowed: {', '.join(memory.memory_kinds())}")
-        hbm = memory.memory_preset(self.kind).is_hbm
-        want, other = ("stacks", "channels") if hbm else ("channels", "stacks")
-        if getattr(self, other) is not None:
-            raise ValueError(f"{self.kind} is counted in {want}, not {other}")
-        if getattr(self, want) is None:
-            raise ValueError(f"{self.kind} needs '{want}: [low, high]'")
-        _check_range(getattr(self, want), 0)
-        return self
-
-    @property
-    def count_range(self) -> tuple[int, int]:
-        return self.stacks if self.stacks is not None else self.channels
-
-
-class MeshSpec(_Strict):
-    rows: IntRange
-    cols: IntRange
-
-    @field_validator("rows", "cols")
-    @classmethod
-    def _positive(cls, value):
-        return _check_range(value, 1)
-
-
-class PackageSpec(_Strict):
-    mesh: MeshSpec
-    link: str = "ucie-advanced"
-
-    @field_validator("link")
-    @classmethod
-    def _known_link(cls, value: str) -> str:
-        if value not in noc.link_kinds():
-            raise ValueError(f"unknown link technology {value!r}; allowed: {', '.join(noc.link_kinds())}")
-        return value
-
-
-class HardwareSpec(_Strict):
-    chiplets: list[ChipletSpec] = Field(min_length=1)
-    memory: list[MemoryEntry] = Field(min_length=1)
-    package: PackageSpec
-
-    @model_validator(mode="after")
-    def _unique(self):
-        names = [c.name for c in self.chiplets]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"chiplet names must be unique; repeated: {', '.join(sorted(dup))}")
-        hbm = [m.kind for m in self.memory if memory.memory_preset(m.kind).is_hbm]
-        ddr = [m.kind for m in self.memory if not memory.memory_preset(m.kind).is_hbm]
-        if len(hbm) > 1 or len(ddr) > 1:
-            raise ValueError("at most one HBM kind and one DDR/LPDDR kind per study")
-        return self
-
-
-class MappingSpec(_Strict):
-    kind: Literal["one-to-one", "one-to-many", "many-to-one", "many-to-many"] = "many-to-many"
-    max_replicas: PositiveInt = 2
-
-
-class ConstraintsSpec(_Strict):
-    area_mm2: PositiveFloat | None = None
-    power_w: PositiveFloat | None = None
-    cost_usd: PositiveFloat | None = None
-
-
-class SearchSpec(_Strict):
-    objectives: list[Literal["latency", "throughput", "energy", "area", "cost", "fault_tolerance"]] = Field(
-        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=6)
-    algorithm: Literal["nsga2", "random"] = "nsga2"
-    population: int = Field(48, ge=4, le=100_000)
-    generations: int = Field(30, ge=1, le=100_000)
-    seed: int = 1
-
-    @field_validator("objectives")
-    @classmethod
-    def _distinct(cls, value):
-        if len(set(value)) != len(value):
-            raise ValueError("objectives must not repeat")
-        return value
-
-
-class Study(_Strict):
+class Study(StrictModel):
     """A validated study. Build one with `load_study` (file) or `Study.from_dict`."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")

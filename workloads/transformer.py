@@ -102,7 +102,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: int = 1,
     stages: list[dict] = []
 
     def new_stage(name: str, repeat: int) -> int:
-        stages.append(dict(stage=len(stages), name=name, repeat=repeat, prob=1.0))
+        after = (len(stages) - 1,) if stages else ()
+        stages.append(dict(stage=len(stages), name=name, repeat=repeat, prob=1.0, after=after))
         return len(stages) - 1
 
     # Embedding: lookup reads T rows of the table (plus learned positions for gpt2).
@@ -191,7 +192,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: int = 1,
     stage_table = pd.DataFrame(stages)
     summary = _summary(cfg, b.graph, ops, phase, batch, context, precision, kv_per_token_layer)
     return Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
-                    tokens_per_step=T, ops=ops, graph=b.graph, stages=stage_table, summary=summary)
+                    tokens_per_step=T, ops=ops, graph=b.graph, stages=stage_table,
+                    scenarios=[(1.0, tuple(stage_table["stage"]))], summary=summary)
 
 
 def _ffn_params(cfg: ModelConfig, width: int) -> float:

@@ -26,8 +26,15 @@ Graph (``Workload.graph``, a networkx DiGraph): nodes are placement units with a
 ``kv_bytes_per_token`` (all layers), ``prob`` (touched in a step) and ``selection_prob`` (per token).
 Edges carry ``bytes`` (activation bytes sent per occurrence) and ``repeat`` (occurrences per step).
 
-Stages (``Workload.stages``): execution order; units of one stage may run in parallel on different
-chiplets, stages run one after another, stage ``s`` ``repeat`` times with probability ``prob``.
+Stages (``Workload.stages``, columns ``stage, name, repeat, prob, after``): units of one stage may run
+in parallel on different chiplets; stage ``s`` runs ``repeat`` times (identical layers), with marginal
+probability ``prob`` of running in a step, once every stage in its ``after`` tuple has finished
+(a DAG; a plain transformer is a chain).
+
+Scenarios (``Workload.scenarios``): the sets of stages that run together in one step, with their
+probabilities (summing to 1). A dense or MoE model has one scenario holding every stage; an ensemble
+of experts has one per combination of expert models its routers can pick. The evaluator takes the
+critical path through each scenario's stages and weights it by probability (expected latency, p99).
 """
 from __future__ import annotations
 
@@ -54,6 +61,7 @@ class Workload:
     ops: pd.DataFrame
     graph: nx.DiGraph
     stages: pd.DataFrame
+    scenarios: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
     summary: dict = field(default_factory=dict)
 
     @property

@@ -4,6 +4,8 @@ Bad input of any kind ends with one line ``error: <key>: <what is wrong>`` on st
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 
 import click
@@ -11,8 +13,10 @@ import click
 from ..errors import StudyError
 from .common import USER_ERRORS, cli, fail
 
-# subcommands register themselves on import
-from . import models_cmd, run_cmd, validate_cmd  # noqa: E402,F401
+# every ``*_cmd`` module in this folder registers its subcommand on `cli` when imported
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name.endswith("_cmd"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def main(argv: list[str] | None = None) -> None:

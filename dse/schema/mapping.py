@@ -1,0 +1,15 @@
+"""Study schema: the ``mapping`` section (how units are placed onto chiplets)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import PositiveInt
+
+from .common import StrictModel
+
+MAPPINGS = ("one-to-one", "one-to-many", "many-to-one", "many-to-many")
+
+
+class MappingSpec(StrictModel):
+    kind: Literal[MAPPINGS] = "many-to-many"
+    max_replicas: PositiveInt = 2
