@@ -1,19 +1,24 @@
 """Evaluate a population of designs: every metric of every design in one Numba call.
 
-Per design (see dse.perf_model for the step model):
+Per design (the step model is in dse.perf_model):
 
-* latency_s: time of one step (decode: time per output token; prefill: time to first token);
+* latency_s: expected time of one step over the workload's scenarios (decode: time per output token;
+  prefill: time to first token); latency_p99_s: its 99th percentile over scenarios;
 * throughput_tok_s: tokens of the step / latency;
-* energy_j_per_token: (dynamic + static x latency) / tokens of the step;
+* energy_j_per_token and its parts: compute (+ SRAM), DRAM, network, static (static power x latency);
 * area_mm2: silicon = chiplet dies (with their HBM PHYs) + DDR PHYs; package_area_mm2 adds HBM stack
   footprints;
-* cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR
-  by capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
+* cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR by
+  capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
 * power_w: peak = static + every PE busy + memories at full bandwidth;
-* fault_tolerance_frac: fraction of throughput retained, averaged over every single-chiplet failure, after re-mapping
-  lost units (dse.perf_model.remap_without), capped at 1; 0 for a failure that leaves some unit
-  unservable (memory short).
-  worst_retained_frac: the least retained over those failures.
+* fault_tolerance_frac: fraction of throughput kept, averaged over every single-chiplet failure after
+  re-mapping (dse.perf_model.remap), capped at 1; a failure after which some unit cannot be held
+  (memory short) or no chiplet is left keeps 0. worst_retained_frac: the least kept.
+  all_served_frac: fraction of single failures after which every unit is still served.
+* mc_retained_frac / mc_survival_frac: the same over Monte Carlo sets of several failed chiplets
+  (study ``faults.monte_carlo``; the same failure sets for every design of a size: common random
+  numbers), NaN when off.
+* capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
 """
 from __future__ import annotations
 
@@ -24,21 +29,47 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from .perf_model import KernelTables, remap_without, step
+from .perf_model import KernelTables, base_pass, failure_latency, make_workspace, memory_state, remap, scenario_latency
 from .placement import decode_population
+from .routes import RouteTables, build_route_tables, shape_index
 from .space import Design, Space
 from .tables import UNIT_KINDS, EvalTables
 
-METRICS = ["latency_s", "throughput_tok_s", "energy_j_per_token", "area_mm2", "package_area_mm2", "cost_usd",
-           "power_w", "fault_tolerance_frac", "worst_retained_frac", "capacity_short_bytes", "unplaced_experts",
+METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
+           "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
+           "package_area_mm2", "cost_usd", "power_w", "fault_tolerance_frac", "worst_retained_frac",
+           "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
            "dram_bytes", "net_byte_hops"]
-_M = {name: i for i, name in enumerate(METRICS)}
+N_METRICS = len(METRICS)
 
 
-def kernel_tables(t: EvalTables) -> KernelTables:
+def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(groups) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(g) for g in groups])
+    flat = np.array([x for g in groups for x in g], np.int64)
+    return ptr, flat
+
+
+def weight_per_copy(t: EvalTables, max_copies: int, split: bool) -> np.ndarray:
+    """Expected weight bytes one copy reads per layer instance, for 1..max_copies copies: ``[U, C + 1]``.
+
+    Replicas (many-to-many) each serve 1/c of the T tokens, so each reads the unit's weights with
+    probability ``1 - (1 - q)^(T/c)`` (q: per-token selection probability); shards (one-to-many) each
+    read 1/c of the weights whenever the unit runs (probability ``1 - (1 - q)^T``).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if_run = np.where(t.unit_prob > 0, t.unit_weight_read / t.unit_prob, 0.0)
+    q = np.minimum(t.unit_selection, 1.0)[:, None]
+    c = np.arange(max_copies + 1, dtype=float)[None, :]
+    c[0, 0] = 1.0
+    if split:
+        return if_run[:, None] * (1.0 - (1.0 - q) ** t.tokens_per_step) / c
+    return if_run[:, None] * (1.0 - (1.0 - q) ** (t.tokens_per_step / c))
+
+
+def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     """Pack the study tables into the arrays the Numba kernels read (stages and edges in order)."""
-    order = np.argsort(t.unit_stage, kind="stable")
-    assert (order == np.arange(len(order))).all(), "units must come in stage order"
+    assert (np.diff(t.unit_stage) >= 0).all(), "units must come in stage order"
     S = len(t.stage_repeat)
     stage_start = np.searchsorted(t.unit_stage, np.arange(S + 1)).astype(np.int64)
     edge_stage = t.unit_stage[t.edge_dst]
@@ -47,44 +78,54 @@ def kernel_tables(t: EvalTables) -> KernelTables:
     repeat = t.stage_repeat[edge_stage]
     edge_phase = np.where(t.edge_repeat == repeat, 0, np.where(t.edge_repeat == 1, 1, 2))[e_order]
     assert ((edge_phase != 2) | (t.edge_repeat[e_order] == repeat[e_order] - 1)).all()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weight_if_run = np.where(t.unit_prob > 0, t.unit_weight_read / t.unit_prob, 0.0)
-    sel = np.array([t.workload.graph.nodes[u]["selection_prob"] for u in t.unit_names], dtype=float)
+    src, dst = t.edge_src[e_order], t.edge_dst[e_order]
+    incident: list[list[int]] = [[] for _ in range(t.n_units)]
+    for e, (a, b) in enumerate(zip(src, dst)):
+        incident[a].append(e)
+        if b != a:
+            incident[b].append(e)
+    unit_edge_ptr, unit_edges = _csr(incident)
+    after = [list(a) for a in t.stage_after]
+    assert all(p < s for s, a in enumerate(after) for p in a), "stages must be numbered in topological order"
+    after_ptr, after_ids = _csr(after)
+    scen_ptr, scen_stages = _csr([list(stages) for _, stages in t.scenarios])
+    unit_w_copy = weight_per_copy(t, max_copies, split)
     nodes = [arch.node(n) for n in t.kind_nodes]
     hbm, ddr = t.hbm, t.ddr
     f = float
     return KernelTables(
         unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")),
-        unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_weight_if_run=weight_if_run,
-        unit_sel=np.minimum(sel, 1.0), unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
-        unit_other_dram=t.unit_other_dram, unit_out_bytes=t.unit_out_bytes,
-        stage_start=stage_start, stage_repeat=t.stage_repeat.astype(float), stage_prob=t.stage_prob.astype(float),
-        edge_start=edge_start, edge_src=t.edge_src[e_order], edge_dst=t.edge_dst[e_order], edge_bytes=t.edge_bytes[e_order],
-        edge_phase=edge_phase.astype(np.int64),
+        unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_w_copy=unit_w_copy, unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
+        unit_other_dram=t.unit_other_dram, unit_out_bytes=t.unit_out_bytes, unit_edge_ptr=unit_edge_ptr,
+        unit_edges=unit_edges, stage_start=stage_start, stage_repeat=t.stage_repeat.astype(float),
+        stage_prob=t.stage_prob.astype(float), after_ptr=after_ptr, after_ids=after_ids, scen_ptr=scen_ptr,
+        scen_stages=scen_stages, scen_prob=np.array([p for p, _ in t.scenarios], float),
+        edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
+        edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         kind_area=t.kind_area_mm2, kind_wafer_cost=np.array([nd.wafer_cost_usd for nd in nodes], float),
         kind_d0=np.array([nd.defect_density_per_cm2 for nd in nodes], float),
         kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
         tokens=f(t.tokens_per_step),
-        hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps), hbm_e=f(hbm.energy_j_per_byte if hbm else 0),
-        hbm_phy=f(hbm.phy_area_mm2 if hbm else 0), hbm_footprint=f(hbm.footprint_mm2 if hbm else 0),
+        hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),
+        hbm_e=f(hbm.energy_j_per_byte if hbm else 0), hbm_phy=f(hbm.phy_area_mm2 if hbm else 0),
+        hbm_footprint=f(hbm.footprint_mm2 if hbm else 0),
         hbm_cost=f(hbm.capacity_bytes * hbm.cost_usd_per_byte if hbm else 0),
-        ddr_cap=f(ddr.capacity_bytes if ddr else 0), ddr_bw=f(t.ddr_bw_Bps), ddr_e=f(ddr.energy_j_per_byte if ddr else 0),
-        ddr_phy=f(ddr.phy_area_mm2 if ddr else 0), ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
-        link_bw=f(t.link.bandwidth_Bps), hop_lat=f(t.link.hop_latency_s), hop_e=f(t.link.hop_energy_j_per_byte),
+        ddr_cap=f(ddr.capacity_bytes if ddr else 0), ddr_bw=f(t.ddr_bw_Bps),
+        ddr_e=f(ddr.energy_j_per_byte if ddr else 0), ddr_phy=f(ddr.phy_area_mm2 if ddr else 0),
+        ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
+        link_bw=f(t.link.bandwidth_Bps), hop_e=f(t.link.hop_energy_j_per_byte),
         bond_yield=f(t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
         wafer_diameter=f(arch.technology.wafer_diameter_mm()))
 
 
 @nb.njit(cache=True)
-def _evaluate_design(T, n, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, out):
-    alive = np.ones(n, np.bool_)
-    loads = np.zeros(n * 4)
-    latency, energy, short, dram, net = step(T, n, cols, kind, stacks, ddr, slots, ncopy, split, alive, loads)
-    static = 0.0
+def _package(T, n, kind, stacks, ddr):
+    """(silicon area, package area, cost, peak power, static power) of a package."""
     area = ddr * T.ddr_phy
-    package = 0.0
+    footprint = 0.0
     cost = ddr * T.ddr_cost
     power = ddr * T.ddr_bw * T.ddr_e
+    static = 0.0
     n_stacks = 0
     for i in range(n):
         k = kind[i]
@@ -94,56 +135,149 @@ def _evaluate_design(T, n, cols, kind, stacks, ddr, slots, ncopy, split, unplace
         cost += kgd_cost(die, T.kind_wafer_cost[k], T.kind_d0[k], T.yield_alpha, T.wafer_diameter)
         cost += stacks[i] * T.hbm_cost
         power += T.kind_static_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
-        package += stacks[i] * T.hbm_footprint
+        footprint += stacks[i] * T.hbm_footprint
         n_stacks += stacks[i]
-    package += area
-    cost /= T.bond_yield ** (n + n_stacks)
-
-    retained_sum = 0.0
-    worst = 1.0
-    if with_faults:
-        if n == 1:
-            worst = 0.0
-        for failed in range(n if n > 1 else 0):
-            fslots, fcount, falive = remap_without(T, n, failed, slots, ncopy, split, stacks)
-            lat_f, _, short_f, _, _ = step(T, n, cols, kind, stacks, ddr, fslots, fcount, split, falive, loads)
-            # a failure never counts as a gain: re-mapping can land a unit somewhere better
-            kept = min(latency / lat_f, 1.0) if short_f <= short and lat_f > 0 else 0.0
-            retained_sum += kept
-            worst = min(worst, kept)
-    out[0] = latency
-    out[1] = T.tokens / latency
-    out[2] = (energy + static * latency) / T.tokens
-    out[3] = area
-    out[4] = package
-    out[5] = cost
-    out[6] = power
-    out[7] = retained_sum / n if (with_faults and n > 1) else 0.0
-    out[8] = worst if with_faults else 0.0
-    out[9] = short
-    out[10] = unplaced
-    out[11] = dram
-    out[12] = net
-
+    return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static
 
 
 @nb.njit(cache=True)
-def evaluate_arrays(T, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults):
+def _retained(latency, short, lat_f, short_f):
+    """Throughput kept after a failure: a failure never counts as a gain (re-mapping can land a unit
+    somewhere better); 0 when some unit can no longer be held or nothing survives."""
+    if short_f > short or not np.isfinite(lat_f) or lat_f <= 0.0:
+        return 0.0
+    return min(latency / lat_f, 1.0)
+
+
+@nb.njit(cache=True)
+def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, out):
+    short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    latency, p99 = scenario_latency(T, W.stage_t, W.comm, W.finish, W.cps, W.in_scen)
+    e_compute = e_dram = dram = net = 0.0
+    for s in range(T.stage_repeat.shape[0]):
+        weight = T.stage_prob[s] * T.stage_repeat[s]
+        e_compute += weight * W.stage_e_compute[s]
+        e_dram += weight * W.stage_e_dram[s]
+        dram += weight * W.stage_dram[s]
+        net += T.stage_prob[s] * W.stage_net[s]
+    area, package, cost, power, static = _package(T, n, kind, stacks, ddr)
+
+    kept_sum = 0.0
+    worst = 1.0
+    served = 0.0
+    alive = np.ones(n, np.bool_)
+    if with_faults and n > 1:
+        for failed in range(n):
+            alive[failed] = False
+            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
+            alive[failed] = True
+            kept = _retained(latency, short, lat_f, short_f)
+            kept_sum += kept
+            worst = min(worst, kept)
+            served += 1.0 if kept > 0.0 else 0.0
+    mc_kept = np.nan
+    mc_survive = np.nan
+    samples = mc_sets.shape[1]
+    if with_faults and samples > 0:
+        mc_kept = 0.0
+        mc_survive = 0.0
+        for m in range(samples):
+            for x in range(mc_sets.shape[2]):
+                alive[mc_sets[n, m, x]] = False
+            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
+            alive[:] = True
+            kept = _retained(latency, short, lat_f, short_f)
+            mc_kept += kept / samples
+            mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
+    tokens = T.tokens
+    e_net = net * T.hop_e
+    e_static = static * latency
+    out[0] = latency
+    out[1] = p99
+    out[2] = tokens / latency
+    out[3] = (e_compute + e_dram + e_net + e_static) / tokens
+    out[4] = e_compute / tokens
+    out[5] = e_dram / tokens
+    out[6] = e_net / tokens
+    out[7] = e_static / tokens
+    out[8] = area
+    out[9] = package
+    out[10] = cost
+    out[11] = power
+    out[12] = kept_sum / n if (with_faults and n > 1) else 0.0
+    out[13] = worst if (with_faults and n > 1) else 0.0
+    out[14] = served / n if (with_faults and n > 1) else 0.0
+    out[15] = mc_kept
+    out[16] = mc_survive
+    out[17] = short
+    out[18] = unplaced
+    out[19] = dram
+    out[20] = net
+
+
+@nb.njit(cache=True)
+def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets,
+                    W):
     P = rows.shape[0]
-    out = np.zeros((P, 13))
+    out = np.zeros((P, 21))
     for p in range(P):
-        _evaluate_design(T, rows[p] * cols[p], cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, out[p])
+        _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
+                         unplaced[p], with_faults, mc_sets, W, out[p])
     return out
 
 
-class Evaluator:
-    """Evaluates decision vectors of one study's space: ``Evaluator(tables, space)(X) -> DataFrame``."""
+@nb.njit(cache=True)
+def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
+    """Per failed chiplet: (latency after the failure, capacity shortfall after it); row n: intact design."""
+    out = np.zeros((n + 1, 2))
+    out[n, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    out[n, 0] = scenario_latency(T, W.stage_t, W.comm, W.finish, W.cps, W.in_scen)[0]
+    alive = np.ones(n, np.bool_)
+    for failed in range(n):
+        alive[failed] = False
+        lat, _, short = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
+        alive[failed] = True
+        out[failed, 0] = lat
+        out[failed, 1] = short
+    return out
 
-    def __init__(self, tables: EvalTables, space: Space, link: str, max_copies: int):
+
+@nb.njit(cache=True)
+def _remapped(T, n, alive, kind, stacks, ddr, slots, ncopy, split, W):
+    memory_state(T, n, stacks, ddr, slots, ncopy, split, np.ones(n, np.bool_), W.stored2, W.frac2, W.hbm_bw)
+    ok = remap(T, n, alive, slots, ncopy, split, stacks, W.stored2, W.slots2, W.count2, W.changed)
+    return ok, W.slots2.copy(), W.count2.copy()
+
+
+def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> np.ndarray:
+    """Failure sets ``[n, sample, k]`` of distinct chiplets for every package size n (common random numbers)."""
+    sets = np.zeros((max_chips + 1, samples, failures), np.int64)
+    rng = np.random.default_rng(seed)
+    for n in range(1, max_chips + 1):
+        k = min(failures, n)
+        for m in range(samples):
+            chosen = rng.choice(n, size=k, replace=False)
+            sets[n, m, :] = np.resize(chosen, failures)   # k < failures only when n is tiny: repeats are harmless
+    return sets
+
+
+class Evaluator:
+    """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
+
+    def __init__(self, tables: EvalTables, space: Space, link: str, max_copies: int,
+                 row_range: tuple[int, int], col_range: tuple[int, int], monte_carlo=None):
         self.tables, self.space, self.link = tables, space, link
-        self.kernel = kernel_tables(tables)
+        self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
+        self.row_range, self.col_range = row_range, col_range
+        self.routes: RouteTables = build_route_tables(row_range, col_range, tables.link)
+        mc = monte_carlo
+        self.mc_sets = monte_carlo_sets(space.max_slots, mc.samples, mc.failures, mc.seed) if mc and mc.samples \
+            else np.zeros((space.max_slots + 1, 0, 1), np.int64)
+
+    def _workspace(self, copies: int):
+        """Scratch arrays of one evaluation call (a fresh set per call keeps the evaluator thread-safe)."""
+        return make_workspace(self.kernel, self.space.max_slots, int(self.routes.n_links.max()), copies)
 
     def decode(self, X: np.ndarray):
         X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
@@ -153,20 +287,58 @@ class Evaluator:
             sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
             self.kernel.unit_is_expert, self.space.exclusive_experts)
 
+    def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        (r0, r1), (c0, c1) = self.row_range, self.col_range
+        if ((rows < r0) | (rows > r1) | (cols < c0) | (cols > c1)).any():
+            raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
+        return np.array([shape_index(r, c, self.row_range, self.col_range) for r, c in zip(rows, cols)], np.int64)
+
+    def _run(self, rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults) -> np.ndarray:
+        return evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
+                               slots, ncopy, self.space.split, unplaced, with_faults, self.mc_sets,
+                               self._workspace(slots.shape[2]))
+
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
-        return evaluate_arrays(self.kernel, rows, cols, kind, stacks, ddr, slots, ncopy, self.space.split,
-                               unplaced, with_faults)
+        return self._run(*self.decode(X), with_faults)
 
     def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
         return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
 
     def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
-        arrays = design_arrays(designs, self.tables, self.space.max_slots, self.max_copies)
-        out = evaluate_arrays(self.kernel, *arrays, self.space.split, np.zeros(len(designs), np.int64),
-                              with_faults)
-        return pd.DataFrame(out, columns=METRICS)
+        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays(designs, self.tables, self.space.max_slots,
+                                                                    self.max_copies)
+        unplaced = np.zeros(len(designs), np.int64)
+        return pd.DataFrame(self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults),
+                            columns=METRICS)
+
+    def failure_report(self, design: Design) -> pd.DataFrame:
+        """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""
+        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
+                                                                    self.max_copies)
+        n = int(rows[0] * cols[0])
+        res = single_failures(self.kernel, self.routes, self._shapes(rows, cols)[0], n, kind[0], stacks[0], ddr[0],
+                              slots[0], ncopy[0], self.space.split, self._workspace(slots.shape[2]))
+        latency, short = res[n]
+        kept = [float(_retained(latency, short, lat, s)) for lat, s in res[:n]]
+        return pd.DataFrame({"failed_chiplet": range(n), "latency_s": res[:n, 0], "retained_frac": kept,
+                             "all_served": [k > 0 for k in kept]})
+
+    def remapped(self, design: Design, failed: list[int]) -> Design | None:
+        """The design after the chiplets in ``failed`` die and their units move (None: nothing survives)."""
+        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
+                                                                    self.max_copies)
+        n = design.rows * design.cols
+        alive = np.ones(n, np.bool_)
+        alive[list(failed)] = False
+        ok, new_slots, count = _remapped(self.kernel, n, alive, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
+                                         self.space.split, self._workspace(slots.shape[2]))
+        if not ok:
+            return None
+        placement = {u: [int(x) for x in new_slots[i, : count[i]]] for i, u in enumerate(self.tables.unit_names)}
+        return Design(rows=design.rows, cols=design.cols, chiplets=list(design.chiplets),
+                      hbm_stacks=list(design.hbm_stacks), ddr_channels=design.ddr_channels, link=design.link,
+                      mapping=design.mapping, placement=placement)
 
     def designs(self, X: np.ndarray) -> list[Design]:
         rows, cols, kind, stacks, ddr, slots, ncopy, _ = self.decode(X)
@@ -184,12 +356,11 @@ class Evaluator:
 def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max_copies: int):
     """Kernel arrays (rows, cols, kind, stacks, ddr, slots, ncopy) of explicit designs."""
     P = len(designs)
-    width = max([max_slots] + [d.rows * d.cols for d in designs])
-    copies = max([max_copies] + [len(s) for d in designs for s in d.placement.values()])
     rows = np.array([d.rows for d in designs], np.int64)
     cols = np.array([d.cols for d in designs], np.int64)
-    kind = np.zeros((P, width), np.int64)
-    stacks = np.zeros((P, width), np.int64)
+    kind = np.zeros((P, max_slots), np.int64)
+    stacks = np.zeros((P, max_slots), np.int64)
+    copies = max([max_copies] + [len(s) for d in designs for s in d.placement.values()])
     slots = np.full((P, tables.n_units, copies), -1, np.int64)
     ncopy = np.ones((P, tables.n_units), np.int64)
     for p, d in enumerate(designs):

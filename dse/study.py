@@ -15,8 +15,8 @@ from pydantic import Field, ValidationError
 import workloads
 
 from .errors import StudyError
-from .schema import (ALGORITHMS, MAPPINGS, OBJECTIVES, ConstraintsSpec, HardwareSpec, MappingSpec, SearchSpec,
-                     WorkloadSpec)
+from .schema import (ALGORITHMS, MAPPINGS, OBJECTIVES, ConstraintsSpec, FaultsSpec, HardwareSpec, MappingSpec,
+                     SearchSpec, WorkloadSpec)
 from .schema.common import StrictModel
 
 __all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
@@ -30,6 +30,7 @@ class Study(StrictModel):
     hardware: HardwareSpec
     mapping: MappingSpec = MappingSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
+    faults: FaultsSpec = FaultsSpec()
     search: SearchSpec = SearchSpec()
 
     @classmethod

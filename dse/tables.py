@@ -37,8 +37,11 @@ class EvalTables:
     unit_other_dram: np.ndarray    # [U, K] expected non-weight DRAM bytes (KV, spills) per layer instance
     unit_out_bytes: np.ndarray     # [U] output activation bytes per layer instance (for all-reduce)
     unit_prob: np.ndarray          # [U] probability the unit runs in a step
+    unit_selection: np.ndarray     # [U] per-token selection probability (1 for units every token visits)
     stage_repeat: np.ndarray       # [S]
-    stage_prob: np.ndarray         # [S]
+    stage_prob: np.ndarray         # [S] marginal probability the stage runs in a step
+    stage_after: list              # [S] tuples of predecessor stages (a DAG in topological order)
+    scenarios: list                # (probability, stages run together) pairs
     edge_src: np.ndarray           # [E]
     edge_dst: np.ndarray
     edge_bytes: np.ndarray         # bytes per occurrence
@@ -116,8 +119,11 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         unit_other_dram=other_dram,
         unit_out_bytes=out_bytes,
         unit_prob=np.array([nodes[u]["prob"] for u in units], dtype=float),
+        unit_selection=np.array([nodes[u]["selection_prob"] for u in units], dtype=float),
         stage_repeat=wl.stages["repeat"].to_numpy(float),
         stage_prob=wl.stages["prob"].to_numpy(float),
+        stage_after=[tuple(a) for a in wl.stages["after"]],
+        scenarios=list(wl.scenarios),
         edge_src=e[:, 0].astype(np.int64), edge_dst=e[:, 1].astype(np.int64),
         edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(),
         kind_names=[c.name for c in chiplets],
