@@ -12,7 +12,10 @@ From it follow, for a batch of ``T`` independent tokens:
 Distributions (``routing["distribution"]``): ``uniform``; ``zipf`` (popularity of rank r is ``r**-s``,
 ranks permuted per layer from the seed); ``dirichlet`` (popularity ~ Dirichlet(alpha), drawn per layer
 from the seed); ``trace`` (counted from a user JSONL file, rows ``{layer, token, experts, weights}``).
-Popularity becomes ``q`` by scaling to ``k`` with no expert above 1 (`_cap_at_one`).
+Popularity w becomes ``q`` as the router's top-k sampling does: k draws without replacement, each
+proportional to w among the experts left (Plackett-Luce); `plackett_luce_inclusion` computes the
+inclusion probabilities exactly (up to quadrature), which reproduces the reference's Zipf loads (s 0.5 /
+1.0, 64 experts, top-8: max/mean 3.7 / 7.1, Gini 0.25 / 0.50).
 
 Inter-layer affinity (``routing["affinity"]`` = rho in [0, 1], or counted from a trace): a Markov matrix
 ``A[i, j] = P(a selection lands on j at the next MoE layer | it was on i)`` over single selections
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 
 from .errors import WorkloadError
@@ -58,6 +62,70 @@ def _cap_at_one(weights: np.ndarray, k: int) -> np.ndarray:
         budget = k - q[~free].sum()
 
 
+def plackett_luce_inclusion(weights: np.ndarray, k: int, points: int = 600) -> np.ndarray:
+    """P(expert i is among k draws without replacement, each proportional to weight among those left).
+
+    Exponential-race form: draw T_j ~ Exp(w_j); the k smallest are the picks. So
+    ``pi_i = int_0^inf w_i exp(-w_i t) P(#{j != i: T_j < t} < k) dt``; the count is Poisson-binomial
+    with ``p_j(t) = 1 - exp(-w_j t)``, computed for every i at once with prefix / suffix DPs (truncated
+    at k) on a log-spaced grid of t, and integrated by the trapezoid rule.
+    """
+    w = np.asarray(weights, dtype=float)
+    E = w.size
+    if k >= E:
+        return np.ones(E)
+    pos = w > 0
+    if pos.sum() <= k:     # fewer experts with popularity than picks: they all go, the rest share
+        return _cap_at_one(np.where(pos, 1e12, 1.0), k)
+    w = w / w[pos].sum()
+    t_max = 40.0 / w[pos].min()
+    t = np.concatenate([[0.0], np.geomspace(1e-6, t_max, points)])
+    pi = _inclusion_integral(w, t, k)
+    pi = np.clip(pi, 0.0, 1.0)
+    return pi * (k / pi.sum())
+
+
+@nb.njit(cache=True)
+def _inclusion_integral(w, t, k):
+    """Trapezoid integral of w_i exp(-w_i t) P(#{j != i: T_j < t} < k) over the grid t, for every i."""
+    E, G = w.size, t.size
+    out = np.zeros(E)
+    pre = np.zeros((E + 1, k))
+    suf = np.zeros((E + 1, k))
+    prev_f = np.zeros(E)
+    for gi in range(G):
+        pre[:] = 0.0
+        suf[:] = 0.0
+        pre[0, 0] = 1.0
+        suf[E, 0] = 1.0
+        for j in range(E):
+            pj = 1.0 - np.exp(-w[j] * t[gi])
+            for a in range(k):
+                pre[j + 1, a] = pre[j, a] * (1.0 - pj) + (pre[j, a - 1] * pj if a > 0 else 0.0)
+        for j in range(E - 1, -1, -1):
+            pj = 1.0 - np.exp(-w[j] * t[gi])
+            for a in range(k):
+                suf[j, a] = suf[j + 1, a] * (1.0 - pj) + (suf[j + 1, a - 1] * pj if a > 0 else 0.0)
+        for i in range(E):
+            g = 0.0
+            csum = 0.0
+            # P(prefix = a, suffix <= k - 1 - a): accumulate suffix CDF from the top
+            cdf = np.empty(k)
+            for b in range(k):
+                csum += suf[i + 1, b]
+                cdf[b] = csum
+            for a in range(k):
+                g += pre[i, a] * cdf[k - 1 - a]
+            f = w[i] * np.exp(-w[i] * t[gi]) * g
+            if gi > 0:
+                out[i] += 0.5 * (f + prev_f[i]) * (t[gi] - t[gi - 1])
+            prev_f[i] = f
+    return out
+
+
+_RANK_CACHE: dict[tuple, np.ndarray] = {}
+
+
 def selection_probabilities(experts: int, top_k: int, distribution: str = "uniform", s: float = 1.0,
                             seed: int = 0, layer: int = 0, alpha: float = 1.0) -> np.ndarray:
     """Per-token selection probability of each expert of one MoE layer (synthetic distributions).
@@ -75,12 +143,14 @@ def selection_probabilities(experts: int, top_k: int, distribution: str = "unifo
     if distribution == "zipf":
         if s < 0:
             raise WorkloadError(f"routing.s must be >= 0, got {s}")
-        popularity = np.arange(1, experts + 1, dtype=float) ** -s
-        return _cap_at_one(popularity[rng.permutation(experts)], top_k)
+        key = (experts, top_k, float(s))
+        if key not in _RANK_CACHE:    # layers differ only in which expert holds which rank
+            _RANK_CACHE[key] = plackett_luce_inclusion(np.arange(1, experts + 1, dtype=float) ** -s, top_k)
+        return _RANK_CACHE[key][rng.permutation(experts)]
     if distribution == "dirichlet":
         if not alpha > 0:
             raise WorkloadError(f"routing.alpha must be > 0, got {alpha}")
-        return _cap_at_one(rng.dirichlet(np.full(experts, float(alpha))), top_k)
+        return plackett_luce_inclusion(rng.dirichlet(np.full(experts, float(alpha))), top_k)
     if distribution == "trace":
         raise WorkloadError("routing.distribution 'trace' needs routing.trace, the path of a JSONL routing trace")
     raise WorkloadError(f"unknown routing distribution {distribution!r}; allowed: {', '.join(DISTRIBUTIONS)}")

@@ -24,7 +24,7 @@ softmax elements) count only the unmasked pairs, ``q L - q (q - 1) / 2`` (prefil
 
 Tensor parallelism (``tp`` > 1): attention, dense FFN, shared expert, embedding and LM head become ``tp``
 shards (heads, FFN width and vocabulary split; norms, MLA's down-projections and latent cache
-replicated, Megatron-LM / vLLM style); routed experts stay whole (expert parallelism). Hand-offs between
+replicated, Megatron-LM / vLLM style; the vocabulary is padded to a multiple of ``tp``); routed experts stay whole (expert parallelism). Hand-offs between
 shards carry the all-reduce volume (see `Builder.connect`).
 
 Activations and the KV cache are stored at the weight precision, but never below one byte
@@ -79,8 +79,7 @@ def _check_tp(cfg: ModelConfig, tp: int) -> None:
         raise WorkloadError(f"tensor-parallel degree must be >= 1, got {tp}")
     if tp == 1:
         return
-    widths = {"num_attention_heads": cfg.heads, "vocab_size": cfg.vocab,
-              "intermediate_size": cfg.ffn_width}
+    widths = {"num_attention_heads": cfg.heads, "intermediate_size": cfg.ffn_width}
     if not cfg.mla:
         widths["num_key_value_heads"] = cfg.kv_heads
     if cfg.shared_experts:
@@ -218,8 +217,11 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     b.vector(hn, "final_norm", out_rows * h, norm_flops, 1, weight_elements=norm_w, tokens=out_rows,
              split=False)
     if lm_head:
-        b.gemm(hn, "lm_head", batch, h, cfg.vocab // tp, 1, tokens=batch, params=not cfg.tied_embeddings)
-        if cfg.tied_embeddings:   # the head reads the embedding table: it needs its own copy where it runs
+        # tied: the head reads the embedding table (stored with the embedding, counted once) and needs its
+        # own copy where it runs; a model fed hidden states has no table of its own, so the head holds it
+        own_table = not cfg.tied_embeddings or bool(input_width)
+        b.gemm(hn, "lm_head", batch, h, -(-cfg.vocab // tp), 1, tokens=batch, params=own_table)
+        if not own_table:
             for n in hn:
                 b.graph.nodes[n]["weight_bytes"] += cfg.vocab * h * wbytes / tp
     for p in prev:
