@@ -134,11 +134,14 @@ class Builder:
         plus all-gather, 2 X / t between every pair (a ring all-reduce's volume when shard i of both
         stages share a chiplet). An unsharded source sends the whole payload to every shard.
         """
-        a, b = self.logical[src], self.logical[dst]
-        if len(a) > 1 and len(b) > 1:
-            share = 2.0 * payload_bytes / len(b)
-        else:
-            share = payload_bytes
-        for u in a:
-            for v in b:
-                self.graph.add_edge(u, v, bytes=float(share), repeat=int(repeat))
+        self.connect_many([(src, dst, payload_bytes)], repeat)
+
+    def connect_many(self, links: list[tuple[str, str, float]], repeat: int):
+        """`connect` for many (src, dst, payload_bytes) links at once."""
+        edges = []
+        for src, dst, payload_bytes in links:
+            a, b = self.logical[src], self.logical[dst]
+            share = 2.0 * payload_bytes / len(b) if len(a) > 1 and len(b) > 1 else payload_bytes
+            attrs = {"bytes": float(share), "repeat": int(repeat)}
+            edges.extend((u, v, attrs) for u in a for v in b)
+        self.graph.add_edges_from(edges)

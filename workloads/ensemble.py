@@ -405,8 +405,8 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
     _scenarios(wl, paths, order, batch, max_scenarios, seed, routes_now, by_name)
     ens = g.copy()
     for name in ens:
-        ens.nodes[name].update(role=by_name[name].role, visit_prob=visit[name], run_prob=runs[name],
-                               requests_if_run=requests[name],
+        ens.nodes[name].update(role=by_name[name].role, visit_prob=float(visit[name]), run_prob=float(runs[name]),
+                               requests_if_run=float(requests[name]),
                                model=by_name[name].raw.get("model") or "", weight_source=name in weight_sources)
     wl.ensemble = ens
     wl.summary = _summary(wl, spec, morphology, route_every, extra_summary, nodes, visit)
@@ -565,7 +565,8 @@ def _scenarios(wl: Workload, paths, order, batch, max_scenarios, seed, routes_no
         key = tuple(sorted(st))
         scen[key] = scen.get(key, 0.0) + p
     total = sum(scen.values())
-    wl.scenarios = sorted(((p / total, s) for s, p in scen.items()), key=lambda x: -x[0])
+    wl.scenarios = sorted(((float(p / total), tuple(int(x) for x in s)) for s, p in scen.items()),
+                          key=lambda x: -x[0])
     prob = np.zeros(len(wl.stages))
     for p, s in wl.scenarios:
         prob[list(s)] += p

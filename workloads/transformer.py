@@ -161,8 +161,7 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
         else:
             _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp)
         b.vector(an, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
-        for p in prev:
-            b.connect(p, attn, prev_bytes[p], 1)
+        b.connect_many([(p, attn, prev_bytes[p]) for p in prev], 1)
 
         # ---- FFN: dense, or routed experts (+ shared experts) ----
         s = new_stage(f"{tag}.{'moe' if moe else 'ffn'}", count)
@@ -203,10 +202,9 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
             _ffn_ops(b, cfg, fn, T, cfg.ffn_width // tp, count, split=True)
             b.vector(fn, "ffn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
             ffn_units[unit] = T * h * abytes
-        for unit, nbytes in ffn_units.items():
-            b.connect(attn, unit, nbytes, count)
-            if count > 1:   # output returns to the next layer of the same group
-                b.connect(unit, attn, nbytes, count - 1)
+        b.connect_many([(attn, unit, nbytes) for unit, nbytes in ffn_units.items()], count)
+        if count > 1:   # output returns to the next layer of the same group
+            b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
         prev, prev_bytes = list(ffn_units), ffn_units
 
     # ---- final norm and LM head (last position of each sequence) ----
@@ -229,8 +227,9 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
 
     _annotate(b, groups)
     ops = b.ops()
-    ops["expert"] = ops["unit"].map(lambda u: b.graph.nodes[u]["expert"]).astype(int)
-    ops["layer"] = ops["unit"].map(lambda u: b.graph.nodes[u]["first_layer"]).astype(int)
+    nodes = b.graph.nodes
+    ops["expert"] = ops["unit"].map({u: d["expert"] for u, d in nodes(data=True)}).astype(int)
+    ops["layer"] = ops["unit"].map({u: d["first_layer"] for u, d in nodes(data=True)}).astype(int)
     stage_table = pd.DataFrame(stages)
     affinity = _affinity_table(router, moe_groups, T, h * abytes) if (per_layer and router is not None
                                                                       and router.has_affinity) else None
@@ -368,8 +367,8 @@ def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, f
     for unit, params in logical_params.items():
         node = g.nodes[unit] if unit in g else g.nodes[unit + ".tp0"]
         active += params * node["selection_prob"]
-    stage_prob = wl.stages.set_index("stage")["prob"]
-    unit_stage_prob = ops["unit"].map(lambda u: stage_prob[g.nodes[u]["stage"]])
+    stage_prob = wl.stages.set_index("stage")["prob"].to_dict()
+    unit_stage_prob = ops["unit"].map({u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)})
     weighted = ops["layers"] * ops["prob"] * unit_stage_prob
     expert_probs = [d["prob"] for _, d in g.nodes(data=True) if d["kind"] == "expert"]
     summary = dict(

@@ -44,6 +44,10 @@ Scenarios (``Workload.scenarios``): the sets of stages that run together in one 
 probabilities (summing to 1). A dense or MoE model has one scenario holding every stage; an ensemble
 of experts has one per combination of expert models its routers can pick. The evaluator takes the
 critical path through each scenario's stages and weights it by probability (expected latency, p99).
+
+Affinity (``Workload.affinity``, per_layer mode with inter-layer routing affinity): expert pairs of
+consecutive MoE layers that co-activate more than chance (columns AFFINITY_COLUMNS; docs/workloads.md).
+Ensemble (``Workload.ensemble``): the node graph of an ensemble of experts, None for one model.
 """
 from __future__ import annotations
 
