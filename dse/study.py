@@ -45,11 +45,12 @@ class Study(StrictModel):
         return study
 
     def _check_references(self, source: str | None) -> None:
-        """Checks that need the other packages: the model exists and parses."""
-        try:
-            workloads.load_model(self.workload.model)
-        except workloads.WorkloadError as exc:
-            raise StudyError(str(exc), key="workload.model", source=source) from None
+        """Checks that need the other packages: every model the workload names exists and parses."""
+        for key, model in self.workload.model_refs():
+            try:
+                workloads.load_model(model)
+            except workloads.WorkloadError as exc:
+                raise StudyError(str(exc), key=f"workload.{key}", source=source) from None
 
     def resolved(self) -> dict:
         """The study with every default filled in, as plain YAML-ready data."""

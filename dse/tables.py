@@ -19,7 +19,7 @@ import workloads
 
 from .study import Study
 
-UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head")
+UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head", "router", "composer")
 
 
 @dataclass
@@ -66,9 +66,14 @@ class EvalTables:
 
 
 def build_workload(study: Study) -> workloads.Workload:
+    """The study's workload section -> `workloads.extract` (one model) or `workloads.extract_ensemble`."""
     w = study.workload
-    return workloads.extract(w.model, phase=w.phase, batch=w.batch, context=w.context, precision=w.precision,
-                             routing=w.routing.model_dump(), per_layer=w.per_layer, seed=w.routing.seed)
+    routing = w.routing.model_dump(exclude_none=True)
+    common = dict(phase=w.phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
+                  per_layer=w.per_layer, seed=w.routing.seed)
+    if w.ensemble is not None:
+        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios, **common)
+    return workloads.extract(w.model, tp=w.tp, **common)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:

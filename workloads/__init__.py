@@ -1,19 +1,24 @@
-"""LLM workloads: model configs and presets -> per-unit operator traces (see `Workload`)."""
-from .config import ModelConfig, list_presets, load_model, parse_config
+"""LLM workloads: model configs, presets and ensembles -> per-unit operator traces (see `Workload`)."""
+from .config import ModelConfig, list_presets, load_model, parse_config, read_config
+from .ensemble import extract_ensemble
 from .errors import WorkloadError
+from .export import to_chakra, to_scalesim_topology, write_ops
 from .precision import BYTES_PER_ELEMENT, bytes_per_element
-from .routing import expected_distinct_experts, selection_probabilities, touch_probability
+from .routing import (DISTRIBUTIONS, Router, RoutingTrace, expected_distinct_experts, selection_probabilities,
+                      touch_probability)
 from .transformer import PHASES, extract_transformer
-from .workload import OP_COLUMNS, Workload
+from .workload import AFFINITY_COLUMNS, OP_COLUMNS, Workload
 
 
 def extract(model: str, phase: str = "decode", batch: int = 1, context: int = 2048, precision: str = "bf16",
-            routing: dict | None = None, per_layer: bool = False, seed: int = 0) -> Workload:
+            routing: dict | None = None, per_layer: bool = False, seed: int = 0, tp: int = 1) -> Workload:
     """Operator trace of one step of a preset or HuggingFace config.json (see `extract_transformer`)."""
     return extract_transformer(load_model(model), phase=phase, batch=batch, context=context,
-                               precision=precision, routing=routing, per_layer=per_layer, seed=seed)
+                               precision=precision, routing=routing, per_layer=per_layer, seed=seed, tp=tp)
 
 
-__all__ = ["ModelConfig", "Workload", "WorkloadError", "OP_COLUMNS", "PHASES", "BYTES_PER_ELEMENT",
-           "bytes_per_element", "extract", "extract_transformer", "list_presets", "load_model",
-           "parse_config", "selection_probabilities", "touch_probability", "expected_distinct_experts"]
+__all__ = ["ModelConfig", "Workload", "WorkloadError", "OP_COLUMNS", "AFFINITY_COLUMNS", "PHASES",
+           "BYTES_PER_ELEMENT", "DISTRIBUTIONS", "Router", "RoutingTrace", "bytes_per_element", "extract",
+           "extract_ensemble", "extract_transformer", "list_presets", "load_model", "parse_config", "read_config",
+           "selection_probabilities", "touch_probability", "expected_distinct_experts", "write_ops",
+           "to_scalesim_topology", "to_chakra"]

@@ -1,11 +1,31 @@
 """Operator trace of a decoder-only transformer (dense or MoE) for one prefill or decode step.
 
-Per layer, with T tokens in the step (prefill: batch x context, decode: batch) and context L
-(operator list of shared/reference/workloads.md): norm; QKV projection (writes the KV cache); RoPE;
-Q.K^T and P.V per sequence and KV head (GQA: the query heads sharing a KV head form the GEMM's M);
-softmax; output projection; residual; then the dense FFN (gate+up, activation, down) or the MoE block
-(router GEMM and top-k in the attention unit, each routed expert on its expected tokens, shared
-experts on all tokens). Embedding lookup first, final norm and LM head (last position only) at the end.
+Per layer, with T tokens in the step (prefill: batch x prompt, decode: batch), q queries and L keys per
+sequence (operator list of shared/reference/workloads.md):
+
+* attention unit: norm; GQA (QKV projection, which writes the KV cache; optional per-head q/k norm;
+  RoPE; Q.K^T and P.V per sequence and KV head, the query heads sharing a KV head forming the GEMM's M;
+  softmax; output projection) or MLA (below); residual. In a MoE layer also the post-attention norm,
+  the router GEMM and top-k, and the weighted sum that combines the experts' returning outputs.
+* FFN unit (dense layers): norm, gate+up (or up), activation, down, residual.
+* routed experts (one unit each): gate+up, activation, down and the gate-weight scaling, on their
+  expected tokens ``T q_e`` when they run (probability ``1 - (1 - q_e)^T``); shared experts (one unit)
+  on all tokens, with qwen2_moe's sigmoid gate.
+* embedding lookup first; final norm and LM head at the end (last position of each sequence only).
+
+MLA (DeepSeek-V2/V3) follows the reference implementation: prefill uses the expanded form (kv_b_proj
+produces per-head K and V; attention over q/k head width nope + rope and v head width), decode the
+absorbed form (W_UK folded into the query, scores over the kv_lora + rope latent shared by all heads,
+P.V over the kv_lora latent, then W_UV); the cache holds kv_lora + rope elements per token and layer.
+
+Causality: a step's queries are the last q of its L positions; query i sees L - q + i + 1 keys.
+GEMM shapes are the full q x L tiles an array computes without skipping masked blocks; FLOPs (and
+softmax elements) count only the unmasked pairs, ``q L - q (q - 1) / 2`` (prefill q = L: about half).
+
+Tensor parallelism (``tp`` > 1): attention, dense FFN, shared expert, embedding and LM head become ``tp``
+shards (heads, FFN width and vocabulary split; norms, MLA's down-projections and latent cache
+replicated, Megatron-LM / vLLM style; the vocabulary is padded to a multiple of ``tp``); routed experts stay whole (expert parallelism). Hand-offs between
+shards carry the all-reduce volume (see `Builder.connect`).
 
 Activations and the KV cache are stored at the weight precision, but never below one byte
 (int4 weights run with int8 activations).
@@ -14,55 +34,31 @@ from __future__ import annotations
 
 import math
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from .builder import Builder
 from .config import ModelConfig
 from .errors import WorkloadError
 from .precision import bytes_per_element
-from .routing import selection_probabilities, touch_probability
-from .workload import OP_COLUMNS, Workload
+from .routing import Router, touch_probability
+from .workload import AFFINITY_COLUMNS, Workload
 
 PHASES = ("prefill", "decode")
 RMSNORM_FLOPS_PER_ELEMENT = 4      # square, sum, scale, multiply by weight
+LAYERNORM_FLOPS_PER_ELEMENT = 8    # mean, subtract, square, sum, scale, multiply, add bias
 SOFTMAX_FLOPS_PER_ELEMENT = 5      # max, subtract, exp, sum, divide
 ROPE_FLOPS_PER_ELEMENT = 3         # two multiplies and an add per rotated element
 ACTIVATION_FLOPS_PER_ELEMENT = 4   # SiLU/GELU and, when gated, the product with the up projection
+TOKEN_ID_BYTES = 4                 # int32 token ids handed to a model that embeds them itself
+AFFINITY_TOP_PER_EXPERT = 8        # affinity rows kept per source expert (largest lift)
 
 
-class _Builder:
-    """Accumulates operator rows and graph nodes for one workload."""
-
-    def __init__(self, wbytes: float, abytes: float):
-        self.wbytes, self.abytes = wbytes, abytes
-        self.rows: list[dict] = []
-        self.graph = nx.DiGraph()
-
-    def unit(self, unit: str, kind: str, stage: int, layers: int, params: float, expert: int = -1,
-             kv_bytes_per_token: float = 0.0, prob: float = 1.0, selection_prob: float = 1.0):
-        self.graph.add_node(unit, kind=kind, stage=stage, layers=layers, expert=expert, params=params * layers,
-                            weight_bytes=params * layers * self.wbytes, kv_bytes_per_token=kv_bytes_per_token,
-                            prob=prob, selection_prob=selection_prob)
-
-    def gemm(self, unit, name, M, K, N, layers, batch=1, weights=True, bias=False, prob=1.0, tokens=None,
-             kv_read=0.0, kv_write=0.0):
-        """A GEMM (M x K) @ (K x N); weights=True means the K x N operand is a parameter matrix."""
-        wb = (K * N + (N if bias else 0)) * self.wbytes if weights else 0.0
-        self.rows.append(dict(
-            unit=unit, name=name, engine="matrix", M=float(M), N=float(N), K=float(K), batch=float(batch),
-            elements=0.0, flops=2.0 * M * N * K * batch, weight_bytes=wb,
-            act_in_bytes=M * K * batch * self.abytes + (0.0 if weights or kv_read else K * N * batch * self.abytes),
-            act_out_bytes=M * N * batch * self.abytes, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-            prob=prob, tokens=float(M if tokens is None else tokens), layers=layers))
-
-    def vector(self, unit, name, elements, flops_per_element, layers, weight_elements=0.0, prob=1.0,
-               tokens=0.0, reads_per_element=1.0):
-        self.rows.append(dict(
-            unit=unit, name=name, engine="vector", M=0.0, N=0.0, K=0.0, batch=1.0, elements=float(elements),
-            flops=float(elements) * flops_per_element, weight_bytes=weight_elements * self.wbytes,
-            act_in_bytes=elements * reads_per_element * self.abytes, act_out_bytes=elements * self.abytes,
-            kv_read_bytes=0.0, kv_write_bytes=0.0, prob=prob, tokens=float(tokens), layers=layers))
+def check_step(phase: str, batch: float, context: int) -> None:
+    if phase not in PHASES:
+        raise WorkloadError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+    if not batch > 0 or context < 1:
+        raise WorkloadError(f"batch and context must be >= 1, got batch={batch}, context={context}")
 
 
 def _layer_groups(cfg: ModelConfig, per_layer: bool) -> list[tuple[int, int]]:
@@ -78,26 +74,51 @@ def _layer_groups(cfg: ModelConfig, per_layer: bool) -> list[tuple[int, int]]:
     return groups
 
 
-def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: int = 1, context: int = 2048,
+def _check_tp(cfg: ModelConfig, tp: int) -> None:
+    if tp < 1:
+        raise WorkloadError(f"tensor-parallel degree must be >= 1, got {tp}")
+    if tp == 1:
+        return
+    widths = {"num_attention_heads": cfg.heads, "intermediate_size": cfg.ffn_width}
+    if not cfg.mla:
+        widths["num_key_value_heads"] = cfg.kv_heads
+    if cfg.shared_experts:
+        widths["shared expert width"] = cfg.shared_width
+    for key, value in widths.items():
+        if value % tp:
+            raise WorkloadError(f"{cfg.name}: tensor-parallel degree {tp} does not divide {key} {value}")
+
+
+def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 1, context: int = 2048,
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
-                        seed: int = 0) -> Workload:
-    """Operator trace and unit graph of one step of ``cfg`` (see module docstring)."""
-    if phase not in PHASES:
-        raise WorkloadError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
-    if batch < 1 or context < 1:
-        raise WorkloadError(f"batch and context must be >= 1, got batch={batch}, context={context}")
-    routing = dict(routing or {})
+                        seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
+                        lm_head: bool = True) -> Workload:
+    """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
+
+    ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
+    which the step computes the last ``q_len`` (default: all of them in prefill, one in decode).
+    ``input_width`` > 0: the model receives hidden states of that width instead of token ids (an
+    ensemble member fed by another model; a projection is added when the widths differ).
+    ``lm_head=False``: the model ends with its final norm (an ensemble member whose output is composed).
+    """
+    check_step(phase, batch, context)
+    _check_tp(cfg, tp)
     wbytes = bytes_per_element(precision)
     abytes = max(wbytes, 1.0)
-    b = _Builder(wbytes, abytes)
-
-    h, hd = cfg.hidden, cfg.head_dim
-    q_len = context if phase == "prefill" else 1
+    b = Builder(wbytes, abytes, shards=tp)
+    q_len = (context if phase == "prefill" else 1) if q_len is None else q_len
+    if not 1 <= q_len <= context:
+        raise WorkloadError(f"a step computes 1..context positions per sequence, got {q_len} of {context}")
+    h = cfg.hidden
     T = batch * q_len
     kv_len = context
-    group = cfg.heads // cfg.kv_heads
-    qkv_width = (cfg.heads + 2 * cfg.kv_heads) * hd
-    kv_per_token_layer = 2 * cfg.kv_heads * hd * abytes
+    pairs = q_len * kv_len - q_len * (q_len - 1) / 2.0        # unmasked (query, key) pairs per sequence
+    useful = pairs / (q_len * kv_len)
+    norm_flops = LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT
+    norm_w = 2 * h if cfg.layernorm else h
+    kv_per_token_layer = cfg.kv_elements_per_token_layer * abytes
+    moe_layer_ids = [i for i, m in enumerate(cfg.moe_layers) if m]
+    router = Router(routing, cfg.experts, cfg.top_k, moe_layer_ids, seed) if cfg.is_moe else None
 
     stages: list[dict] = []
 
@@ -106,136 +127,267 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: int = 1,
         stages.append(dict(stage=len(stages), name=name, repeat=repeat, prob=1.0, after=after))
         return len(stages) - 1
 
-    # Embedding: lookup reads T rows of the table (plus learned positions for gpt2).
+    # ---- input: embedding lookup (vocab-parallel under TP), or a hand-off from another model ----
     s = new_stage("embedding", 1)
-    embed_params = cfg.vocab * h + cfg.learned_positions * h
-    b.unit("embed", "embedding", s, 1, embed_params)
-    b.vector("embed", "embed_lookup", T * h, 0, 1, weight_elements=T * h * (2 if cfg.learned_positions else 1),
-             tokens=T, reads_per_element=0.0)
-    prev_units = ["embed"]
+    names = b.unit("embed", "embedding", s, 1, sharded=True, tokens=T)
+    if input_width:
+        if input_width != h:
+            b.gemm(names, "input_proj", T, input_width, h // tp if tp > 1 else h, 1, tokens=T)
+        else:
+            b.vector(names, "input_copy", T * h, 0, 1, tokens=T)
+    else:
+        table = cfg.vocab * h + cfg.learned_positions * h
+        b.add_params("embed", table, split=True)
+        rows = T * h * (2 if cfg.learned_positions else 1) / tp
+        b.vector(names, "embed_lookup", T * h / tp, 0, 1, weight_elements=rows, tokens=T, reads_per_element=0.0,
+                 params=False)
+    prev = ["embed"]
+    prev_bytes = {"embed": T * h * abytes}
 
-    for g, (first, count) in enumerate(_layer_groups(cfg, per_layer)):
+    groups = _layer_groups(cfg, per_layer)
+    moe_groups: list[tuple[int, list[str]]] = []     # (first layer, expert unit names) for affinity
+    for first, count in groups:
         tag = f"L{first}" if count == 1 else f"L{first}-{first + count - 1}"
         moe = cfg.moe_layers[first]
-        # ---- attention unit (and the MoE router, which runs where attention runs) ----
+
+        # ---- attention (and the MoE router, which runs where attention runs) ----
         s = new_stage(f"{tag}.attention", count)
         attn = f"{tag}.attn"
-        bias = cfg.attention_bias
-        attn_params = h * qkv_width + cfg.heads * hd * h + h     # projections and the input norm
-        if bias:
-            attn_params += qkv_width + h + h              # qkv and o biases, LayerNorm bias
-        if moe:
-            attn_params += h * cfg.experts
-        b.unit(attn, "attention", s, count, attn_params, kv_bytes_per_token=kv_per_token_layer * count)
-        b.vector(attn, "attn_norm", T * h, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=h, tokens=T)
-        b.gemm(attn, "qkv_proj", T, h, qkv_width, count, bias=bias, tokens=T,
-               kv_write=T * kv_per_token_layer)
-        if not cfg.learned_positions:
-            b.vector(attn, "rope", T * (cfg.heads + cfg.kv_heads) * hd, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
-        kv_read = batch * kv_len * cfg.kv_heads * hd * abytes if phase == "decode" else 0.0
-        b.gemm(attn, "attn_score", q_len * group, hd, kv_len, count, batch=batch * cfg.kv_heads, weights=False,
-               tokens=T, kv_read=kv_read)
-        b.vector(attn, "softmax", batch * cfg.heads * q_len * kv_len, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
-        b.gemm(attn, "attn_context", q_len * group, kv_len, hd, count, batch=batch * cfg.kv_heads, weights=False,
-               tokens=T, kv_read=kv_read)
-        b.gemm(attn, "o_proj", T, cfg.heads * hd, h, count, bias=bias, tokens=T)
-        b.vector(attn, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
-        if moe:
-            b.gemm(attn, "router", T, h, cfg.experts, count, tokens=T)
-            b.vector(attn, "router_topk", T * cfg.experts, math.log2(max(cfg.experts, 2)), count, tokens=T)
-        for prev in prev_units:
-            b.graph.add_edge(prev, attn, bytes=_sent_bytes(b, prev, T, h, abytes), repeat=1)
+        kv_shard = kv_per_token_layer if cfg.mla else kv_per_token_layer / tp
+        an = b.unit(attn, "attention", s, count, sharded=True, kv_bytes_per_token=kv_shard * count, tokens=T)
+        b.vector(an, "attn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
+        if cfg.mla:
+            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp)
+        else:
+            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp)
+        b.vector(an, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
+        b.connect_many([(p, attn, prev_bytes[p]) for p in prev], 1)
 
         # ---- FFN: dense, or routed experts (+ shared experts) ----
         s = new_stage(f"{tag}.{'moe' if moe else 'ffn'}", count)
-        ffn_units: list[tuple[str, float]] = []       # (unit, expected tokens per step)
+        ffn_units: dict[str, float] = {}       # logical unit -> hand-off bytes per occurrence
         if moe:
-            q = selection_probabilities(cfg.experts, cfg.top_k, routing.get("distribution", "uniform"),
-                                        routing.get("s", 1.0), routing.get("seed", seed), layer=first)
+            b.vector(an, "ffn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
+            E = cfg.experts
+            b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
+            b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T,
+                     weight_elements=E if cfg.router_bias else 0.0)
+            combined = cfg.top_k + cfg.shared_experts
+            b.vector(an, "moe_combine", T * combined * h, 2, count, tokens=T, reads_per_element=1.0)
+            q = router.q(first)
             touched = touch_probability(q, T)
-            for e in range(cfg.experts):
-                unit = f"{tag}.e{e}"
-                tokens = T * q[e]
-                tokens_if_run = tokens / touched[e] if touched[e] > 0 else 0.0
-                b.unit(unit, "expert", s, count, _ffn_params(cfg, cfg.expert_width), expert=e,
-                       prob=float(touched[e]), selection_prob=float(q[e]))
-                _ffn_ops(b, cfg, unit, tokens_if_run, cfg.expert_width, count, prob=float(touched[e]))
-                ffn_units.append((unit, tokens))
+            tokens = T * q
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tokens_if_run = np.where(touched > 0, tokens / touched, 0.0)
+            units = [f"{tag}.e{e}" for e in range(E)]
+            b.expert_units(units, "expert", s, count, np.arange(E), touched, q, tokens,
+                           _ffn_params(cfg, cfg.expert_width))
+            _ffn_ops(b, cfg, units, tokens_if_run, cfg.expert_width, count, prob=touched, expert=True,
+                     params=False)
+            for u, t in zip(units, tokens):
+                ffn_units[u] = t * h * abytes
+            moe_groups.append((first, units))
+            if cfg.shared_experts:
+                shared = f"{tag}.shared"
+                sn = b.unit(shared, "shared_expert", s, count, sharded=True, tokens=T)
+                _ffn_ops(b, cfg, sn, T, cfg.shared_width // tp, count, split=True)
+                if cfg.shared_gate:
+                    b.gemm(sn, "shared_gate", T, h, 1, count, tokens=T, split=False)
+                    b.vector(sn, "shared_gate_sigmoid", T * h, 2, count, tokens=T)
+                ffn_units[shared] = T * h * abytes
         else:
             unit = f"{tag}.ffn"
-            norm_params = h * (2 if cfg.attention_bias else 1)
-            b.unit(unit, "ffn", s, count, _ffn_params(cfg, cfg.ffn_width) + norm_params)
-            b.vector(unit, "ffn_norm", T * h, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=h, tokens=T)
-            _ffn_ops(b, cfg, unit, T, cfg.ffn_width, count)
-            ffn_units.append((unit, T))
-        if moe:   # the post-attention norm runs with the router, before dispatch
-            b.vector(attn, "ffn_norm", T * h, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=h, tokens=T)
-            b.graph.nodes[attn]["params"] += h * count
-            b.graph.nodes[attn]["weight_bytes"] += h * count * wbytes
-        for unit, tokens in ffn_units:
-            b.graph.add_edge(attn, unit, bytes=tokens * h * abytes, repeat=count)
-            if count > 1:   # output returns to the next layer of the same group
-                b.graph.add_edge(unit, attn, bytes=tokens * h * abytes, repeat=count - 1)
-        prev_units = [u for u, _ in ffn_units]
+            fn = b.unit(unit, "ffn", s, count, sharded=True, tokens=T)
+            b.vector(fn, "ffn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
+            _ffn_ops(b, cfg, fn, T, cfg.ffn_width // tp, count, split=True)
+            b.vector(fn, "ffn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
+            ffn_units[unit] = T * h * abytes
+        b.connect_many([(attn, unit, nbytes) for unit, nbytes in ffn_units.items()], count)
+        if count > 1:   # output returns to the next layer of the same group
+            b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
+        prev, prev_bytes = list(ffn_units), ffn_units
 
-    s = new_stage("lm_head", 1)
-    lm_params = (0 if cfg.tied_embeddings else cfg.vocab * h) + h * (2 if cfg.attention_bias else 1)
-    b.unit("lm_head", "lm_head", s, 1, lm_params)
-    b.vector("lm_head", "final_norm", batch * h, RMSNORM_FLOPS_PER_ELEMENT, 1, weight_elements=h, tokens=batch)
-    b.gemm("lm_head", "lm_head", batch, h, cfg.vocab, 1, tokens=batch)
-    for prev in prev_units:
-        b.graph.add_edge(prev, "lm_head", bytes=_sent_bytes(b, prev, T, h, abytes), repeat=1)
-    if cfg.tied_embeddings:   # the LM head reads the embedding table: it needs its own copy where it runs
-        b.graph.nodes["lm_head"]["weight_bytes"] += cfg.vocab * h * wbytes
+    # ---- final norm and LM head (last position of each sequence) ----
+    s = new_stage("lm_head" if lm_head else "final_norm", 1)
+    head = "lm_head" if lm_head else "final_norm"
+    hn = b.unit(head, "lm_head", s, 1, sharded=lm_head, tokens=batch)
+    out_rows = batch if lm_head else T
+    b.vector(hn, "final_norm", out_rows * h, norm_flops, 1, weight_elements=norm_w, tokens=out_rows,
+             split=False)
+    if lm_head:
+        # tied: the head reads the embedding table (stored with the embedding, counted once) and needs its
+        # own copy where it runs; a model fed hidden states has no table of its own, so the head holds it
+        own_table = not cfg.tied_embeddings or bool(input_width)
+        b.gemm(hn, "lm_head", batch, h, -(-cfg.vocab // tp), 1, tokens=batch, params=own_table)
+        if not own_table:
+            for n in hn:
+                b.graph.nodes[n]["weight_bytes"] += cfg.vocab * h * wbytes / tp
+    for p in prev:
+        b.connect(p, head, prev_bytes[p], 1)
 
-    ops = pd.DataFrame(b.rows, columns=OP_COLUMNS)
+    _annotate(b, groups)
+    ops = b.ops()
+    nodes = b.graph.nodes
+    ops["expert"] = ops["unit"].map({u: d["expert"] for u, d in nodes(data=True)}).astype(int)
+    ops["layer"] = ops["unit"].map({u: d["first_layer"] for u, d in nodes(data=True)}).astype(int)
     stage_table = pd.DataFrame(stages)
-    summary = _summary(cfg, b.graph, ops, phase, batch, context, precision, kv_per_token_layer)
-    return Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
-                    tokens_per_step=T, ops=ops, graph=b.graph, stages=stage_table,
-                    scenarios=[(1.0, tuple(stage_table["stage"]))], summary=summary)
+    affinity = _affinity_table(router, moe_groups, T, h * abytes) if (per_layer and router is not None
+                                                                      and router.has_affinity) else None
+    wl = Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
+                  tokens_per_step=T, ops=ops, graph=b.graph, stages=stage_table,
+                  scenarios=[(1.0, tuple(int(x) for x in stage_table["stage"]))], summary={})
+    if affinity is not None:
+        wl.affinity = affinity
+    wl.summary = summarize(wl, cfg, b.logical_params, kv_per_token_layer, tp=tp)
+    return wl
+
+
+def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
+    """First decoder layer of every unit (from its name's layer tag), -1 outside the layers."""
+    for n, d in b.graph.nodes(data=True):
+        tag = n.split(".", 1)[0]
+        d["first_layer"] = int(tag[1:].split("-")[0]) if tag.startswith("L") and tag[1:2].isdigit() else -1
+        d.setdefault("model", "")
+
+
+def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp):
+    h, hd = cfg.hidden, cfg.head_dim
+    heads, kv_heads = cfg.heads // tp, cfg.kv_heads // tp
+    group = heads // kv_heads
+    qkv_width = (heads + 2 * kv_heads) * hd
+    kv_elems = 2 * kv_heads * hd
+    b.gemm(an, "qkv_proj", T, h, qkv_width, count, bias=cfg.qkv_bias, tokens=T, kv_write=T * kv_elems * abytes)
+    if cfg.qk_norm == "head":      # qwen3: RMSNorm over head_dim, weights shared by the heads
+        b.vector(an, "qk_norm", T * (heads + kv_heads) * hd, RMSNORM_FLOPS_PER_ELEMENT, count,
+                 weight_elements=2 * hd, tokens=T)
+    elif cfg.qk_norm == "full":    # olmoe: RMSNorm over all query / key channels
+        b.vector(an, "qk_norm", T * (heads + kv_heads) * hd, RMSNORM_FLOPS_PER_ELEMENT, count,
+                 weight_elements=(heads + kv_heads) * hd, tokens=T, split=True)
+    if not cfg.learned_positions:
+        b.vector(an, "rope", T * (heads + kv_heads) * hd, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
+    kv_read = batch * kv_len * kv_heads * hd * abytes if phase == "decode" else 0.0
+    b.gemm(an, "attn_score", q_len * group, hd, kv_len, count, batch=batch * kv_heads, weights=False,
+           tokens=T, kv_read=kv_read, useful=useful)
+    b.vector(an, "softmax", batch * heads * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+    b.gemm(an, "attn_context", q_len * group, kv_len, hd, count, batch=batch * kv_heads, weights=False,
+           tokens=T, kv_read=kv_read, useful=useful)
+    b.gemm(an, "o_proj", T, heads * hd, h, count, bias=cfg.o_bias, tokens=T)
+
+
+def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp):
+    """Multi-head latent attention: expanded in prefill, absorbed in decode (module docstring)."""
+    h = cfg.hidden
+    H = cfg.heads // tp
+    nope, rope, vd, lora = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+    qk = nope + rope
+    if cfg.q_lora_rank:
+        b.gemm(an, "q_a_proj", T, h, cfg.q_lora_rank, count, tokens=T, split=False)
+        b.vector(an, "q_a_norm", T * cfg.q_lora_rank, RMSNORM_FLOPS_PER_ELEMENT, count,
+                 weight_elements=cfg.q_lora_rank, tokens=T)
+        b.gemm(an, "q_b_proj", T, cfg.q_lora_rank, H * qk, count, tokens=T)
+    else:
+        b.gemm(an, "q_proj", T, h, H * qk, count, tokens=T)
+    cache = (lora + rope) * abytes
+    b.gemm(an, "kv_a_proj", T, h, lora + rope, count, tokens=T, kv_write=T * cache, split=False)
+    b.vector(an, "kv_a_norm", T * lora, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=lora, tokens=T)
+    b.vector(an, "rope", T * (H + 1) * rope, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
+    if phase == "prefill":
+        b.gemm(an, "kv_b_proj", T, lora, H * (nope + vd), count, tokens=T)
+        b.gemm(an, "attn_score", q_len, qk, kv_len, count, batch=batch * H, weights=False, tokens=T,
+               useful=useful)
+        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+        b.gemm(an, "attn_context", q_len, kv_len, vd, count, batch=batch * H, weights=False, tokens=T,
+               useful=useful)
+    else:
+        # W_UK folded into the query: per head (T x nope) @ (nope x lora); weights = kv_b_proj's K half
+        b.gemm(an, "q_absorb", T, nope, lora, count, batch=H, tokens=T, per_instance_weights=True)
+        kv_read = batch * kv_len * cache
+        b.gemm(an, "attn_score", q_len * H, lora + rope, kv_len, count, batch=batch, weights=False, tokens=T,
+               kv_read=kv_read, useful=useful)
+        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+        # P.V over the latent (already read for the scores), then W_UV per head
+        b.gemm(an, "attn_context", q_len * H, kv_len, lora, count, batch=batch, weights=False, tokens=T,
+               useful=useful)
+        b.gemm(an, "v_absorb", T, lora, vd, count, batch=H, tokens=T, per_instance_weights=True)
+    b.gemm(an, "o_proj", T, H * vd, h, count, tokens=T)
 
 
 def _ffn_params(cfg: ModelConfig, width: int) -> float:
     mats = 3 if cfg.gated_ffn else 2
-    bias = (width + cfg.hidden) if cfg.attention_bias else 0
+    bias = (width * (2 if cfg.gated_ffn else 1) + cfg.hidden) if cfg.mlp_bias else 0
     return mats * cfg.hidden * width + bias
 
 
-def _ffn_ops(b: _Builder, cfg: ModelConfig, unit: str, tokens: float, width: int, layers: int,
-             prob: float = 1.0):
+def _ffn_ops(b: Builder, cfg: ModelConfig, unit, tokens, width: int, layers: int, prob=1.0, expert=False,
+             split=False, params=True):
     up = 2 * width if cfg.gated_ffn else width
-    bias = cfg.attention_bias
-    b.gemm(unit, "gate_up_proj" if cfg.gated_ffn else "up_proj", tokens, cfg.hidden, up, layers, bias=bias,
-           prob=prob, tokens=tokens)
-    b.vector(unit, "activation", tokens * width, ACTIVATION_FLOPS_PER_ELEMENT, layers, prob=prob, tokens=tokens,
-             reads_per_element=2.0 if cfg.gated_ffn else 1.0)
-    b.gemm(unit, "down_proj", tokens, width, cfg.hidden, layers, bias=bias, prob=prob, tokens=tokens)
-    b.vector(unit, "ffn_residual", tokens * cfg.hidden, 1, layers, prob=prob, tokens=tokens, reads_per_element=2.0)
+    bias = cfg.mlp_bias
+    h = cfg.hidden
+    b.gemm(unit, "gate_up_proj" if cfg.gated_ffn else "up_proj", tokens, h, up, layers, bias=bias,
+           prob=prob, tokens=tokens, split=split, params=params)
+    b.vector(unit, "activation", np.asarray(tokens) * width, ACTIVATION_FLOPS_PER_ELEMENT, layers, prob=prob,
+             tokens=tokens, reads_per_element=2.0 if cfg.gated_ffn else 1.0)
+    b.gemm(unit, "down_proj", tokens, width, h, layers, bias=bias, prob=prob, tokens=tokens, split=split,
+           params=params)
+    if expert:   # scale by the token's gate weight before the combine
+        b.vector(unit, "expert_scale", np.asarray(tokens) * h, 1, layers, prob=prob, tokens=tokens)
 
 
-def _sent_bytes(b: _Builder, unit: str, T: float, h: int, abytes: float) -> float:
-    """Activation bytes a unit hands to the next stage: its expected tokens times the hidden width."""
-    node = b.graph.nodes[unit]
-    tokens = T * node["selection_prob"] if node["kind"] == "expert" else T
-    return tokens * h * abytes
+def _affinity_table(router: Router, moe_groups: list[tuple[int, list[str]]], T: float,
+                    bytes_per_token: float) -> pd.DataFrame:
+    """Expert pairs of consecutive MoE layers that co-activate more than chance (per_layer mode)."""
+    frames = []
+    k = router.top_k
+    for (layer, units), (nxt, next_units) in zip(moe_groups, moe_groups[1:]):
+        A = router.affinity(layer, nxt)
+        q, q_next = router.q(layer), router.q(nxt)
+        lift = A / np.maximum(q_next / k, 1e-300)[None, :]
+        keep = min(AFFINITY_TOP_PER_EXPERT, A.shape[1])
+        top = np.argpartition(-lift, keep - 1, axis=1)[:, :keep]
+        rows = np.repeat(np.arange(A.shape[0]), keep)
+        cols = top.ravel()
+        sel = lift[rows, cols] > 1.0 + 1e-9
+        rows, cols = rows[sel], cols[sel]
+        tokens = T * k * q[rows] * A[rows, cols]     # tokens per step selecting both (module docs)
+        frames.append(pd.DataFrame({
+            "src": np.array(units, dtype=object)[rows], "dst": np.array(next_units, dtype=object)[cols],
+            "layer": layer, "next_layer": nxt, "prob": A[rows, cols], "lift": lift[rows, cols],
+            "tokens": tokens, "bytes": tokens * bytes_per_token}))
+    if not frames:
+        return pd.DataFrame(columns=AFFINITY_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[AFFINITY_COLUMNS]
 
 
-def _summary(cfg, graph, ops, phase, batch, context, precision, kv_per_token_layer) -> dict:
-    params = sum(graph.nodes[u]["params"] for u in graph.nodes)
-    expert_params = sum(graph.nodes[u]["params"] for u in graph.nodes if graph.nodes[u]["kind"] == "expert")
-    active = params - expert_params + (cfg.top_k / cfg.experts * expert_params if cfg.experts else 0.0)
-    weighted = ops["layers"] * ops["prob"]
-    experts_per_layer = cfg.experts if cfg.is_moe else 0
-    return dict(
-        model=cfg.name, model_type=cfg.model_type, phase=phase, batch=batch, context=context,
-        precision=precision, total_params=float(params), active_params_per_token=float(active),
-        kv_cache_bytes_per_token=float(kv_per_token_layer * cfg.layers),
+def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, float],
+              kv_per_token_layer: float, tp: int = 1) -> dict:
+    """Headline figures of one model's step (module docstring of `workloads.workload`)."""
+    g, ops = wl.graph, wl.ops
+    total = float(sum(logical_params.values()))
+    active = 0.0
+    for unit, params in logical_params.items():
+        node = g.nodes[unit] if unit in g else g.nodes[unit + ".tp0"]
+        active += params * node["selection_prob"]
+    stage_prob = wl.stages.set_index("stage")["prob"].to_dict()
+    unit_stage_prob = ops["unit"].map({u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)})
+    weighted = ops["layers"] * ops["prob"] * unit_stage_prob
+    expert_probs = [d["prob"] for _, d in g.nodes(data=True) if d["kind"] == "expert"]
+    summary = dict(
+        model=wl.name, model_type=cfg.model_type if cfg else "ensemble", phase=wl.phase, batch=wl.batch,
+        context=wl.context, precision=wl.precision, tensor_parallel=tp,
+        total_params=total, active_params_per_token=float(active),
+        kv_cache_bytes_per_token=float(kv_per_token_layer * (cfg.layers if cfg else 1)),
         flops_per_step=float((ops["flops"] * weighted).sum()),
         weight_bytes_per_step=float((ops["weight_bytes"] * weighted).sum()),
         kv_bytes_per_step=float(((ops["kv_read_bytes"] + ops["kv_write_bytes"]) * weighted).sum()),
-        experts=int(experts_per_layer), top_k=int(cfg.top_k),
-        expected_distinct_experts_per_layer=float(np.mean(
-            [graph.nodes[u]["prob"] for u in graph.nodes if graph.nodes[u]["kind"] == "expert"]) * cfg.experts)
-        if experts_per_layer else 0.0,
-        units=graph.number_of_nodes())
+        tokens_per_step=float(wl.tokens_per_step),
+        experts=int(cfg.experts if cfg and cfg.is_moe else 0), top_k=int(cfg.top_k if cfg else 0),
+        moe_layers=int(sum(cfg.moe_layers)) if cfg else 0, layers=int(cfg.layers) if cfg else 0,
+        units=g.number_of_nodes())
+    if cfg is not None and cfg.is_moe:
+        # mean over MoE layers of the distinct experts a step touches
+        layers = np.array([d["layers"] for _, d in g.nodes(data=True) if d["kind"] == "expert"], float)
+        summary["expected_distinct_experts_per_layer"] = float(
+            np.dot(expert_probs, layers) / layers.sum() * cfg.experts)
+    else:
+        summary["expected_distinct_experts_per_layer"] = 0.0
+    return summary

@@ -1,24 +1,132 @@
-"""Study schema: the ``workload`` section (what model, phase, batch, routing)."""
+"""Study schema: the ``workload`` section (one model or an ensemble of experts; phase, batch, routing).
+
+A study names either ``model`` (a preset or a HuggingFace config.json) or ``ensemble`` (experts,
+routers and composers; see docs/workloads.md), never both.
+"""
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, field_validator, model_validator
+
+import workloads
 
 from .common import StrictModel
 
 
 class RoutingSpec(StrictModel):
-    distribution: Literal["uniform", "zipf"] = "uniform"
+    distribution: Literal["uniform", "zipf", "dirichlet", "trace"] = "uniform"
     s: float = Field(1.0, ge=0.0, description="Zipf exponent")
+    alpha: float = Field(1.0, gt=0.0, description="Dirichlet concentration (small: skewed)")
+    trace: str | None = Field(None, description="JSONL routing trace, rows {layer, token, experts, weights}")
+    affinity: float = Field(0.0, ge=0.0, le=1.0, description="inter-layer expert affinity rho (per_layer mode)")
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _trace_given(self):
+        if (self.distribution == "trace") != (self.trace is not None):
+            raise ValueError("routing.trace (a JSONL file) goes with distribution: trace, and only with it")
+        return self
+
+
+def _check_model(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            workloads.load_model(value)
+        except workloads.WorkloadError as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
+class ClassifierSpec(StrictModel):
+    in_features: PositiveInt = Field(description="width of the pooled prompt representation it reads")
+
+
+class RouterSpec(StrictModel):
+    model: str | None = Field(None, description="a small LM used as the router (preset or config.json)")
+    classifier: ClassifierSpec | None = None
+
+    _model = field_validator("model")(_check_model)
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.model is None) == (self.classifier is None):
+            raise ValueError("a router is either model: <preset> or classifier: {in_features: F}")
+        return self
+
+
+class EnsembleNodeSpec(StrictModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    model: str | None = Field(None, description="expert: a preset or config.json path")
+    tp: PositiveInt = Field(1, description="tensor-parallel shards of this expert")
+    router: RouterSpec | None = None
+    composer: Literal["average", "weight_sum"] | None = None
+    top_k: PositiveInt = Field(1, description="router: children each request goes to")
+    distribution: Literal["uniform", "zipf", "dirichlet"] = "uniform"
+    s: float = Field(1.0, ge=0.0)
+    alpha: float = Field(1.0, gt=0.0)
+
+    _model = field_validator("model")(_check_model)
+
+    @model_validator(mode="after")
+    def _one_role(self):
+        roles = [r for r in ("model", "router", "composer") if getattr(self, r) is not None]
+        if len(roles) != 1:
+            raise ValueError(f"node {self.name!r} needs exactly one of model, router, composer"
+                             f" (got {', '.join(roles) or 'none'})")
+        return self
+
+
+class EnsembleSpec(StrictModel):
+    name: str = "ensemble"
+    morphology: Literal["chain", "tree", "graph"] = "graph"
+    route_every: Literal["request", "token"] = "request"
+    nodes: list[EnsembleNodeSpec] = Field(min_length=1)
+    edges: list[list[str | float]] | None = Field(
+        None, description="[src, dst] or [src, dst, probability] (router edges); chain: defaults to node order")
+    max_scenarios: PositiveInt = Field(64, description="most step scenarios kept (sampled beyond)")
+
+    def to_spec(self) -> dict:
+        """The plain dictionary `workloads.extract_ensemble` reads."""
+        spec = self.model_dump(exclude_none=True, exclude={"max_scenarios"})
+        for node in spec["nodes"]:
+            for key, default in (("tp", 1), ("top_k", 1), ("distribution", "uniform"), ("s", 1.0), ("alpha", 1.0)):
+                if node.get(key) == default:
+                    node.pop(key)
+        return spec
 
 
 class WorkloadSpec(StrictModel):
-    model: str = Field(description="bundled preset name or path to a HuggingFace config.json")
+    model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
+    ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
     phase: Literal["prefill", "decode"] = "decode"
     batch: PositiveInt = 1
     context: PositiveInt = 2048
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     per_layer: bool = False
+    tp: PositiveInt = Field(1, description="tensor-parallel shards of the model's dense units")
     routing: RoutingSpec = RoutingSpec()
+
+    @model_validator(mode="after")
+    def _model_or_ensemble(self):
+        if (self.model is None) == (self.ensemble is None):
+            raise ValueError("give exactly one of workload.model (one LLM) or workload.ensemble (experts, "
+                             "routers, composers)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """What the workload is, for messages and reports."""
+        return self.model if self.model is not None else f"ensemble {self.ensemble.name}"
+
+    def model_refs(self) -> list[tuple[str, str]]:
+        """(study key below ``workload``, model) of every model the workload names."""
+        if self.model is not None:
+            return [("model", self.model)]
+        refs = []
+        for i, node in enumerate(self.ensemble.nodes):
+            if node.model is not None:
+                refs.append((f"ensemble.nodes[{i}].model", node.model))
+            if node.router is not None and node.router.model is not None:
+                refs.append((f"ensemble.nodes[{i}].router.model", node.router.model))
+        return refs
