@@ -53,18 +53,19 @@ def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 def weight_per_copy(t: EvalTables, max_copies: int, split: bool) -> np.ndarray:
     """Expected weight bytes one copy reads per layer instance, for 1..max_copies copies: ``[U, C + 1]``.
 
-    Replicas (many-to-many) each serve 1/c of the T tokens, so each reads the unit's weights with
+    Replicas (many-to-many) each serve 1/c of the T tokens that pass the unit's router, so each reads the unit's weights with
     probability ``1 - (1 - q)^(T/c)`` (q: per-token selection probability); shards (one-to-many) each
     read 1/c of the weights whenever the unit runs (probability ``1 - (1 - q)^T``).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         if_run = np.where(t.unit_prob > 0, t.unit_weight_read / t.unit_prob, 0.0)
     q = np.minimum(t.unit_selection, 1.0)[:, None]
+    tokens = t.unit_route_tokens[:, None]
     c = np.arange(max_copies + 1, dtype=float)[None, :]
     c[0, 0] = 1.0
     if split:
-        return if_run[:, None] * (1.0 - (1.0 - q) ** t.tokens_per_step) / c
-    return if_run[:, None] * (1.0 - (1.0 - q) ** (t.tokens_per_step / c))
+        return if_run[:, None] * (1.0 - (1.0 - q) ** tokens) / c
+    return if_run[:, None] * (1.0 - (1.0 - q) ** (tokens / c))
 
 
 def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
@@ -102,6 +103,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         scen_stages=scen_stages, scen_prob=np.array([p for p, _ in t.scenarios], float),
         edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
+        chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
         kind_area=t.kind_area_mm2, kind_wafer_cost=np.array([nd.wafer_cost_usd for nd in nodes], float),
         kind_d0=np.array([nd.defect_density_per_cm2 for nd in nodes], float),
         kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
@@ -152,7 +154,7 @@ def _retained(latency, short, lat_f, short_f):
 @nb.njit(cache=True)
 def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, out):
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    latency, p99 = scenario_latency(T, W.stage_t, W.comm, W.finish, W.cps, W.in_scen)
+    latency, p99 = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)
     e_compute = e_dram = dram = net = 0.0
     for s in range(T.stage_repeat.shape[0]):
         weight = T.stage_prob[s] * T.stage_repeat[s]
@@ -231,7 +233,7 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     """Per failed chiplet: (latency after the failure, capacity shortfall after it); row n: intact design."""
     out = np.zeros((n + 1, 2))
     out[n, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    out[n, 0] = scenario_latency(T, W.stage_t, W.comm, W.finish, W.cps, W.in_scen)[0]
+    out[n, 0] = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)[0]
     alive = np.ones(n, np.bool_)
     for failed in range(n):
         alive[failed] = False

@@ -18,8 +18,8 @@ The Numba core the population evaluator (dse.evaluator) calls. Model, per stage 
   (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
   layer-to-layer ones r - 1 times.
 * Stages form a DAG; a workload's scenarios (sets of stages run together, e.g. the expert models an
-  ensemble's router picks) each take their critical path; latency is the expectation over scenarios,
-  and the 99th percentile is reported too.
+  ensemble's router picks) each take the longer of their critical path and their busiest chiplet's
+  total work; latency is the expectation over scenarios, and the 99th percentile is reported too.
 * Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network byte-hops x energy per
   hop, static power x latency (added by the evaluator).
 
@@ -39,7 +39,7 @@ KernelTables = namedtuple("KernelTables", [
     "unit_is_expert", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
-    "edge_bytes", "edge_phase", "edge_stage", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
+    "edge_bytes", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "hop_e", "bond_yield", "yield_alpha", "wafer_diameter"])
 
@@ -47,7 +47,7 @@ Workspace = namedtuple("Workspace", [
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "copy_time",
     "copy_ddr", "ar_time", "loads", "backup", "stored", "frac", "hbm_bw", "ct2", "sd2", "stage_t2", "comm2",
     "stored2", "frac2", "slots2", "count2", "changed", "full", "affected", "aff_list", "seen", "edge_list",
-    "finish", "cps", "in_scen"])
+    "finish", "cps", "in_scen", "busy"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
 
@@ -67,7 +67,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         frac2=f(max_chips), slots2=np.full((U, max_copies), -1, np.int64), count2=np.ones(U, np.int64),
         changed=np.zeros(U, np.bool_), full=np.zeros(max_chips, np.bool_), affected=np.zeros((S, 2), np.bool_),
         aff_list=np.zeros((2 * S, 2), np.int64), seen=np.zeros(E, np.bool_), edge_list=np.zeros(E, np.int64),
-        finish=f(S), cps=f(n_scen), in_scen=np.zeros(S, np.bool_))
+        finish=f(S), cps=f(n_scen), in_scen=np.zeros(S, np.bool_), busy=f(max_chips))
 
 
 @nb.njit(cache=True)
@@ -185,8 +185,13 @@ def longest_route(T, R, sh, n, s, instance, slots, ncopy, split):
 
 
 @nb.njit(cache=True)
-def scenario_latency(T, stage_t, comm, finish, cps, in_scen):
-    """(expected, p99) over scenarios of the critical path through each scenario's stage DAG."""
+def scenario_latency(T, stage_t, comm, ct, n, finish, cps, in_scen, busy):
+    """(expected, p99) over scenarios of each scenario's makespan.
+
+    A scenario's makespan is the longer of its critical path through the stage DAG and the busiest
+    chiplet's total work in it (the two classic lower bounds of a schedule: stages on parallel branches
+    that share a chiplet cannot overlap). For a chain of stages the critical path always binds.
+    """
     S = stage_t.shape[0]
     n_scen = T.scen_prob.shape[0]
     for k in range(n_scen):
@@ -194,6 +199,7 @@ def scenario_latency(T, stage_t, comm, finish, cps, in_scen):
         for x in range(T.scen_ptr[k], T.scen_ptr[k + 1]):
             in_scen[T.scen_stages[x]] = True
         longest = 0.0
+        busy[:n] = 0.0
         for s in range(S):       # stages are numbered in topological order
             start = 0.0
             for x in range(T.after_ptr[s], T.after_ptr[s + 1]):
@@ -202,9 +208,12 @@ def scenario_latency(T, stage_t, comm, finish, cps, in_scen):
             if in_scen[s]:
                 r = T.stage_repeat[s]
                 w = r * stage_t[s] + comm[s, FIRST] + (r - 1.0) * comm[s, REST]
+                if not T.chain:
+                    for i in range(n):
+                        busy[i] += r * ct[s, i]
             finish[s] = start + w
             longest = max(longest, finish[s])
-        cps[k] = longest
+        cps[k] = max(longest, busy[:n].max())
     expected = 0.0
     for k in range(n_scen):
         expected += T.scen_prob[k] * cps[k]
@@ -401,5 +410,5 @@ def failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, 
                                 + busiest_link(R, sh, W.loads[s, instance]))
         W.loads[s, instance, :L] = W.backup[k, :L]
         W.affected[s, instance] = False
-    expected, p99 = scenario_latency(T, W.stage_t2, W.comm2, W.finish, W.cps, W.in_scen)
+    expected, p99 = scenario_latency(T, W.stage_t2, W.comm2, W.ct2, n, W.finish, W.cps, W.in_scen, W.busy)
     return expected, p99, short

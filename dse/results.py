@@ -82,7 +82,7 @@ def summary_markdown(result: StudyResult) -> str:
     cols = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
         [OBJECTIVE_COLUMNS[o] for o in s.search.objectives]
     lines = [f"# Study `{s.name}`", "",
-             f"- workload: {s.workload.model}, {s.workload.phase}, batch {s.workload.batch}, "
+             f"- workload: {s.workload.label}, {s.workload.phase}, batch {s.workload.batch}, "
              f"context {s.workload.context}, {s.workload.precision}",
              f"- search: {s.search.algorithm}, population {s.search.population}, "
              f"{s.search.generations} generations, seed {s.search.seed}",

@@ -36,8 +36,9 @@ class EvalTables:
     unit_energy_j: np.ndarray      # [U, K] expected compute + SRAM energy per layer instance
     unit_other_dram: np.ndarray    # [U, K] expected non-weight DRAM bytes (KV, spills) per layer instance
     unit_out_bytes: np.ndarray     # [U] output activation bytes per layer instance (for all-reduce)
-    unit_prob: np.ndarray          # [U] probability the unit runs in a step
+    unit_prob: np.ndarray          # [U] probability the unit runs in a step, given its stage runs
     unit_selection: np.ndarray     # [U] per-token selection probability (1 for units every token visits)
+    unit_route_tokens: np.ndarray  # [U] tokens that may select the unit in a step (its model's tokens)
     stage_repeat: np.ndarray       # [S]
     stage_prob: np.ndarray         # [S] marginal probability the stage runs in a step
     stage_after: list              # [S] tuples of predecessor stages (a DAG in topological order)
@@ -125,6 +126,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         unit_out_bytes=out_bytes,
         unit_prob=np.array([nodes[u]["prob"] for u in units], dtype=float),
         unit_selection=np.array([nodes[u]["selection_prob"] for u in units], dtype=float),
+        unit_route_tokens=np.array([_route_tokens(nodes[u], wl.tokens_per_step) for u in units], dtype=float),
         stage_repeat=wl.stages["repeat"].to_numpy(float),
         stage_prob=wl.stages["prob"].to_numpy(float),
         stage_after=[tuple(a) for a in wl.stages["after"]],
@@ -143,6 +145,15 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         link=noc.link_tech(study.hardware.package.link),
         tokens_per_step=wl.tokens_per_step,
         workload=wl)
+
+
+def _route_tokens(node: dict, default: float) -> float:
+    """Tokens that pass the unit's router in a step: its expected tokens over its selection probability
+    (an ensemble member sees only the requests routed to it)."""
+    q = node.get("selection_prob", 1.0)
+    if "tokens" in node and q > 0:
+        return float(node["tokens"]) / min(q, 1.0)
+    return float(default)
 
 
 def unit_table(t: EvalTables) -> pd.DataFrame:

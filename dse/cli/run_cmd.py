@@ -29,7 +29,7 @@ def run(study_file: str, out_dir: str | None, seed: int | None, quiet: bool) -> 
     """Search the design space of STUDY_FILE and write its results folder."""
     console = Console(stderr=True, quiet=quiet)
     study = load_study(study_file)
-    console.print(f"study [bold]{study.name}[/]: extracting {study.workload.model} ({study.workload.phase})")
+    console.print(f"study [bold]{study.name}[/]: extracting {study.workload.label} ({study.workload.phase})")
     prepared = prepare(study)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:

@@ -14,6 +14,6 @@ def validate(study_file: str) -> None:
     """Check STUDY_FILE: schema, names, the model, and that its workload extracts."""
     study = load_study(study_file)
     p = prepare(study)
-    click.echo(f"ok: study '{study.name}': {study.workload.model} {study.workload.phase}, "
+    click.echo(f"ok: study '{study.name}': {study.workload.label} {study.workload.phase}, "
                f"{p.tables.n_units} placement units, {len(study.hardware.chiplets)} chiplet kinds, "
                f"{p.space.n_var} decision variables")
