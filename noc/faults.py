@@ -25,7 +25,7 @@ import numba as nb
 import numpy as np
 
 from .errors import NocError
-from .routing import Routes, _write_tree_path, bfs_tree, route_link_loads
+from .routing import Routes, write_tree_path, bfs_tree, route_link_loads
 from .topology import Topology
 
 
@@ -74,7 +74,7 @@ def reroute_table(n, route_ptr, route_links, adj_ptr, adj_link, link_src, link_d
                 new_links[k] = route_links[j]
                 k += 1
         elif reachable[p] and new_ptr[p + 1] > k:
-            _write_tree_path(p % n, parents[p // n], link_src, new_links, k, new_ptr[p + 1] - k)
+            write_tree_path(p % n, parents[p // n], link_src, new_links, k, new_ptr[p + 1] - k)
     return new_ptr, new_links, reachable
 
 

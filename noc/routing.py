@@ -135,7 +135,7 @@ def bfs_tree(s, adj_ptr, adj_link, link_dst, link_alive, node_alive, parent, dis
 
 
 @nb.njit(cache=True)
-def _write_tree_path(d, parent, link_src, out, k, length):
+def write_tree_path(d, parent, link_src, out, k, length):
     """Write the tree path to d (``length`` channels) into out[k:k + length] in travel order."""
     node = d
     for i in range(length - 1, -1, -1):
@@ -164,7 +164,7 @@ def shortest_table(n, adj_ptr, adj_link, link_src, link_dst, link_alive, node_al
         for d in range(n):
             h = ptr[s * n + d + 1] - ptr[s * n + d]
             if h > 0:
-                _write_tree_path(d, parents[s], link_src, links, ptr[s * n + d], h)
+                write_tree_path(d, parents[s], link_src, links, ptr[s * n + d], h)
     return ptr, links, reachable
 
 

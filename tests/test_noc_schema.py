@@ -4,7 +4,6 @@ import json
 import pytest
 
 import dse
-import noc
 from dse.study import Study
 
 
