@@ -1,7 +1,7 @@
 """Die-to-die link technologies and the router on each chiplet, from ``noc/data/links.yaml``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -12,7 +12,10 @@ from .errors import NocError
 
 @dataclass(frozen=True)
 class LinkTech:
-    """One link technology (per direction) plus the router each hop crosses. SI units."""
+    """One link technology (per direction) plus the router each hop crosses. SI units.
+
+    ``phy_area_mm2`` is the PHY on each of the two chiplets a link joins.
+    """
 
     name: str
     bandwidth_Bps: float
@@ -31,6 +34,9 @@ class LinkTech:
     def hop_energy_j_per_byte(self) -> float:
         return self.energy_j_per_byte + self.router_energy_j_per_byte
 
+    def with_router(self, router_latency_s: float, router_energy_j_per_byte: float) -> "LinkTech":
+        return replace(self, router_latency_s=router_latency_s, router_energy_j_per_byte=router_energy_j_per_byte)
+
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
@@ -38,7 +44,8 @@ def _table() -> dict:
 
 
 def link_kinds() -> list[str]:
-    return sorted(k for k in _table() if k != "router")
+    """Technology names in file order; the first is the default of a package."""
+    return [k for k in _table() if k != "router"]
 
 
 def link_tech(name: str) -> LinkTech:
@@ -53,3 +60,16 @@ def link_tech(name: str) -> LinkTech:
         bond_yield=link["bond_yield"],
         router_latency_s=router["latency_cycles"] * cycle,
         router_energy_j_per_byte=router["energy_pj_per_bit"] * 8e-12)
+
+
+def cycle_link(router_cycles: float, link_cycles: float, flit_bytes: float = 16.0, freq_hz: float = 1e9) -> LinkTech:
+    """An abstract network in cycles and flits (as BookSim counts): one flit per cycle per channel.
+
+    Results in SI units convert back with ``cycles = seconds x freq_hz`` and
+    ``flits/cycle = bytes/s / (flit_bytes x freq_hz)``.
+    """
+    if router_cycles < 0 or link_cycles < 0:
+        raise NocError(f"router and link latency must be >= 0 cycles, got {router_cycles} and {link_cycles}")
+    return LinkTech(name="cycles", bandwidth_Bps=flit_bytes * freq_hz, latency_s=link_cycles / freq_hz,
+                    energy_j_per_byte=0.0, phy_area_mm2=0.0, bond_yield=1.0,
+                    router_latency_s=router_cycles / freq_hz, router_energy_j_per_byte=0.0)

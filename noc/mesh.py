@@ -1,12 +1,9 @@
-"""2D mesh with dimension-order (XY) routing: hop counts, link loads and latency under load.
+"""2D mesh shortcuts: XY hop counts and link loads for Numba code, and the textbook mesh figures.
 
-Nodes are numbered row-major, ``node = row * cols + col``. Each node owns four outgoing directed
-links, indexed ``node * 4 + d`` with d = 0 east, 1 west, 2 south, 3 north (links that would leave the
-mesh are never loaded). XY routing travels along the row first, then along the column.
-
-Latency of a message of B bytes over h hops: ``h x hop_latency + B / bandwidth`` (zero-load, wormhole)
-plus, per link crossed, the M/D/1 waiting time ``rho S / (2 (1 - rho))`` with S the service time of
-the message on that link and rho the link's utilisation (shared/reference/hardware.md).
+These kernels index a mesh's channels as ``node * 4 + d`` (d = 0 east, 1 west, 2 south, 3 north; slots
+that would leave the mesh stay unused), row-major ``node = row * cols + col``, XY = along the row first.
+The general machinery (any topology, CSR route tables, latency, faults) lives in noc.topology,
+noc.routing, noc.latency and noc.faults; these agree with it on a mesh (tests/test_noc_routing.py).
 Average hops under uniform traffic on a k x k mesh is 2(k^2 - 1)/(3k) (Dally & Towles).
 """
 from __future__ import annotations
@@ -14,7 +11,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-EAST, WEST, SOUTH, NORTH = 0, 1, 2, 3
+from .bisection import bisection
+from .latency import md1_wait
+from .routing import route
+from .topology import EAST, NORTH, SOUTH, WEST, mesh
+
+__all__ = ["xy_hops", "add_xy_route_load", "xy_link_loads", "md1_wait", "average_hops_uniform", "bisection_links"]
 
 
 @nb.njit(cache=True)
@@ -58,25 +60,15 @@ def xy_link_loads(traffic, cols):
     return loads
 
 
-@nb.njit(cache=True)
-def md1_wait(rho, service_s):
-    """Mean M/D/1 queueing delay; infinite at or above saturation."""
-    if rho >= 1.0:
-        return np.inf
-    return rho * service_s / (2.0 * (1.0 - rho))
-
-
 def average_hops_uniform(rows: int, cols: int, include_self: bool = True) -> float:
-    """Mean XY hop count under uniform traffic.
+    """Mean XY hop count under uniform traffic on a rows x cols mesh.
 
     With ``include_self`` every node sends to every node including itself (n^2 pairs), the convention of
     Dally & Towles' 2(k^2 - 1)/(3k); without it only distinct pairs count.
     """
-    n = rows * cols
-    total = sum(xy_hops(i, j, cols) for i in range(n) for j in range(n))
-    return total / (n * n if include_self else n * (n - 1))
+    return route(mesh(rows, cols), "xy").average_hops(include_self)
 
 
 def bisection_links(rows: int, cols: int) -> int:
-    """Links per direction crossing the narrower bisection of the mesh."""
-    return min(rows, cols) if rows * cols > 1 else 0
+    """Channels per direction crossing the narrowest halving of the mesh."""
+    return bisection(mesh(rows, cols)).links

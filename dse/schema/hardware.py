@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import (Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError, field_validator,
+                      model_validator)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import arch
 import memory
@@ -66,17 +68,117 @@ class MeshSpec(StrictModel):
     def _positive(cls, value):
         return check_range(value, 1)
 
+    def shapes(self) -> list[tuple[int, int]]:
+        return [(r, c) for r in range(self.rows[0], self.rows[1] + 1) for c in range(self.cols[0], self.cols[1] + 1)]
+
+
+def _known_tech(value: str) -> str:
+    if value not in noc.link_kinds():
+        raise ValueError(f"unknown link technology {value!r}; allowed: {', '.join(noc.link_kinds())}")
+    return value
+
+
+def _invalid(loc: tuple, message: str, value) -> ValidationError:
+    """A validation error at a location below the model being validated (so the study key names it)."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data("PackageSpec", [InitErrorDetails(type=error, loc=loc, input=value)])
+
+
+def _neighbours(a: int, b: int, rows: int, cols: int, torus: bool) -> bool:
+    (ra, ca), (rb, cb) = divmod(a, cols), divmod(b, cols)
+    dr, dc = abs(ra - rb), abs(ca - cb)
+    if torus:
+        dr = min(dr, rows - dr) if rows >= 3 else dr
+        dc = min(dc, cols - dc) if cols >= 3 else dc
+    return dr + dc == 1
+
+
+class LinkSpec(StrictModel):
+    """One chiplet-to-chiplet link: the links of a ``graph`` package, or a technology override on a grid."""
+
+    between: tuple[NonNegativeInt, NonNegativeInt]
+    tech: str | None = None
+
+    @field_validator("tech")
+    @classmethod
+    def _known(cls, value):
+        return None if value is None else _known_tech(value)
+
 
 class PackageSpec(StrictModel):
+    """The package network: topology, link technology (per package, or per link) and routing.
+
+    ``mesh`` gives the chiplet slots (rows x cols, row-major ids) of every topology; a ``graph`` package
+    has a fixed size and lists its ``links``; on a mesh or torus ``links`` override the technology of
+    some links. Routing defaults to ``xy`` on grids and ``shortest`` on graphs.
+    """
+
+    topology: Literal["mesh", "torus", "graph"] = "mesh"
     mesh: MeshSpec
     link: str = "ucie-advanced"
+    links: list[LinkSpec] = Field(default_factory=list)
+    routing: Literal["xy", "shortest"] | None = None
 
     @field_validator("link")
     @classmethod
     def _known_link(cls, value: str) -> str:
-        if value not in noc.link_kinds():
-            raise ValueError(f"unknown link technology {value!r}; allowed: {', '.join(noc.link_kinds())}")
-        return value
+        return _known_tech(value)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        rows, cols = self.mesh.rows, self.mesh.cols
+        if self.topology == "graph":
+            if rows[0] != rows[1] or cols[0] != cols[1]:
+                raise _invalid(("mesh",), "a graph package has a fixed number of chiplets: give mesh rows and "
+                               "cols as single numbers (chiplets = rows x cols)", self.mesh.model_dump())
+            if not self.links:
+                raise _invalid(("links",), "a graph package needs its links: [{between: [a, b]}, ...]", [])
+            if self.routing == "xy":
+                raise _invalid(("routing",), "routing 'xy' needs a mesh or torus; use 'shortest' on a graph",
+                               self.routing)
+        n_max = rows[1] * cols[1]
+        seen: dict[tuple[int, int], int] = {}
+        for i, spec in enumerate(self.links):
+            a, b = spec.between
+            loc = ("links", i, "between")
+            for x in (a, b):
+                if x >= n_max:
+                    raise _invalid(loc, f"chiplet {x} is outside the package; ids are 0..{n_max - 1} "
+                                   f"(row-major on the {rows[1]} x {cols[1]} grid)", list(spec.between))
+            if a == b:
+                raise _invalid(loc, "a link joins two different chiplets", list(spec.between))
+            key = (min(a, b), max(a, b))
+            if key in seen:
+                raise _invalid(loc, f"chiplets {a} and {b} are already linked by links[{seen[key]}]",
+                               list(spec.between))
+            seen[key] = i
+            if self.topology != "graph":
+                if spec.tech is None:
+                    raise _invalid(("links", i, "tech"), f"on a {self.topology} a links entry overrides a link's "
+                                   f"technology and needs 'tech' (one of {', '.join(noc.link_kinds())})",
+                                   spec.model_dump())
+                for r, c in self.mesh.shapes():
+                    if max(a, b) < r * c and not _neighbours(a, b, r, c, self.topology == "torus"):
+                        raise _invalid(loc, f"chiplets {a} and {b} are not neighbours on the {r} x {c} "
+                                       f"{self.topology}", list(spec.between))
+        return self
+
+    @property
+    def routing_algorithm(self) -> str:
+        return self.routing or ("shortest" if self.topology == "graph" else "xy")
+
+    def network(self, rows: int, cols: int) -> noc.Topology:
+        """The package network of one rows x cols design."""
+        if self.topology == "graph":
+            links = [(s.between[0], s.between[1], s.tech) if s.tech else tuple(s.between) for s in self.links]
+            return noc.from_links(rows * cols, links, self.link)
+        n = rows * cols
+        overrides = {tuple(s.between): s.tech for s in self.links if max(s.between) < n}
+        return noc.build(self.topology, rows, cols, self.link, overrides=overrides)
+
+    def route_bank(self) -> noc.RouteBank:
+        """Route tables of every package shape the study allows (see noc.bank)."""
+        return noc.route_bank([self.network(r, c) for r, c in self.mesh.shapes()], self.routing_algorithm)
 
 
 class HardwareSpec(StrictModel):

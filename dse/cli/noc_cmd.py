@@ -1,0 +1,87 @@
+"""``dse noc``: figures of a mesh or torus network in cycles and flits, as BookSim2 reports them."""
+from __future__ import annotations
+
+import json
+
+import click
+import numpy as np
+
+import noc
+
+from .common import cli
+
+FLIT_BYTES, FREQ_HZ = 16.0, 1e9     # internal units only: results are printed in flits and cycles
+TERMINAL_CYCLES = 1                 # injection and ejection channel latency each (BookSim2: always 1)
+
+
+def noc_figures(rows: int, cols: int, topology: str = "mesh", traffic: str = "uniform", injection: float = 0.1,
+                router_latency: float = 2, link_latency: float = 1, packet_size: int = 1,
+                routing: str = "xy") -> dict:
+    """Average hops, zero-load and loaded latency, saturation and bisection of one network.
+
+    Every channel carries one flit per cycle; a packet also pays its source router and one cycle each
+    on the injection and ejection channels (BookSim2's pipeline), and queues M/D/1 at every channel,
+    the injection and ejection channels included.
+    """
+    if injection < 0:
+        raise noc.NocError(f"--injection must be >= 0 flits/cycle/node, got {injection}")
+    if packet_size < 1:
+        raise noc.NocError(f"--packet-size must be >= 1 flit, got {packet_size}")
+    tech = noc.cycle_link(router_latency, link_latency, FLIT_BYTES, FREQ_HZ)
+    t = noc.build(topology, rows, cols, tech)
+    r = noc.route(t, routing)
+    pattern = noc.traffic.pattern(traffic, rows, cols)
+    flit_Bps = FLIT_BYTES * FREQ_HZ
+    endpoint_s = (router_latency + 2 * TERMINAL_CYCLES) / FREQ_HZ
+    packet = packet_size * FLIT_BYTES
+    loaded = noc.loaded_latency(r, pattern * injection * flit_Bps, packet, endpoint_s, flit_Bps)
+    sat = noc.saturation(r, pattern, flit_Bps)
+    bis = noc.bisection(t)
+    hops = float((pattern * np.where(r.reachable, r.hops, 0)).sum() / pattern.sum())
+    zero = noc.zero_load_latency_s(r, packet, endpoint_s, flit_Bps)
+    latency = loaded.average_latency_s * FREQ_HZ
+    return {
+        "network": t.describe(), "routing": routing, "traffic": traffic,
+        "router_latency_cycles": router_latency, "link_latency_cycles": link_latency, "packet_flits": packet_size,
+        "average_hops": hops,
+        "zero_load_latency_cycles": float((pattern * zero).sum() / pattern.sum() * FREQ_HZ),
+        "injection_flits_per_cycle": injection,
+        "latency_cycles": latency if np.isfinite(latency) else None,
+        "max_channel_utilisation": loaded.max_utilisation,
+        "saturation_flits_per_cycle": sat.injection_Bps / flit_Bps,
+        "bisection_channels": bis.links,
+        "bisection_flits_per_cycle": bis.bandwidth_Bps / flit_Bps,
+    }
+
+
+@cli.command("noc")
+@click.option("--rows", type=int, required=True, help="Rows of chiplets.")
+@click.option("--cols", type=int, required=True, help="Columns of chiplets.")
+@click.option("--topology", type=click.Choice(["mesh", "torus"]), default="mesh", show_default=True)
+@click.option("--traffic", type=click.Choice(["uniform", "transpose", "hotspot", "neighbor"]), default="uniform",
+              show_default=True, help="uniform includes self-traffic, as BookSim2 and Dally & Towles.")
+@click.option("--injection", type=float, default=0.1, show_default=True, help="Offered load, flits/cycle/node.")
+@click.option("--router-latency", type=float, default=2, show_default=True, help="Cycles per router.")
+@click.option("--link-latency", type=float, default=1, show_default=True, help="Cycles per channel.")
+@click.option("--packet-size", type=int, default=1, show_default=True, help="Flits per packet.")
+@click.option("--routing", type=click.Choice(list(noc.ALGORITHMS)), default="xy", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def noc_command(rows, cols, topology, traffic, injection, router_latency, link_latency, packet_size, routing, as_json):
+    """Average hops, latency, saturation throughput and bisection of a mesh or torus.
+
+    Latency = zero-load (hops x (router + link) + source router + injection/ejection channels +
+    serialisation) plus M/D/1 queueing at every channel. Use --router-latency 4 for BookSim2's default
+    router pipeline.
+    """
+    f = noc_figures(rows, cols, topology, traffic, injection, router_latency, link_latency, packet_size, routing)
+    if as_json:
+        click.echo(json.dumps(f, indent=2))
+        return
+    lat = f"{f['latency_cycles']:.2f} cycles" if f["latency_cycles"] is not None else "saturated"
+    click.echo(f"{f['network']}, {routing} routing, {traffic} traffic, packets of {packet_size} flit(s)")
+    click.echo(f"average hops              {f['average_hops']:.3f}")
+    click.echo(f"zero-load latency         {f['zero_load_latency_cycles']:.2f} cycles")
+    click.echo(f"latency at {injection:g} flits/cycle/node  {lat} (busiest channel {f['max_channel_utilisation']:.0%} busy)")
+    click.echo(f"saturation throughput     {f['saturation_flits_per_cycle']:.4f} flits/cycle/node")
+    click.echo(f"bisection                 {f['bisection_channels']} channels per direction, "
+               f"{f['bisection_flits_per_cycle']:g} flits/cycle")
