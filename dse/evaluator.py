@@ -32,6 +32,7 @@ from arch.area_cost import kgd_cost
 from .perf_model import KernelTables, base_pass, failure_latency, make_workspace, memory_state, remap, scenario_latency
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, shape_index
+from .schema.hardware import PackageSpec
 from .space import Design, Space
 from .tables import UNIT_KINDS, EvalTables
 
@@ -115,7 +116,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         ddr_cap=f(ddr.capacity_bytes if ddr else 0), ddr_bw=f(t.ddr_bw_Bps),
         ddr_e=f(ddr.energy_j_per_byte if ddr else 0), ddr_phy=f(ddr.phy_area_mm2 if ddr else 0),
         ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
-        link_bw=f(t.link.bandwidth_Bps), hop_e=f(t.link.hop_energy_j_per_byte),
+        link_bw=f(t.link.bandwidth_Bps),
         bond_yield=f(t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
         wafer_diameter=f(arch.technology.wafer_diameter_mm()))
 
@@ -155,13 +156,14 @@ def _retained(latency, short, lat_f, short_f):
 def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, out):
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     latency, p99 = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)
-    e_compute = e_dram = dram = net = 0.0
+    e_compute = e_dram = dram = net = e_net = 0.0
     for s in range(T.stage_repeat.shape[0]):
         weight = T.stage_prob[s] * T.stage_repeat[s]
         e_compute += weight * W.stage_e_compute[s]
         e_dram += weight * W.stage_e_dram[s]
         dram += weight * W.stage_dram[s]
         net += T.stage_prob[s] * W.stage_net[s]
+        e_net += T.stage_prob[s] * W.stage_e_net[s]
     area, package, cost, power, static = _package(T, n, kind, stacks, ddr)
 
     kept_sum = 0.0
@@ -192,7 +194,6 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
             mc_kept += kept / samples
             mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
     tokens = T.tokens
-    e_net = net * T.hop_e
     e_static = static * latency
     out[0] = latency
     out[1] = p99
@@ -266,13 +267,12 @@ def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> 
 class Evaluator:
     """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
 
-    def __init__(self, tables: EvalTables, space: Space, link: str, max_copies: int,
-                 row_range: tuple[int, int], col_range: tuple[int, int], monte_carlo=None):
-        self.tables, self.space, self.link = tables, space, link
+    def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int, monte_carlo=None):
+        self.tables, self.space, self.link = tables, space, package.link
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
-        self.row_range, self.col_range = row_range, col_range
-        self.routes: RouteTables = build_route_tables(row_range, col_range, tables.link)
+        self.row_range, self.col_range = package.mesh.rows, package.mesh.cols
+        self.routes: RouteTables = build_route_tables(package)
         mc = monte_carlo
         self.mc_sets = monte_carlo_sets(space.max_slots, mc.samples, mc.failures, mc.seed) if mc and mc.samples \
             else np.zeros((space.max_slots + 1, 0, 1), np.int64)

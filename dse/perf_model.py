@@ -20,8 +20,8 @@ The Numba core the population evaluator (dse.evaluator) calls. Model, per stage 
 * Stages form a DAG; a workload's scenarios (sets of stages run together, e.g. the expert models an
   ensemble's router picks) each take the longer of their critical path and their busiest chiplet's
   total work; latency is the expectation over scenarios, and the 99th percentile is reported too.
-* Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network byte-hops x energy per
-  hop, static power x latency (added by the evaluator).
+* Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network bytes x energy per byte
+  along each route (links and routers), static power x latency (added by the evaluator).
 
 A failure re-maps the units of the failed chiplets (`remap`) and re-evaluates by deltas: the intact
 design's per-copy times and per-stage link loads are kept; a failure subtracts the contributions of the
@@ -41,10 +41,11 @@ KernelTables = namedtuple("KernelTables", [
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
     "edge_bytes", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
-    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "hop_e", "bond_yield", "yield_alpha", "wafer_diameter"])
+    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter"])
 
 Workspace = namedtuple("Workspace", [
-    "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "copy_time",
+    "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
+    "copy_time",
     "copy_ddr", "ar_time", "loads", "backup", "stored", "frac", "hbm_bw", "ct2", "sd2", "stage_t2", "comm2",
     "stored2", "frac2", "slots2", "count2", "changed", "full", "affected", "aff_list", "seen", "edge_list",
     "finish", "cps", "in_scen", "busy"])
@@ -61,7 +62,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     f = lambda *shape: np.zeros(shape)  # noqa: E731
     return Workspace(
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
-        stage_dram=f(S), stage_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies), ar_time=f(U),
+        stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies), ar_time=f(U),
         loads=f(S, 2, max_links), backup=f(2 * S, max_links), stored=f(max_chips), frac=f(max_chips),
         hbm_bw=f(max_chips), ct2=f(S, max_chips), sd2=f(S), stage_t2=f(S), comm2=f(S, 2), stored2=f(max_chips),
         frac2=f(max_chips), slots2=np.full((U, max_copies), -1, np.int64), count2=np.ones(U, np.int64),
@@ -107,21 +108,32 @@ def copy_cost(T, u, c, k, f, hbm_bw_i, ddr_bw):
 
 @nb.njit(cache=True)
 def allreduce(T, R, sh, n, u, slots, c):
-    """(time, byte-hops) of the ring all-reduce of a unit split over c shards."""
+    """(time, byte-hops, energy) of the ring all-reduce of a unit split over c shards.
+
+    Ring all-reduce: 2(c - 1) steps, in each every shard sends D/c bytes to the next one; a step takes
+    the slowest neighbour route plus D / (c x link bandwidth) (Patarasuk & Yuan 2009).
+    """
     pb = R.pair_base[sh]
     d = T.unit_out_bytes[u]
     lat = 0.0
-    hops = 0
+    hops = 0.0
+    energy = 0.0
     for r in range(c):
         p = pb + slots[u, r] * n + slots[u, (r + 1) % c]
-        lat = max(lat, R.pair_latency[p])
-        hops = max(hops, R.pair_ptr[p + 1] - R.pair_ptr[p])
-    return 2.0 * (c - 1) * (lat + d / (c * T.link_bw)), 2.0 * (c - 1) * d * hops
+        if slots[u, r] != slots[u, (r + 1) % c]:
+            lat = max(lat, R.pair_latency[p])
+            hops += R.pair_ptr[p + 1] - R.pair_ptr[p]
+            energy += R.pair_energy[p]
+    per_step = d / c
+    steps = 2.0 * (c - 1)
+    return steps * (lat + per_step / T.link_bw), steps * per_step * hops, steps * per_step * energy
 
 
 @nb.njit(cache=True)
 def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
-    """Add ``sign`` x the bytes of hand-off e to the links its routes cross; (longest route, byte-hops).
+    """Add ``sign`` x the bytes of hand-off e to the links its routes cross.
+
+    Returns (longest route latency, byte-hops, network energy in joules).
 
     Shards of a one-to-many unit all-reduce first and one of them sends; every shard of the receiver
     needs the whole input. Copies of a replicated unit share the bytes evenly.
@@ -134,6 +146,7 @@ def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
     amount = sign * T.edge_bytes[e] / ca / (1.0 if split else cb)
     longest = 0.0
     net = 0.0
+    energy = 0.0
     for ra in range(ca):
         i = slots[a, ra]
         for rb in range(cb):
@@ -145,7 +158,8 @@ def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
                 for x in range(start, end):
                     loads[R.route_links[x]] += amount
                 net += amount * (end - start)
-    return longest, net
+                energy += amount * R.pair_energy[p]
+    return longest, net, energy
 
 
 @nb.njit(cache=True, inline="always")
@@ -239,7 +253,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     L = R.n_links[sh]
     for s in range(T.stage_repeat.shape[0]):
         W.ct[s, :n] = 0.0
-        sd = e_compute = e_dram = dram = net = 0.0
+        sd = e_compute = e_dram = dram = net = e_net = 0.0
         for u in range(T.stage_start[s], T.stage_start[s + 1]):
             c = ncopy[u]
             for r in range(c):
@@ -254,33 +268,40 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 e_dram += ed
             W.ar_time[u] = 0.0
             if split and c > 1:
-                t_ar, hops = allreduce(T, R, sh, n, u, slots, c)
+                t_ar, hops, e_ar = allreduce(T, R, sh, n, u, slots, c)
                 W.ar_time[u] = t_ar
                 for r in range(c):
                     W.ct[s, slots[u, r]] += t_ar
                 net += hops
+                e_net += e_ar
         W.sd[s] = sd
         W.stage_t[s] = max(W.ct[s, :n].max(), sd / ddr_bw)
         repeat = T.stage_repeat[s]
         W.comm[s, REST] = 0.0
         hand_off_net = 0.0
+        hand_off_e = 0.0
         for instance in range(2 if repeat > 1 else 1):
             loads = W.loads[s, instance]
             loads[:L] = 0.0
             longest = 0.0
             hops = 0.0
+            energy = 0.0
             for e in range(T.edge_start[s], T.edge_start[s + 1]):
                 if _in_instance(T.edge_phase[e], instance):
-                    lat, h = edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, 1.0)
+                    lat, h, en = edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, 1.0)
                     longest = max(longest, lat)
                     hops += h
+                    energy += en
             W.comm[s, instance] = longest + busiest_link(R, sh, loads)
-            hand_off_net += hops if instance == FIRST else (repeat - 1.0) * hops
+            times = 1.0 if instance == FIRST else repeat - 1.0
+            hand_off_net += times * hops
+            hand_off_e += times * energy
         # per instance of the stage, except the network: byte-hops of the whole step
         W.stage_e_compute[s] = e_compute
         W.stage_e_dram[s] = e_dram
         W.stage_dram[s] = dram
         W.stage_net[s] = net * repeat + hand_off_net
+        W.stage_e_net[s] = e_net * repeat + hand_off_e
     return short
 
 
@@ -366,7 +387,7 @@ def failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, 
             c = count2[u]
             t_ar = W.ar_time[u]
             if moved and split and c > 1:
-                t_ar, _ = allreduce(T, R, sh, n, u, slots2, c)
+                t_ar, _, _ = allreduce(T, R, sh, n, u, slots2, c)
             for r in range(c):
                 i = slots2[u, r]
                 if moved or W.full[i]:

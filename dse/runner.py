@@ -32,9 +32,8 @@ def prepare(study: Study) -> Prepared:
     except workloads.WorkloadError as exc:
         raise StudyError(str(exc), key="workload") from None
     space = build_space(study, tables)
-    mesh = study.hardware.package.mesh
-    evaluator = Evaluator(tables, space, study.hardware.package.link, study.mapping.max_replicas,
-                          row_range=mesh.rows, col_range=mesh.cols, monte_carlo=study.faults.monte_carlo)
+    evaluator = Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
+                          monte_carlo=study.faults.monte_carlo)
     return Prepared(study=study, tables=tables, space=space, evaluator=evaluator)
 
 
