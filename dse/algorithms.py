@@ -52,7 +52,7 @@ def reference_directions(n_obj: int, n_points: int) -> np.ndarray:
     while math.comb(p + 1 + n_obj - 1, n_obj - 1) <= n_points:
         p += 1
     chosen = UniformReferenceDirectionFactory(n_obj, n_partitions=p).do()
-    if len(chosen) > n_points:       # p = 1 already too many (n_points < n_obj): keep the axes first
+    if len(chosen) > n_points:       # fewer points than objectives: the first n_points axes
         return chosen[:n_points]
     candidates = UniformReferenceDirectionFactory(n_obj, n_partitions=p + 1).do()
     nearest = cdist(candidates, chosen).min(axis=1)

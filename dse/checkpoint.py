@@ -67,6 +67,8 @@ def save(directory: str | Path, search) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(d)
+    for stale in d.glob(".state-*.tmp"):       # left by a process killed while saving
+        stale.unlink(missing_ok=True)
     return d / STATE_FILE
 
 

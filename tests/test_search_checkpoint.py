@@ -83,6 +83,10 @@ def test_a_crash_while_saving_keeps_the_previous_checkpoint(tmp_path, monkeypatc
     assert (state / checkpoint.STATE_FILE).read_bytes() == before
     assert [f.name for f in state.iterdir()] == [checkpoint.STATE_FILE], "no temporary file left behind"
     assert checkpoint.load(state).generation == 3
+    (state / ".state-killed.tmp").write_bytes(b"torn")     # what a SIGKILL mid-save leaves
+    monkeypatch.undo()
+    checkpoint.save(state, checkpoint.load(state))
+    assert [f.name for f in state.iterdir()] == [checkpoint.STATE_FILE], "the next save sweeps it"
 
 
 @pytest.mark.parametrize("args,words", [
