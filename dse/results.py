@@ -5,8 +5,10 @@ swapped into place at the end, so an interrupted run (Ctrl-C) leaves the previou
 never a half-written CSV.
 
 Folder contents: ``pareto.csv`` (non-dominated feasible designs), ``evaluations.csv`` (every evaluated
-design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``
-and ``designs/<design_id>.yaml`` (each Pareto design, readable by ``dse evaluate``).
+design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``,
+``convergence.csv`` (per generation: designs evaluated, feasible, front size and the normalised
+hypervolume of the front so far, see dse.hypervolume) and ``designs/<design_id>.yaml`` (each Pareto
+design, readable by ``dse evaluate``).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .search import OBJECTIVES, constraint_matrix
+from .objectives import OBJECTIVES, constraint_matrix
 from .space import Design
 from .study import Study
 
@@ -51,6 +53,8 @@ class StudyResult:
     pareto: pd.DataFrame
     designs: dict[str, Design] = field(default_factory=dict)   # Pareto designs by id
     out_dir: Path | None = None
+    convergence: pd.DataFrame | None = None      # per generation: evaluations, feasible, front_size, hypervolume
+    reference_point: dict[str, float] = field(default_factory=dict)   # objective -> bound of the hypervolume
 
     def best(self, objective: str) -> pd.Series:
         """The Pareto design best in one objective (``latency``, ``energy``, ...)."""
@@ -62,7 +66,8 @@ class StudyResult:
 
 
 def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation: np.ndarray,
-                 pareto_index: np.ndarray, designs: list[Design], kind_names: list[str]) -> StudyResult:
+                 pareto_index: np.ndarray, designs: list[Design], kind_names: list[str],
+                 convergence: pd.DataFrame | None = None, reference_point: dict | None = None) -> StudyResult:
     ids = [f"d{i:05d}" for i in range(len(X))]
     G = constraint_matrix(metrics, study)
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
@@ -73,7 +78,8 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     objective_cols = [OBJECTIVE_COLUMNS[o] for o in study.search.objectives]
     pareto = table.loc[pareto_index].sort_values(objective_cols[0]).reset_index(drop=True)
     front = {ids[i]: designs[i] for i in pareto_index}
-    return StudyResult(study=study, evaluations=table, pareto=pareto, designs=front)
+    return StudyResult(study=study, evaluations=table, pareto=pareto, designs=front, convergence=convergence,
+                       reference_point=dict(reference_point or {}))
 
 
 def summary_markdown(result: StudyResult) -> str:
@@ -95,6 +101,13 @@ def summary_markdown(result: StudyResult) -> str:
             best = result.best(objective)
             column = OBJECTIVE_COLUMNS[objective]
             lines.append(f"- {objective}: `{best['design_id']}` ({column} = {best[column]:.4g})")
+    if result.convergence is not None and len(result.convergence):
+        last = result.convergence.iloc[-1]
+        ref = ", ".join(f"{OBJECTIVE_COLUMNS[o]} {v:.4g}" for o, v in result.reference_point.items())
+        lines += ["", "## Convergence", "",
+                  f"- normalised hypervolume of the front: {last['hypervolume']:.4f} after "
+                  f"{int(last['generation']) + 1} generations (convergence.csv has every generation)",
+                  f"- reference point: {ref}"]
     return "\n".join(lines) + "\n"
 
 
@@ -116,6 +129,8 @@ def write_results(result: StudyResult, out_dir: str | Path) -> Path:
     try:
         result.pareto.to_csv(tmp / "pareto.csv", index=False)
         result.evaluations.to_csv(tmp / "evaluations.csv", index=False)
+        if result.convergence is not None:
+            result.convergence.to_csv(tmp / "convergence.csv", index=False)
         (tmp / "study.yaml").write_text(yaml.safe_dump(result.study.resolved(), sort_keys=False))
         (tmp / "summary.md").write_text(summary_markdown(result))
         (tmp / "designs").mkdir()

@@ -1,122 +1,150 @@
-"""Multi-objective search over a study's design space with pymoo.
+"""Multi-objective search over a study's design space with pymoo, one generation at a time.
 
-Objectives are minimised; those that are better high (throughput, fault tolerance) are negated for
-pymoo and reported with their natural sign. Budgets and memory capacity are pymoo constraints
-(``G <= 0``), so infeasible designs are ranked by violation, not hidden behind penalties.
-Every evaluated design is recorded, in evaluation order, for the results folder.
+`Search` holds everything a running search is: the pymoo algorithm (with its random generator), the
+problem with every evaluation so far, and the convergence record. It pickles without its evaluation
+engine (the Numba evaluator or a Dask client), which is how dse.checkpoint saves and resumes it: the
+same study and seed give the same evaluations in the same order, whether the run was interrupted or
+not, serial or on Dask. Every evaluated design is kept, in evaluation order, for the results folder.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
-from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.problem import Problem
-from pymoo.operators.crossover.sbx import SBX
-from pymoo.operators.mutation.pm import PM
-from pymoo.operators.repair.rounding import RoundingRepair
-from pymoo.operators.sampling.rnd import IntegerRandomSampling
-from pymoo.optimize import minimize
-from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from .evaluator import Evaluator
+from . import checkpoint
+from .algorithms import make_algorithm
+from .evaluator import METRICS, Evaluator
+from .hypervolume import Convergence, reference_point
+from .objectives import OBJECTIVES, constraint_matrix, constraint_names, objective_matrix, pareto_front
 from .study import Study
+from .variables import as_integers, bounds
 
-#: objective name -> (metric column, sign for minimisation)
-OBJECTIVES = {
-    "latency": ("latency_s", 1.0),
-    "throughput": ("throughput_tok_s", -1.0),
-    "energy": ("energy_j_per_token", 1.0),
-    "area": ("area_mm2", 1.0),
-    "cost": ("cost_usd", 1.0),
-    "fault_tolerance": ("fault_tolerance_frac", -1.0),
-}
-GIB = 2**30
+__all__ = ["OBJECTIVES", "constraint_matrix", "objective_matrix", "pareto_front", "DesignProblem", "Search",
+           "SearchOutcome", "GenerationReport", "run_search"]
 
-
-def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
-    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, budgets."""
-    c = study.constraints
-    cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float)]
-    for budget, column in ((c.area_mm2, "area_mm2"), (c.power_w, "power_w"), (c.cost_usd, "cost_usd")):
-        if budget is not None:
-            cols.append(metrics[column].to_numpy() / budget - 1.0)
-    return np.column_stack(cols)
-
-
-def objective_matrix(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:
-    return np.column_stack([OBJECTIVES[o][1] * metrics[OBJECTIVES[o][0]].to_numpy() for o in objectives])
+#: evaluates decision vectors: ``engine(X) -> DataFrame`` with the columns of dse.evaluator.METRICS
+Engine = Callable[[np.ndarray], pd.DataFrame]
 
 
 class DesignProblem(Problem):
-    """pymoo problem over the integer decision vector; records every evaluation."""
+    """pymoo problem over the study's decision vector; records every evaluation in order."""
 
-    def __init__(self, evaluator: Evaluator, study: Study):
-        self.evaluator, self.study = evaluator, study
-        space = evaluator.space
-        n_constr = constraint_matrix(evaluator(np.atleast_2d(space.lower), with_faults=False), study).shape[1]
-        super().__init__(n_var=space.n_var, n_obj=len(study.search.objectives), n_ieq_constr=n_constr,
-                         xl=space.lower, xu=space.upper, vtype=int)
-        self.X_seen: list[np.ndarray] = []
-        self.metrics_seen: list[pd.DataFrame] = []
+    def __init__(self, space, study: Study, engine: Engine):
+        lower, upper = bounds(space)
+        super().__init__(n_var=len(lower), n_obj=len(study.search.objectives),
+                         n_ieq_constr=len(constraint_names(study)), xl=lower, xu=upper, vtype=int)
+        self.study, self.engine = study, engine
+        self.batches: list[tuple[np.ndarray, np.ndarray]] = []     # (X, metrics array) per evaluation call
 
     def _evaluate(self, X, out, *args, **kwargs):
-        X = np.asarray(np.rint(X), dtype=np.int64)
-        metrics = self.evaluator(X)
-        self.X_seen.append(X)
-        self.metrics_seen.append(metrics)
+        X = as_integers(X)
+        metrics = self.engine(X)
+        self.batches.append((X, metrics[METRICS].to_numpy()))
         out["F"] = objective_matrix(metrics, self.study.search.objectives)
         out["G"] = constraint_matrix(metrics, self.study)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["engine"] = None          # the Numba evaluator / Dask client is rebuilt, not pickled
+        return state
 
 
 @dataclass
 class SearchOutcome:
     X: np.ndarray                 # every evaluated decision vector, in evaluation order
     metrics: pd.DataFrame         # their metrics
-    generation: np.ndarray        # generation each was evaluated in
+    generation: np.ndarray        # generation each was evaluated in (0 = initial population)
     pareto_index: np.ndarray      # rows of X on the feasible non-dominated front
+    convergence: pd.DataFrame     # one row per generation: evaluations, feasible, front_size, hypervolume
+    reference_point: dict         # objective -> value bounding the hypervolume (metric units)
 
 
-def pareto_front(F: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """Indices of feasible, non-dominated, distinct rows (first occurrence kept)."""
-    feasible = np.where((G <= 0).all(axis=1))[0]
-    if len(feasible) == 0:
-        return feasible
-    front = feasible[NonDominatedSorting().do(F[feasible], only_non_dominated_front=True)]
-    _, first = np.unique(F[front], axis=0, return_index=True)
-    return np.sort(front[first])
+@dataclass
+class GenerationReport:
+    """Progress after one generation (``generation`` counts from 0)."""
+
+    generation: int
+    total: int
+    evaluations: int
+    feasible: int
+    front_size: int
+    hypervolume: float
+
+
+class Search:
+    """A search in progress. Build with `Search(study, evaluator, seed)`, then `step()` until `done`."""
+
+    def __init__(self, study: Study, evaluator: Evaluator, seed: int | None = None):
+        s = study.search
+        self.study = study
+        self.seed = s.seed if seed is None else seed
+        self.algorithm, self.total = make_algorithm(s.algorithm, evaluator.space, len(s.objectives), s.population,
+                                                    s.generations)
+        self.problem = DesignProblem(evaluator.space, study, evaluator)
+        self.algorithm.setup(self.problem, termination=("n_gen", self.total), seed=self.seed)
+        self.reference = reference_point(study, evaluator)
+        self.convergence = Convergence(study, self.reference)
+        self.batch_generation: list[int] = []          # generation of each problem batch
+        self.generation = 0                             # generations completed
+
+    @property
+    def done(self) -> bool:
+        return not self.algorithm.has_next()
+
+    def attach(self, engine: Engine) -> None:
+        """Evaluate with ``engine`` from now on (after unpickling, or to switch to a Dask cluster)."""
+        self.problem.engine = engine
+
+    def step(self) -> GenerationReport | None:
+        """Run one generation; None when the algorithm stopped without evaluating anything."""
+        seen = len(self.problem.batches)
+        self.algorithm.next()
+        new = self.problem.batches[seen:]
+        if not new:
+            return None
+        self.batch_generation += [self.generation] * len(new)
+        metrics = pd.DataFrame(np.vstack([m for _, m in new]), columns=METRICS)
+        row = self.convergence.update(self.generation, metrics)
+        self.generation += 1
+        return GenerationReport(total=self.total, **row)
+
+    def outcome(self) -> SearchOutcome:
+        batches = self.problem.batches
+        X = np.vstack([x for x, _ in batches])
+        metrics = pd.DataFrame(np.vstack([m for _, m in batches]), columns=METRICS)
+        generation = np.concatenate([np.full(len(x), g) for (x, _), g in zip(batches, self.batch_generation)])
+        F = objective_matrix(metrics, self.study.search.objectives)
+        G = constraint_matrix(metrics, self.study)
+        return SearchOutcome(X=X, metrics=metrics, generation=generation, pareto_index=pareto_front(F, G),
+                             convergence=self.convergence.table(), reference_point=dict(self.reference))
 
 
 def run_search(evaluator: Evaluator, study: Study, seed: int | None = None,
-               on_generation: Callable[[int, int], None] | None = None) -> SearchOutcome:
-    """Run the study's algorithm; ``on_generation(done, total)`` reports progress."""
-    s = study.search
-    seed = s.seed if seed is None else seed
-    problem = DesignProblem(evaluator, study)
-    if s.algorithm == "random":
-        rng = np.random.default_rng(seed)
-        for g in range(s.generations):
-            X = rng.integers(problem.xl, problem.xu + 1, size=(s.population, problem.n_var))
-            problem.evaluate(X)
-            if on_generation:
-                on_generation(g + 1, s.generations)
-    else:
-        algorithm = NSGA2(pop_size=s.population, sampling=IntegerRandomSampling(),
-                          crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
-                          mutation=PM(eta=20, vtype=float, repair=RoundingRepair()),
-                          eliminate_duplicates=True)
+               on_generation: Callable[[GenerationReport], None] | None = None,
+               engine: Engine | None = None, checkpoint_dir: str | Path | None = None,
+               resume: Search | None = None) -> SearchOutcome:
+    """Run the study's algorithm to the end and return every evaluation and the front.
 
-        def callback(alg):
-            if on_generation:
-                on_generation(alg.n_gen, s.generations)
-
-        minimize(problem, algorithm, ("n_gen", s.generations), seed=seed, callback=callback, verbose=False)
-
-    X = np.vstack(problem.X_seen)
-    metrics = pd.concat(problem.metrics_seen, ignore_index=True)
-    generation = np.concatenate([np.full(len(x), g) for g, x in enumerate(problem.X_seen)])
-    F = objective_matrix(metrics, s.objectives)
-    G = constraint_matrix(metrics, study)
-    return SearchOutcome(X=X, metrics=metrics, generation=generation, pareto_index=pareto_front(F, G))
+    ``engine`` evaluates (default: ``evaluator`` itself); ``checkpoint_dir`` receives the search state
+    every ``search.checkpoint_every`` generations and after the last; ``resume`` continues a `Search`
+    read back by `checkpoint.load`. ``on_generation`` is called after each generation (after its
+    checkpoint, so interrupting it loses nothing saved).
+    """
+    search = resume if resume is not None else Search(study, evaluator, seed)
+    search.attach(engine if engine is not None else evaluator)
+    every = search.study.search.checkpoint_every
+    while not search.done:
+        report = search.step()
+        if report is None:
+            continue
+        if checkpoint_dir is not None and every and (search.done or (report.generation + 1) % every == 0):
+            checkpoint.save(checkpoint_dir, search)
+        if on_generation:
+            on_generation(report)
+    search.attach(None)
+    return search.outcome()

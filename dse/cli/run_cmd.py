@@ -1,4 +1,4 @@
-"""``dse run``: search a study and write its results folder."""
+"""``dse run``: search a study (or resume one) and write its results folder."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +8,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .. import checkpoint
 from ..results import OBJECTIVE_COLUMNS, write_results
-from ..runner import prepare, run_study
+from ..runner import prepare, resume_study, run_study
+from ..search import GenerationReport
 from ..study import load_study
 from .common import cli
 
@@ -20,24 +22,70 @@ HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM",
 
 
 @cli.command("run")
-@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Results folder (default: results/<study name>).")
+              help="Results folder (default: results/<study name>; with --resume, the resumed run's).")
 @click.option("--seed", type=int, default=None, help="Override the study's search seed.")
+@click.option("--resume", "resume_dir", type=click.Path(), default=None,
+              help="Continue the interrupted run whose results folder (or DIR.checkpoint) this is.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Evaluate on a local Dask cluster of this many worker processes.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Evaluate on the running Dask cluster at ADDRESS (tcp://host:8786).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def run(study_file: str, out_dir: str | None, seed: int | None, quiet: bool) -> None:
-    """Search the design space of STUDY_FILE and write its results folder."""
+def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_dir: str | None,
+        workers: int | None, scheduler: str | None, quiet: bool) -> None:
+    """Search the design space of STUDY_FILE and write its results folder.
+
+    The search state is saved every search.checkpoint_every generations beside the results folder
+    (OUT.checkpoint/); after an interruption, `dse run --resume OUT` continues it and ends with the
+    same results as an uninterrupted run.
+    """
+    if (study_file is None) == (resume_dir is None):
+        raise click.UsageError("give a STUDY_FILE to run, or --resume DIR to continue an interrupted run")
+    if resume_dir is not None and seed is not None:
+        raise click.UsageError("--seed cannot change a resumed run (its seed is in the checkpoint)")
+    if workers and scheduler:
+        raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
     console = Console(stderr=True, quiet=quiet)
-    study = load_study(study_file)
+    if resume_dir is not None:
+        state_dir = checkpoint.locate(resume_dir)
+        search = checkpoint.load(state_dir)
+        study, done, total = search.study, search.generation, search.total
+        out = Path(out_dir) if out_dir else checkpoint.results_dir_of(state_dir)
+        console.print(f"study [bold]{study.name}[/]: resuming after generation {done} of {search.total}")
+    else:
+        study, done = load_study(study_file), 0
+        total = None if study.search.algorithm == "exhaustive" else study.search.generations
+        out = Path(out_dir) if out_dir else Path("results") / study.name
+        state_dir = checkpoint.path_for(out)
+        if (state_dir / checkpoint.STATE_FILE).exists():
+            console.print(f"[yellow]note:[/] removing the unfinished run saved in {state_dir} (this run starts over;"
+                          f" dse run --resume {out} would have continued it)")
+            checkpoint.remove(state_dir)
     console.print(f"study [bold]{study.name}[/]: extracting {study.workload.label} ({study.workload.phase})")
     prepared = prepare(study)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("searching (first run compiles the models)", total=study.search.generations)
-        result = run_study(study, seed=seed, prepared=prepared,
-                           on_generation=lambda done, total: progress.update(task, completed=done,
-                                                                             description="searching"))
-    out = write_results(result, Path(out_dir) if out_dir else Path("results") / study.name)
+        task = progress.add_task("searching (first run compiles the models)", total=total, completed=done)
+
+        def show(report: GenerationReport) -> None:
+            progress.update(task, completed=report.generation + 1, total=report.total,
+                            description=f"searching  HV {report.hypervolume:.4f}  front {report.front_size}")
+
+        try:
+            if resume_dir is not None:
+                result = resume_study(state_dir, on_generation=show, prepared=prepared, workers=workers,
+                                      scheduler=scheduler)
+            else:
+                result = run_study(study, seed=seed, prepared=prepared, on_generation=show, checkpoint_dir=state_dir,
+                                   workers=workers, scheduler=scheduler)
+        except KeyboardInterrupt:
+            if (state_dir / checkpoint.STATE_FILE).exists():
+                click.echo(f"the search state is saved; continue with: dse run --resume {out}", err=True)
+            raise
+    out = write_results(result, out)
+    checkpoint.remove(state_dir)
     _print_summary(result, out)
 
 
@@ -54,4 +102,7 @@ def _print_summary(result, out: Path) -> None:
     console.print(table)
     if len(result.pareto) > 12:
         console.print(f"... {len(result.pareto) - 12} more in pareto.csv")
+    if result.convergence is not None and len(result.convergence):
+        console.print(f"normalised hypervolume {result.convergence['hypervolume'].iloc[-1]:.4f} "
+                      f"(per generation in convergence.csv)")
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
