@@ -6,7 +6,8 @@
 * `placement`: items (weights, KV, activations) into tiers by access density, shortfall when full;
 * `tiering`: expert read rates from visit probabilities, direct-from-DDR vs on-demand fetch costs.
 """
-from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, device, effective_bandwidth_array_Bps,
+from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, device, device_hit_rate,
+                   effective_bandwidth_array_Bps,
                    effective_bandwidth_Bps, efficiency, loaded_latency_array_s, loaded_latency_s, row_hit_rate,
                    row_hit_rate_array, row_hit_rate_of_run, sustained_fraction, unloaded_latency_s)
 from .errors import MemorySpecError
@@ -17,7 +18,7 @@ from .tiering import direct_cost, on_demand_cost, selection_read_bytes, tiered_c
 
 __all__ = ["MemorySpec", "MemorySpecError", "memory_preset", "memory_kinds", "preset_keys", "GB", "GIB",
            "Device", "device", "STREAM", "SCATTERED_BYTES", "row_hit_rate", "efficiency", "effective_bandwidth_Bps",
-           "access_latency_s", "row_hit_rate_of_run", "sustained_fraction", "unloaded_latency_s",
+           "access_latency_s", "row_hit_rate_of_run", "device_hit_rate", "sustained_fraction", "unloaded_latency_s",
            "loaded_latency_s", "row_hit_rate_array", "effective_bandwidth_array_Bps", "loaded_latency_array_s",
            "md1_wait_s", "md1_wait_array_s", "place_by_density", "place_design", "place_population",
            "proportional_spill", "tier_bytes", "selection_read_bytes", "direct_cost", "on_demand_cost",

@@ -26,9 +26,11 @@ GIB = 2**30
 _NS = 1e-9
 
 #: whole-number keys of a preset (everything else numeric is a float)
-_INT_KEYS = ("bus_width_bits", "channels", "burst_bytes", "row_bytes", "banks", "bank_groups", "ranks")
+_INT_KEYS = ("bus_width_bits", "channels", "burst_bytes", "row_bytes", "banks", "bank_groups", "ranks",
+             "channels_per_command_bus")
 #: keys that may be zero (everything else numeric must be > 0)
-_MAY_BE_ZERO = ("footprint_mm2", "phy_area_mm2", "cost_usd_per_gib", "energy_pj_per_bit", "tRFC_ns")
+_MAY_BE_ZERO = ("footprint_mm2", "phy_area_mm2", "cost_usd_per_gib", "energy_pj_per_bit", "tRFC_ns", "row_command_ns",
+                "column_command_ns")
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,11 @@ class MemorySpec:
     tRC_s: float
     tRRD_s: float
     tFAW_s: float
-    tRFC_s: float                  # all-bank refresh: channel blocked tRFC out of every tREFI
+    tRFC_s: float                  # all-bank refresh, once every tREFI
     tREFI_s: float
+    row_command_s: float           # command-bus time of one miss's activate + precharge
+    column_command_s: float        # command-bus time of one read on that bus (0: separate column bus)
+    channels_per_command_bus: int  # data channels sharing the command bus
 
     @property
     def is_hbm(self) -> bool:
@@ -124,8 +129,10 @@ def memory_preset(kind: str, overrides: dict | None = None) -> MemorySpec:
                               f"({raw['burst_bytes']})")
     if raw["tRC_ns"] < raw["tRAS_ns"]:
         raise MemorySpecError(f"memory {kind}: tRC_ns ({raw['tRC_ns']}) must be >= tRAS_ns ({raw['tRAS_ns']})")
-    if raw["tRFC_ns"] >= raw["tREFI_ns"]:
-        raise MemorySpecError(f"memory {kind}: tRFC_ns ({raw['tRFC_ns']}) must be < tREFI_ns ({raw['tREFI_ns']})")
+    blocked = raw["tRFC_ns"] + raw["tRP_ns"] + raw["tRCD_ns"]
+    if blocked >= raw["tREFI_ns"]:
+        raise MemorySpecError(f"memory {kind}: tRFC_ns + tRP_ns + tRCD_ns ({blocked:g}) must be < tREFI_ns "
+                              f"({raw['tREFI_ns']:g}): refresh would leave no time for reads")
 
     rate_bps = raw["data_rate_gbps"] * 1e9
     peak_Bps = rate_bps * width / 8
@@ -139,4 +146,5 @@ def memory_preset(kind: str, overrides: dict | None = None) -> MemorySpec:
         channels=channels, burst_bytes=raw["burst_bytes"], row_bytes=raw["row_bytes"], banks=raw["banks"],
         bank_groups=raw["bank_groups"], ranks=raw["ranks"], tRC_s=raw["tRC_ns"] * _NS,
         tRRD_s=raw["tRRD_ns"] * _NS, tFAW_s=raw["tFAW_ns"] * _NS, tRFC_s=raw["tRFC_ns"] * _NS,
-        tREFI_s=raw["tREFI_ns"] * _NS)
+        tREFI_s=raw["tREFI_ns"] * _NS, row_command_s=raw["row_command_ns"] * _NS,
+        column_command_s=raw["column_command_ns"] * _NS, channels_per_command_bus=raw["channels_per_command_bus"])

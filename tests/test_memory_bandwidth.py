@@ -8,10 +8,14 @@ import memory
 
 HBM3 = memory.memory_preset("hbm3")
 DDR4 = memory.memory_preset("ddr4")
+HBM2 = memory.memory_preset("hbm2")
+LPDDR5 = memory.memory_preset("lpddr5")
 
 # HBM3 by hand (memory/data/memory.yaml): tBL 1.25 ns; activation interval per pseudo-channel
-# max(tRC/banks, tRRD/ranks, tFAW/4) = max(45/32, 2.5/1, 15/4) = 3.75 ns; refresh 350/3900 of the time.
-HBM3_REFRESH = 1 - 350 / 3900
+# max(tRC/banks, tRRD/ranks, tFAW/4) = max(45/32, 2.5/1, 15/4) = 3.75 ns; the row-command bus, shared by
+# 2 pseudo-channels, needs 2 x 1.25 ns per miss (not binding); refresh blocks tRFC + tRP + tRCD =
+# 350 + 16.25 + 19.375 ns of every 3900 ns.
+HBM3_REFRESH = 1 - (350 + 16.25 + 19.375) / 3900
 
 
 def test_all_row_hits_run_at_the_bus_rate_less_refresh():
@@ -23,7 +27,18 @@ def test_all_row_misses_are_limited_by_the_activation_window():
     # one activation per burst, at most one per tFAW/4 = 3.75 ns, bursts need 1.25 ns: 1/3 of the bus
     assert memory.efficiency(HBM3, 0.0) == pytest.approx(HBM3_REFRESH * 1.25 / 3.75)
     # DDR4, 2 ranks: max(46.25/32, 2.5/2, 21.25/8) = 2.65625 ns per activation vs tBL 2.5 ns
-    assert memory.efficiency(DDR4, 0.0) == pytest.approx((1 - 550 / 7800) * 2.5 / 2.65625)
+    assert memory.efficiency(DDR4, 0.0) == pytest.approx((1 - (550 + 2 * 13.75) / 7800) * 2.5 / 2.65625)
+
+
+def test_all_row_misses_limited_by_the_command_bus():
+    # HBM2: ACT + PRE hold the row bus 2.5 ns per miss, and both pseudo-channels share it: 5 ns a burst,
+    # more than the 4.165 ns activation interval (tRRD)
+    refresh = 1 - (350 + 2 * 14.16) / 3900
+    assert memory.efficiency(HBM2, 0.0) == pytest.approx(refresh * (4 / 2.4) / 5.0, rel=1e-3)   # tBL = BL4 at 2.4 Gb/s
+    # LPDDR5: one CA bus for RD (1.25 ns) and ACT-1, ACT-2, PRE (3.75 ns); at h = 0.5 a burst needs
+    # 1.25 + 0.5 x 3.75 = 3.125 ns of commands for 2.5 ns of data
+    refresh = 1 - (280 + 2 * 18.75) / 3906
+    assert memory.efficiency(LPDDR5, 0.5) == pytest.approx(refresh * 2.5 / 3.125)
 
 
 def test_a_mix_of_hits_and_misses():
@@ -43,7 +58,9 @@ def test_a_mix_of_hits_and_misses():
     (4096, 1 - (1 + 127 / 32) / 128),
 ])
 def test_row_hit_rate_of_runs(run, expected):
-    assert memory.row_hit_rate(HBM3, run) == pytest.approx(expected)
+    assert memory.row_hit_rate_of_run(run, 32, 1024) == pytest.approx(expected)
+    # on the device, refresh closes the 32 open rows of a pseudo-channel every 3900 / 1.25 = 3120 bursts
+    assert memory.row_hit_rate(HBM3, run) == pytest.approx(expected * (1 - 32 / 3120))
 
 
 def test_row_hit_rate_matches_random_placement_of_runs():
@@ -53,7 +70,7 @@ def test_row_hit_rate_matches_random_placement_of_runs():
         start = rng.integers(0, 32, size=200_000)
         rows_opened = (start + n - 1) // 32 + 1
         simulated = 1 - rows_opened.mean() / n
-        assert memory.row_hit_rate(HBM3, n * 32) == pytest.approx(simulated, abs=0.003)
+        assert memory.row_hit_rate_of_run(n * 32, 32, 1024) == pytest.approx(simulated, abs=0.003)
 
 
 def test_unloaded_latency_by_hand():
