@@ -55,8 +55,8 @@ class EvalTables:
     kind_peak_dynamic_w: np.ndarray
     hbm: memory.MemorySpec | None
     ddr: memory.MemorySpec | None
-    hbm_bw_Bps: float              # sustained per stack
-    ddr_bw_Bps: float              # sustained per channel
+    hbm_bw_Bps: float              # sustained per stack, streaming reads (memory.effective_bandwidth_Bps)
+    ddr_bw_Bps: float              # sustained per channel, streaming reads
     link: noc.LinkTech
     tokens_per_step: int
     workload: workloads.Workload
@@ -106,7 +106,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     edges = [(index[a], index[b], d["bytes"], d["repeat"]) for a, b, d in wl.graph.edges(data=True)]
     e = np.array(edges, dtype=float).reshape(-1, 4)
 
-    mem = {m.kind: memory.memory_preset(m.kind) for m in study.hardware.memory}
+    mem = {m.kind: m.spec() for m in study.hardware.memory}
     hbm = next((s for s in mem.values() if s.is_hbm), None)
     ddr = next((s for s in mem.values() if not s.is_hbm), None)
 

@@ -1,7 +1,25 @@
-"""Memory: HBM / DDR presets, effective bandwidth and latency of access streams."""
-from .dram import access_latency_s, effective_bandwidth_Bps, efficiency
-from .errors import MemorySpecError
-from .presets import GB, GIB, MemorySpec, memory_kinds, memory_preset
+"""Memory: HBM / DDR / LPDDR presets, sustained bandwidth and latency, capacity placement, expert tiering.
 
-__all__ = ["MemorySpec", "MemorySpecError", "memory_preset", "memory_kinds", "efficiency",
-           "effective_bandwidth_Bps", "access_latency_s", "GB", "GIB"]
+* `memory_preset(kind, overrides)` -> `MemorySpec` (one HBM stack or DDR / LPDDR channel, SI units);
+* `dram`: row-buffer hit rate of an access pattern, sustained bandwidth, loaded latency (Numba kernels);
+* `queueing`: M/D/1 waiting time of a channel;
+* `placement`: items (weights, KV, activations) into tiers by access density, shortfall when full;
+* `tiering`: expert read rates from visit probabilities, direct-from-DDR vs on-demand fetch costs.
+"""
+from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, device, device_hit_rate,
+                   effective_bandwidth_array_Bps,
+                   effective_bandwidth_Bps, efficiency, loaded_latency_array_s, loaded_latency_s, row_hit_rate,
+                   row_hit_rate_array, row_hit_rate_of_run, sustained_fraction, unloaded_latency_s)
+from .errors import MemorySpecError
+from .placement import place_by_density, place_design, place_population, proportional_spill, tier_bytes
+from .presets import GB, GIB, MemorySpec, memory_kinds, memory_preset, preset_keys
+from .queueing import md1_wait_array_s, md1_wait_s
+from .tiering import direct_cost, on_demand_cost, selection_read_bytes, tiered_chiplets
+
+__all__ = ["MemorySpec", "MemorySpecError", "memory_preset", "memory_kinds", "preset_keys", "GB", "GIB",
+           "Device", "device", "STREAM", "SCATTERED_BYTES", "row_hit_rate", "efficiency", "effective_bandwidth_Bps",
+           "access_latency_s", "row_hit_rate_of_run", "device_hit_rate", "sustained_fraction", "unloaded_latency_s",
+           "loaded_latency_s", "row_hit_rate_array", "effective_bandwidth_array_Bps", "loaded_latency_array_s",
+           "md1_wait_s", "md1_wait_array_s", "place_by_density", "place_design", "place_population",
+           "proportional_spill", "tier_bytes", "selection_read_bytes", "direct_cost", "on_demand_cost",
+           "tiered_chiplets"]

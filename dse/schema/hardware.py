@@ -37,9 +37,23 @@ class ChipletSpec(StrictModel):
 
 
 class MemoryEntry(StrictModel):
+    """One memory kind of the study: how many units the search may attach, and preset overrides."""
+
     kind: str
     stacks: IntRange | None = None
     channels: IntRange | None = None
+    overrides: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("overrides")
+    @classmethod
+    def _known_overrides(cls, value: dict, info):
+        kind = info.data.get("kind")
+        if kind in memory.memory_kinds():
+            try:
+                memory.memory_preset(kind, value)
+            except memory.MemorySpecError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _counts(self):
@@ -57,6 +71,10 @@ class MemoryEntry(StrictModel):
     @property
     def count_range(self) -> tuple[int, int]:
         return self.stacks if self.stacks is not None else self.channels
+
+    def spec(self) -> memory.MemorySpec:
+        """The preset with this entry's overrides applied (SI units)."""
+        return memory.memory_preset(self.kind, self.overrides)
 
 
 class MeshSpec(StrictModel):

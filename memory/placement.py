@@ -1,0 +1,148 @@
+"""Placement of data items (weights, KV cache, activations) into memory tiers under hard capacities.
+
+Each item j has a size s_j (bytes it occupies) and a read rate r_j (bytes read per step). Tiers are
+ordered fastest first (on-chip SRAM, the chiplet's HBM, ...) with capacities C_t; the package's shared
+DDR is the last, shared tier; what even that cannot hold is *unplaced* and reported as a shortfall (a
+constraint violation, never an exception).
+
+Rule: fill the fastest tier first with the items of highest access density r_j / s_j, splitting the
+item at the boundary. Because any byte of item j costs r_j / s_j reads per step wherever it sits, and
+the cost of a read rises from tier to tier, this greedy order is optimal for the linear cost
+sum_j sum_t c_t (r_j / s_j) x_jt under the capacity constraints (the fractional knapsack problem,
+Dantzig 1957; Cormen et al., *Introduction to Algorithms*, 3rd ed., 16.2); in particular it minimises
+the bytes read from DDR. tests/test_memory_placement.py checks it against scipy's LP solver.
+
+Array API (Numba, whole designs or populations per call):
+
+* ``place_by_density(size, read, capacity[T]) -> frac[n, T + 1]``: one chiplet; column T is the part
+  no local tier could hold (it goes to the shared tier).
+* ``place_design(seg_start, size, read, capacity[S, T], shared_capacity) -> (frac[n, T + 2], short)``:
+  S chiplets of one design, items ``seg_start[s]:seg_start[s + 1]`` belong to chiplet s; their overflow
+  competes for the shared tier (column T) by the same density order; column T + 1 is unplaced and
+  ``short`` its bytes.
+* ``place_population(design_start, seg_start, size, read, capacity, shared_capacity[P])``: P designs.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True)
+def _density_order(size: np.ndarray, read: np.ndarray) -> np.ndarray:
+    """Item indices by falling read density (bytes read per byte stored); stable on ties."""
+    density = np.empty(size.shape[0])
+    for j in range(size.shape[0]):
+        density[j] = read[j] / size[j] if size[j] > 0.0 else np.inf
+    return np.argsort(-density, kind="mergesort")
+
+
+@nb.njit(cache=True)
+def _fill(order, size, frac, left, capacity, first_col):
+    """Pour the ``left`` bytes of items in ``order`` into tiers ``capacity`` (columns from ``first_col``)."""
+    T = capacity.shape[0]
+    t = 0
+    free = capacity[0] if T > 0 else 0.0
+    for j in order:
+        while left[j] > 0.0 and t < T:
+            take = min(left[j], free)
+            frac[j, first_col + t] += take / size[j]
+            left[j] -= take
+            free -= take
+            if free <= 0.0:
+                t += 1
+                free = capacity[t] if t < T else 0.0
+
+
+@nb.njit(cache=True)
+def place_by_density(size: np.ndarray, read: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Fractions of each item in each tier, densest items in the fastest tiers; column T is overflow."""
+    n = size.shape[0]
+    T = capacity.shape[0]
+    frac = np.zeros((n, T + 1))
+    left = size.copy()
+    _fill(_density_order(size, read), size, frac, left, capacity, 0)
+    for j in range(n):
+        if size[j] <= 0.0:
+            frac[j, 0 if T > 0 else T] = 1.0      # occupies nothing
+        elif left[j] > 0.0:
+            frac[j, T] += left[j] / size[j]
+    return frac
+
+
+@nb.njit(cache=True)
+def place_design(seg_start: np.ndarray, size: np.ndarray, read: np.ndarray, capacity: np.ndarray,
+                 shared_capacity: float):
+    """One design: local tiers per chiplet, then the shared tier for every chiplet's overflow.
+
+    Returns (frac[n, T + 2], short_bytes): columns 0..T-1 local tiers, T shared, T+1 unplaced.
+    """
+    n = size.shape[0]
+    T = capacity.shape[1]
+    frac = np.zeros((n, T + 2))
+    for s in range(seg_start.shape[0] - 1):
+        a, b = seg_start[s], seg_start[s + 1]
+        if b > a:
+            local = place_by_density(size[a:b], read[a:b], capacity[s])
+            frac[a:b, : T + 1] = local
+    overflow = np.zeros(n)
+    for j in range(n):
+        overflow[j] = frac[j, T] * size[j]
+        frac[j, T] = 0.0
+    shared = np.array([shared_capacity])
+    left = overflow.copy()
+    _fill(_density_order(size, read), size, frac[:, T:], left, shared, 0)
+    short = 0.0
+    for j in range(n):
+        if left[j] > 0.0:
+            frac[j, T + 1] = left[j] / size[j]
+            short += left[j]
+    return frac, short
+
+
+@nb.njit(cache=True)
+def place_population(design_start: np.ndarray, seg_start: np.ndarray, size: np.ndarray, read: np.ndarray,
+                     capacity: np.ndarray, shared_capacity: np.ndarray):
+    """`place_design` for P designs: design p owns segments ``design_start[p]:design_start[p + 1]``.
+
+    ``seg_start`` (global item offsets, length S + 1) and ``capacity[S, T]`` list every design's
+    chiplets one after another. Returns (frac[n, T + 2], short_bytes[P]).
+    """
+    P = design_start.shape[0] - 1
+    T = capacity.shape[1]
+    frac = np.zeros((size.shape[0], T + 2))
+    short = np.zeros(P)
+    for p in range(P):
+        s0, s1 = design_start[p], design_start[p + 1]
+        a, b = seg_start[s0], seg_start[s1]
+        local_start = seg_start[s0 : s1 + 1] - a
+        f, short[p] = place_design(local_start, size[a:b], read[a:b], capacity[s0:s1], shared_capacity[p])
+        frac[a:b] = f
+    return frac, short
+
+
+@nb.njit(cache=True)
+def proportional_spill(size: np.ndarray, capacity: float) -> np.ndarray:
+    """The naive rule: every item spills the same fraction ``(stored - capacity) / stored``.
+
+    Returns frac[n, 2] (column 0 the fast tier, column 1 the overflow); the baseline hot-first
+    placement is compared against.
+    """
+    n = size.shape[0]
+    stored = size.sum()
+    spill = (stored - capacity) / stored if stored > capacity and stored > 0.0 else 0.0
+    frac = np.empty((n, 2))
+    for j in range(n):
+        frac[j, 0] = 1.0 - spill
+        frac[j, 1] = spill
+    return frac
+
+
+@nb.njit(cache=True)
+def tier_bytes(frac: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """Per tier, the sum over items of ``amount[j] x frac[j, t]`` (bytes stored, or bytes read per step)."""
+    out = np.zeros(frac.shape[1])
+    for j in range(frac.shape[0]):
+        for t in range(frac.shape[1]):
+            out[t] += amount[j] * frac[j, t]
+    return out

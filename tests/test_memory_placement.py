@@ -1,0 +1,116 @@
+"""Density placement against an LP solver, hard capacity with shortfall, and hot-first vs naive spill."""
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import memory
+
+
+def _lp_cost(size, read, capacity, cost):
+    """Optimal sum_j sum_t cost_t (r_j/s_j) x_jt with sum_t x_jt = s_j and sum_j x_jt <= C_t (scipy HiGHS)."""
+    n, T = len(size), len(cost)
+    density = read / size
+    c = np.array([cost[t] * density[j] for j in range(n) for t in range(T)])
+    a_eq = np.zeros((n, n * T))
+    for j in range(n):
+        a_eq[j, j * T:(j + 1) * T] = 1
+    a_ub = np.zeros((T - 1, n * T))            # the last tier is unbounded (it takes the overflow)
+    for t in range(T - 1):
+        a_ub[t, t::T] = 1
+    res = linprog(c, A_ub=a_ub, b_ub=capacity, A_eq=a_eq, b_eq=size, bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_by_density_is_the_lp_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = 12
+    size = rng.uniform(1, 10, n)
+    read = size * rng.pareto(1.5, n)
+    capacity = np.array([0.1, 0.3]) * size.sum()            # SRAM, HBM; the rest overflows to DDR
+    cost = np.array([0.1, 1.0, 20.0])                        # per byte read: SRAM < HBM < DDR
+    frac = memory.place_by_density(size, read, capacity)
+    assert np.allclose(frac.sum(axis=1), 1.0)
+    stored = memory.tier_bytes(frac, size)
+    assert (stored[:2] <= capacity * (1 + 1e-12)).all()
+    greedy = memory.tier_bytes(frac, read) @ cost
+    assert greedy == pytest.approx(_lp_cost(size, read, capacity, cost), rel=1e-9)
+
+
+def test_shared_tier_is_shared_and_the_rest_is_short():
+    # two chiplets, HBM 2 and 3 bytes, shared DDR 4 bytes, four 4-byte items
+    size = np.full(4, 4.0)
+    read = np.array([1.0, 4.0, 2.0, 0.5])
+    frac, short = memory.place_design(np.array([0, 2, 4]), size, read, np.array([[2.0], [3.0]]), 4.0)
+    expected = [[0, 0.25, 0.75],       # chiplet 0: item 1 is denser, takes the HBM; item 0 gets DDR left-overs
+                [0.5, 0.5, 0],
+                [0.75, 0.25, 0],       # chiplet 1: item 2 in HBM, its overflow is denser than item 0's
+                [0, 0, 1]]             # the coldest item finds no room at all
+    assert np.allclose(frac, expected)
+    assert short == pytest.approx(7.0)
+    assert memory.tier_bytes(frac, size)[1] == pytest.approx(4.0)
+
+
+def test_population_is_designs_one_by_one():
+    rng = np.random.default_rng(3)
+    designs = []
+    for _ in range(6):
+        chips = rng.integers(1, 4)
+        counts = rng.integers(0, 5, chips)
+        seg = np.concatenate([[0], np.cumsum(counts)])
+        n = seg[-1]
+        designs.append((seg, rng.uniform(1, 5, n), rng.uniform(0, 5, n), rng.uniform(0, 6, (chips, 2)),
+                        rng.uniform(0, 8)))
+    design_start = np.concatenate([[0], np.cumsum([len(d[0]) - 1 for d in designs])])
+    item_offsets = np.cumsum([0] + [d[0][-1] for d in designs])
+    seg_start = np.concatenate([d[0][:-1] + off for d, off in zip(designs, item_offsets)] + [[item_offsets[-1]]])
+    frac, short = memory.place_population(design_start, seg_start, np.concatenate([d[1] for d in designs]),
+                                          np.concatenate([d[2] for d in designs]),
+                                          np.concatenate([d[3] for d in designs]), np.array([d[4] for d in designs]))
+    for p, d in enumerate(designs):
+        f, s = memory.place_design(*d)
+        assert np.allclose(frac[item_offsets[p]:item_offsets[p + 1]], f)
+        assert short[p] == pytest.approx(s)
+
+
+def _zipf_experts(n=64, s=1.0, weight=1e9, tokens=4):
+    q = 1 / np.arange(1, n + 1) ** s
+    q = np.minimum(2 * q / q.sum(), 1.0)               # top-2 routing: probabilities sum to 2
+    size = np.full(n, weight)
+    return size, memory.selection_read_bytes(size, q, tokens)
+
+
+def test_hot_first_beats_naive_spill():
+    size, read = _zipf_experts()
+    hbm_capacity = 0.5 * size.sum()
+    hot = memory.place_by_density(size, read, np.array([hbm_capacity]))
+    naive = memory.proportional_spill(size, hbm_capacity)
+    assert memory.tier_bytes(hot, size)[0] == pytest.approx(hbm_capacity)       # same bytes in HBM
+    hot_ddr = memory.tier_bytes(hot, read)[1]
+    naive_ddr = memory.tier_bytes(naive, read)[1]
+    assert naive_ddr == pytest.approx(0.5 * read.sum())
+    # the 32 hottest experts are in HBM: only the tail's reads go to DDR
+    assert hot_ddr == pytest.approx(np.sort(read)[:32].sum())
+    assert hot_ddr < 0.5 * naive_ddr
+    hbm, ddr = memory.memory_preset("hbm3"), memory.memory_preset("ddr5")
+    args = (memory.effective_bandwidth_Bps(hbm, 1), memory.effective_bandwidth_Bps(ddr, 2),
+            hbm.energy_j_per_byte, ddr.energy_j_per_byte, False)
+    t_hot, e_hot = memory.direct_cost(memory.tier_bytes(hot, read)[0], hot_ddr, *args)
+    t_naive, e_naive = memory.direct_cost(memory.tier_bytes(naive, read)[0], naive_ddr, *args)
+    assert t_hot < 0.6 * t_naive and e_hot < e_naive
+
+
+def test_uniform_visits_gain_nothing_from_tiering():
+    size = np.full(16, 1e9)
+    read = memory.selection_read_bytes(size, np.full(16, 2 / 16), 4)
+    hot = memory.place_by_density(size, read, np.array([5e9]))
+    naive = memory.proportional_spill(size, 5e9)
+    assert memory.tier_bytes(hot, read)[1] == pytest.approx(memory.tier_bytes(naive, read)[1])
+
+
+def test_everything_fits_means_no_spill():
+    size, read = _zipf_experts(n=8)
+    frac = memory.place_by_density(size, read, np.array([size.sum() * 2]))
+    assert (frac[:, 0] == 1).all()
+    assert (memory.proportional_spill(size, size.sum())[:, 1] == 0).all()
