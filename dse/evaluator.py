@@ -29,7 +29,8 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from .perf_model import KernelTables, base_pass, failure_latency, make_workspace, memory_state, remap, scenario_latency
+from .failures import failure_latency, remap
+from .perf_model import KernelTables, base_pass, make_workspace, scenario_latency
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, shape_index
 from .schema.hardware import PackageSpec
@@ -96,7 +97,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     hbm, ddr = t.hbm, t.ddr
     f = float
     return KernelTables(
-        unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")),
+        unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")), unit_stage=t.unit_stage.astype(np.int64),
         unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_w_copy=unit_w_copy, unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
         unit_other_dram=t.unit_other_dram, unit_out_bytes=t.unit_out_bytes, unit_edge_ptr=unit_edge_ptr,
         unit_edges=unit_edges, stage_start=stage_start, stage_repeat=t.stage_repeat.astype(float),
@@ -169,12 +170,10 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
     kept_sum = 0.0
     worst = 1.0
     served = 0.0
-    alive = np.ones(n, np.bool_)
     if with_faults and n > 1:
         for failed in range(n):
-            alive[failed] = False
-            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
-            alive[failed] = True
+            W.dead[0] = failed
+            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, 1, W)
             kept = _retained(latency, short, lat_f, short_f)
             kept_sum += kept
             worst = min(worst, kept)
@@ -186,10 +185,9 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         mc_kept = 0.0
         mc_survive = 0.0
         for m in range(samples):
-            for x in range(mc_sets.shape[2]):
-                alive[mc_sets[n, m, x]] = False
-            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
-            alive[:] = True
+            k = min(mc_sets.shape[2], n)
+            W.dead[:k] = mc_sets[n, m, :k]
+            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, k, W)
             kept = _retained(latency, short, lat_f, short_f)
             mc_kept += kept / samples
             mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
@@ -235,21 +233,22 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     out = np.zeros((n + 1, 2))
     out[n, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     out[n, 0] = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)[0]
-    alive = np.ones(n, np.bool_)
     for failed in range(n):
-        alive[failed] = False
-        lat, _, short = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W)
-        alive[failed] = True
+        W.dead[0] = failed
+        lat, _, short = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, 1, W)
         out[failed, 0] = lat
         out[failed, 1] = short
     return out
 
 
 @nb.njit(cache=True)
-def _remapped(T, n, alive, kind, stacks, ddr, slots, ncopy, split, W):
-    memory_state(T, n, stacks, ddr, slots, ncopy, split, np.ones(n, np.bool_), W.stored2, W.frac2, W.hbm_bw)
-    ok = remap(T, n, alive, slots, ncopy, split, stacks, W.stored2, W.slots2, W.count2, W.changed)
-    return ok, W.slots2.copy(), W.count2.copy()
+def _remapped(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W):
+    base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    W.dead[: dead.shape[0]] = dead
+    moved = remap(T, n, dead.shape[0], slots, ncopy, split, stacks, W)
+    for x in range(max(moved, 0)):
+        W.moved[W.moved_list[x]] = False
+    return moved >= 0, W.slots2.copy(), W.count2.copy()
 
 
 def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> np.ndarray:
@@ -331,10 +330,9 @@ class Evaluator:
         rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
                                                                     self.max_copies)
         n = design.rows * design.cols
-        alive = np.ones(n, np.bool_)
-        alive[list(failed)] = False
-        ok, new_slots, count = _remapped(self.kernel, n, alive, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
-                                         self.space.split, self._workspace(slots.shape[2]))
+        ok, new_slots, count = _remapped(self.kernel, self.routes, self._shapes(rows, cols)[0], n,
+                                         np.array(sorted(set(failed)), np.int64), kind[0], stacks[0], ddr[0],
+                                         slots[0], ncopy[0], self.space.split, self._workspace(slots.shape[2]))
         if not ok:
             return None
         placement = {u: [int(x) for x in new_slots[i, : count[i]]] for i, u in enumerate(self.tables.unit_names)}

@@ -1,18 +1,19 @@
-"""Latency and energy of one step of a design, and of the same design after chiplet failures.
+"""Latency and energy of one step of a design: the Numba core the population evaluator calls.
 
-The Numba core the population evaluator (dse.evaluator) calls. Model, per stage s of the workload
-(repeated ``repeat_s`` times for identical layers):
+Model, per stage s of the workload (repeated ``repeat_s`` times for identical layers):
 
-* Memory: each chiplet stores its units' weights (a full copy per replica, 1/c per shard) and KV cache
-  (1/c per copy); what exceeds its HBM spills to the package's shared DDR, so a fraction ``f_i`` of
-  chiplet i's traffic goes to DDR. DDR short of the spill is a capacity violation.
-* A unit copy on chiplet i takes ``max(compute, memory)`` (roofline overlap of compute and DMA):
-  compute from the arch cost table, memory = HBM bytes / local HBM bandwidth + DDR bytes / package
-  DDR bandwidth. A replica of a routed expert reads its weights when any of its 1/c share of the T
-  tokens selects it: probability ``1 - (1 - q)^(T/c)``. Units on one chiplet run one after another.
+* Memory: each chiplet holds its units' copies: weights (a full copy per replica, 1/c per shard) and
+  KV cache (1/c per copy). Copies fill the chiplet's HBM densest first (bytes read per step per byte
+  stored; the fractional-knapsack optimum for DDR traffic, memory.placement) and the rest spills to
+  the package's shared DDR, so hot experts sit in HBM and cold ones in DDR. Spill beyond the DDR's
+  capacity is a capacity shortfall (a constraint violation); latency counts it as DDR-resident.
+* A unit copy takes ``max(compute, memory)`` (roofline overlap of compute and DMA): compute from the
+  arch cost table, memory = its HBM bytes / the chiplet's sustained HBM bandwidth + its DDR bytes /
+  the package's sustained DDR bandwidth. A replica of a routed expert reads its weights when any of
+  its 1/c share of the tokens selects it (dse.evaluator.weight_per_copy). Copies on one chiplet run
+  one after another.
 * A stage lasts as long as its slowest chiplet, and at least its DDR bytes / DDR bandwidth (shared).
-* Shards of a one-to-many unit all-reduce their output with a ring: ``2(c-1)`` steps of the longest
-  neighbour latency plus ``D / (c x link bandwidth)``.
+* Shards of a one-to-many unit all-reduce their output with a ring (see `allreduce`).
 * Hand-offs into a stage (workload graph edges) follow the package's route tables (dse.routes): the
   stage waits for the longest route (zero-load latency) plus the busiest link's serialisation
   (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
@@ -23,10 +24,7 @@ The Numba core the population evaluator (dse.evaluator) calls. Model, per stage 
 * Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network bytes x energy per byte
   along each route (links and routers), static power x latency (added by the evaluator).
 
-A failure re-maps the units of the failed chiplets (`remap`) and re-evaluates by deltas: the intact
-design's per-copy times and per-stage link loads are kept; a failure subtracts the contributions of the
-units it moves and adds their new ones, recomputes in full only chiplets whose memory spill changed,
-and re-takes maxima only in the stages it touched. The result equals a full re-evaluation (tested).
+Failures are evaluated by deltas against this intact pass (dse.failures).
 """
 from __future__ import annotations
 
@@ -35,8 +33,10 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from memory.placement import spill_by_density
+
 KernelTables = namedtuple("KernelTables", [
-    "unit_is_expert", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
+    "unit_is_expert", "unit_stage", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
     "edge_bytes", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
@@ -44,10 +44,15 @@ KernelTables = namedtuple("KernelTables", [
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter"])
 
 Workspace = namedtuple("Workspace", [
+    # intact design (base pass)
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
-    "copy_time",
-    "copy_ddr", "ar_time", "loads", "backup", "stored", "frac", "hbm_bw", "ct2", "sd2", "stage_t2", "comm2",
-    "stored2", "frac2", "slots2", "count2", "changed", "full", "affected", "aff_list", "seen", "edge_list",
+    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "chip_items",
+    "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_item",
+    # one failure (dse.failures)
+    "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "dirty", "dirty_list",
+    "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "affected", "aff_list", "bk_loads",
+    "bk_comm", "dead",
+    # scenarios
     "finish", "cps", "in_scen", "busy"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
@@ -59,51 +64,74 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     U = T.unit_capacity.shape[0]
     E = T.edge_src.shape[0]
     n_scen = T.scen_prob.shape[0]
+    items = U * max_copies
     f = lambda *shape: np.zeros(shape)  # noqa: E731
+    i64 = lambda *shape: np.zeros(shape, np.int64)  # noqa: E731
+    b = lambda *shape: np.zeros(shape, np.bool_)  # noqa: E731
     return Workspace(
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
-        stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies), ar_time=f(U),
-        loads=f(S, 2, max_links), backup=f(2 * S, max_links), stored=f(max_chips), frac=f(max_chips),
-        hbm_bw=f(max_chips), ct2=f(S, max_chips), sd2=f(S), stage_t2=f(S), comm2=f(S, 2), stored2=f(max_chips),
-        frac2=f(max_chips), slots2=np.full((U, max_copies), -1, np.int64), count2=np.ones(U, np.int64),
-        changed=np.zeros(U, np.bool_), full=np.zeros(max_chips, np.bool_), affected=np.zeros((S, 2), np.bool_),
-        aff_list=np.zeros((2 * S, 2), np.int64), seen=np.zeros(E, np.bool_), edge_list=np.zeros(E, np.int64),
-        finish=f(S), cps=f(n_scen), in_scen=np.zeros(S, np.bool_), busy=f(max_chips))
+        stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
+        ar_time=f(U), f=f(U, max_copies), loads=f(S, 2, max_links), edge_lat=f(E), stored=f(max_chips),
+        overflow=f(max_chips), chip_ptr=i64(max_chips + 1), chip_items=i64(items), cursor=i64(max_chips),
+        buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items), buf_spill=f(items),
+        buf_item=i64(items),
+        slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
+        moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
+        dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E),
+        edge_list=i64(E), bk_edge_lat=f(E), affected=b(S, 2), aff_list=i64(2 * S, 2), bk_loads=f(2 * S, max_links),
+        bk_comm=f(2 * S), dead=i64(max_chips),
+        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips))
+
+
+@nb.njit(cache=True, inline="always")
+def item_size(T, u, c, split):
+    """Bytes one of c copies (or shards) of unit u stores: weights and its share of the KV cache."""
+    return (T.unit_capacity[u] / c if split else T.unit_capacity[u]) + T.unit_kv[u] / c
+
+
+@nb.njit(cache=True, inline="always")
+def copy_bytes(T, u, c, k):
+    """DRAM bytes one of c copies of unit u moves per layer instance on a chiplet of kind k."""
+    return T.unit_w_copy[u, c] + T.unit_other_dram[u, k] / c
 
 
 @nb.njit(cache=True)
-def memory_state(T, n, stacks, ddr, slots, ncopy, split, alive, stored, frac, hbm_bw):
-    """Fill per-chiplet stored bytes, DDR fraction and HBM bandwidth; return the DDR capacity shortfall."""
-    stored[:n] = 0.0
-    for u in range(slots.shape[0]):
+def place_chiplet(T, hbm_capacity, kind_i, items, n_items, ncopy, split, W, frac):
+    """Put a chiplet's copies into its HBM densest first; ``frac[u, r]`` gets each copy's DDR fraction.
+
+    ``items`` lists the copies as ``u * R + r`` codes (R = copies per unit in the workspace).
+    Returns (bytes stored, bytes spilled to DDR).
+    """
+    R = W.f.shape[1]
+    stored = 0.0
+    for x in range(n_items):
+        code = items[x]
+        u = code // R
         c = ncopy[u]
-        w = T.unit_capacity[u] / c if split else T.unit_capacity[u]
-        for r in range(c):
-            i = slots[u, r]
-            if alive[i]:
-                stored[i] += w + T.unit_kv[u] / c
-    spill = 0.0
-    for i in range(n):
-        cap = stacks[i] * T.hbm_cap
-        hbm_bw[i] = stacks[i] * T.hbm_bw
-        frac[i] = 0.0
-        if alive[i] and stored[i] > cap:
-            spill += stored[i] - cap
-            frac[i] = (stored[i] - cap) / stored[i]
-    return max(spill - ddr * T.ddr_cap, 0.0)
+        s = T.unit_stage[u]
+        W.buf_size[x] = item_size(T, u, c, split)
+        W.buf_read[x] = copy_bytes(T, u, c, kind_i) * T.stage_repeat[s] * T.stage_prob[s]
+        stored += W.buf_size[x]
+    spilled = spill_by_density(W.buf_size[:n_items], W.buf_read[:n_items], hbm_capacity, W.buf_density,
+                               W.buf_order, W.buf_spill)
+    for x in range(n_items):
+        code = items[x]
+        frac[code // R, code % R] = W.buf_spill[x]
+    return stored, spilled
 
 
 @nb.njit(cache=True)
 def copy_cost(T, u, c, k, f, hbm_bw_i, ddr_bw):
     """(time, DDR bytes, DRAM bytes, compute energy, DRAM energy) of one of c copies of unit u on a chiplet
-    of kind k whose traffic goes a fraction f to DDR."""
-    share = 1.0 / c
-    b = T.unit_w_copy[u, c] + T.unit_other_dram[u, k] * share
+    of kind k, a fraction f of whose bytes live in DDR (all of them when the chiplet has no HBM)."""
+    if hbm_bw_i <= 0.0:
+        f = 1.0
+    b = copy_bytes(T, u, c, k)
     t_mem = b * f / ddr_bw
     if f < 1.0:
         t_mem += b * (1.0 - f) / hbm_bw_i
     e_dram = b * (1.0 - f) * T.hbm_e + b * f * T.ddr_e
-    return max(T.unit_time[u, k] * share, t_mem), b * f, b, T.unit_energy[u, k] * share, e_dram
+    return max(T.unit_time[u, k] / c, t_mem), b * f, b, T.unit_energy[u, k] / c, e_dram
 
 
 @nb.njit(cache=True)
@@ -119,8 +147,9 @@ def allreduce(T, R, sh, n, u, slots, c):
     hops = 0.0
     energy = 0.0
     for r in range(c):
-        p = pb + slots[u, r] * n + slots[u, (r + 1) % c]
-        if slots[u, r] != slots[u, (r + 1) % c]:
+        a, b = slots[u, r], slots[u, (r + 1) % c]
+        if a != b:
+            p = pb + a * n + b
             lat = max(lat, R.pair_latency[p])
             hops += R.pair_ptr[p + 1] - R.pair_ptr[p]
             energy += R.pair_energy[p]
@@ -133,10 +162,9 @@ def allreduce(T, R, sh, n, u, slots, c):
 def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
     """Add ``sign`` x the bytes of hand-off e to the links its routes cross.
 
-    Returns (longest route latency, byte-hops, network energy in joules).
-
     Shards of a one-to-many unit all-reduce first and one of them sends; every shard of the receiver
     needs the whole input. Copies of a replicated unit share the bytes evenly.
+    Returns (longest route latency, byte-hops, network energy in joules).
     """
     pb = R.pair_base[sh]
     a = T.edge_src[e]
@@ -163,7 +191,7 @@ def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
 
 
 @nb.njit(cache=True, inline="always")
-def _in_instance(phase, instance):
+def in_instance(phase, instance):
     """Edge phases: 0 runs before every instance of its stage, 1 only before the first (entry from the
     previous group of layers), 2 before all but the first (a layer feeding the next identical layer)."""
     return phase == 0 or (phase == 1 and instance == FIRST) or (phase == 2 and instance == REST)
@@ -180,22 +208,13 @@ def busiest_link(R, sh, loads):
 
 
 @nb.njit(cache=True)
-def longest_route(T, R, sh, n, s, instance, slots, ncopy, split):
-    """Zero-load latency of the longest route the hand-offs of one instance of stage s take."""
-    pb = R.pair_base[sh]
+def stage_comm(T, R, sh, s, instance, loads, edge_lat):
+    """Hand-off time of one instance of stage s: longest route of its edges + busiest link."""
     longest = 0.0
     for e in range(T.edge_start[s], T.edge_start[s + 1]):
-        if not _in_instance(T.edge_phase[e], instance):
-            continue
-        a = T.edge_src[e]
-        b = T.edge_dst[e]
-        for ra in range(1 if split else ncopy[a]):
-            i = slots[a, ra]
-            for rb in range(ncopy[b]):
-                j = slots[b, rb]
-                if i != j:
-                    longest = max(longest, R.pair_latency[pb + i * n + j])
-    return longest
+        if in_instance(T.edge_phase[e], instance):
+            longest = max(longest, edge_lat[e])
+    return longest + busiest_link(R, sh, loads)
 
 
 @nb.njit(cache=True)
@@ -245,10 +264,34 @@ def scenario_latency(T, stage_t, comm, ct, n, finish, cps, in_scen, busy):
 
 
 @nb.njit(cache=True)
+def index_items(n, slots, ncopy, W):
+    """Group the copies by chiplet (CSR ``chip_ptr`` / ``chip_items``, codes ``u * R + r`` in (u, r) order)."""
+    R = W.f.shape[1]
+    W.chip_ptr[: n + 1] = 0
+    for u in range(slots.shape[0]):
+        for r in range(ncopy[u]):
+            W.chip_ptr[slots[u, r] + 1] += 1
+    for i in range(n):
+        W.chip_ptr[i + 1] += W.chip_ptr[i]
+        W.cursor[i] = W.chip_ptr[i]
+    for u in range(slots.shape[0]):
+        for r in range(ncopy[u]):
+            i = slots[u, r]
+            W.chip_items[W.cursor[i]] = u * R + r
+            W.cursor[i] += 1
+
+
+@nb.njit(cache=True)
 def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     """Evaluate the intact design, leaving per-stage and per-copy figures in ``W``; returns the shortfall."""
-    alive = np.ones(n, np.bool_)
-    short = memory_state(T, n, stacks, ddr, slots, ncopy, split, alive, W.stored, W.frac, W.hbm_bw)
+    index_items(n, slots, ncopy, W)
+    spill = 0.0
+    for i in range(n):
+        a, b = W.chip_ptr[i], W.chip_ptr[i + 1]
+        W.stored[i], W.overflow[i] = place_chiplet(T, stacks[i] * T.hbm_cap, kind[i], W.chip_items[a:b], b - a,
+                                                   ncopy, split, W, W.f)
+        spill += W.overflow[i]
+    short = max(spill - ddr * T.ddr_cap, 0.0)
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
     L = R.n_links[sh]
     for s in range(T.stage_repeat.shape[0]):
@@ -256,180 +299,48 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
         sd = e_compute = e_dram = dram = net = e_net = 0.0
         for u in range(T.stage_start[s], T.stage_start[s + 1]):
             c = ncopy[u]
-            for r in range(c):
-                i = slots[u, r]
-                t, b_ddr, b, ec, ed = copy_cost(T, u, c, kind[i], W.frac[i], W.hbm_bw[i], ddr_bw)
-                W.ct[s, i] += t
-                W.copy_time[u, r] = t
-                W.copy_ddr[u, r] = b_ddr
-                sd += b_ddr
-                dram += b
-                e_compute += ec
-                e_dram += ed
             W.ar_time[u] = 0.0
             if split and c > 1:
                 t_ar, hops, e_ar = allreduce(T, R, sh, n, u, slots, c)
                 W.ar_time[u] = t_ar
-                for r in range(c):
-                    W.ct[s, slots[u, r]] += t_ar
                 net += hops
                 e_net += e_ar
+            for r in range(c):
+                i = slots[u, r]
+                t, b_ddr, b, ec, ed = copy_cost(T, u, c, kind[i], W.f[u, r], stacks[i] * T.hbm_bw, ddr_bw)
+                W.copy_time[u, r] = t + W.ar_time[u]
+                W.copy_ddr[u, r] = b_ddr
+                W.ct[s, i] += W.copy_time[u, r]
+                sd += b_ddr
+                dram += b
+                e_compute += ec
+                e_dram += ed
         W.sd[s] = sd
         W.stage_t[s] = max(W.ct[s, :n].max(), sd / ddr_bw)
         repeat = T.stage_repeat[s]
         W.comm[s, REST] = 0.0
         hand_off_net = 0.0
         hand_off_e = 0.0
+        for e in range(T.edge_start[s], T.edge_start[s + 1]):
+            W.edge_lat[e] = 0.0
         for instance in range(2 if repeat > 1 else 1):
             loads = W.loads[s, instance]
             loads[:L] = 0.0
-            longest = 0.0
             hops = 0.0
             energy = 0.0
             for e in range(T.edge_start[s], T.edge_start[s + 1]):
-                if _in_instance(T.edge_phase[e], instance):
-                    lat, h, en = edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, 1.0)
-                    longest = max(longest, lat)
+                if in_instance(T.edge_phase[e], instance):
+                    W.edge_lat[e], h, en = edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, 1.0)
                     hops += h
                     energy += en
-            W.comm[s, instance] = longest + busiest_link(R, sh, loads)
+            W.comm[s, instance] = stage_comm(T, R, sh, s, instance, loads, W.edge_lat)
             times = 1.0 if instance == FIRST else repeat - 1.0
             hand_off_net += times * hops
             hand_off_e += times * energy
-        # per instance of the stage, except the network: byte-hops of the whole step
+        # per instance of the stage, except the network: byte-hops and joules of the whole step
         W.stage_e_compute[s] = e_compute
         W.stage_e_dram[s] = e_dram
         W.stage_dram[s] = dram
         W.stage_net[s] = net * repeat + hand_off_net
         W.stage_e_net[s] = e_net * repeat + hand_off_e
     return short
-
-
-@nb.njit(cache=True)
-def remap(T, n, alive, slots, ncopy, split, stacks, stored, new_slots, new_count, changed):
-    """The mapping after the chiplets with ``alive == False`` die.
-
-    Surviving copies of a replicated unit take over its tokens; a unit (or shard) left without a chiplet
-    moves to the survivor with the most free HBM (lowest index on ties). Fills ``new_slots``,
-    ``new_count`` and ``changed`` (units with a copy on a failed chiplet); ``stored`` must hold the
-    intact design's per-chiplet bytes and is updated as units move. False when no chiplet survives.
-    """
-    U = slots.shape[0]
-    for u in range(U):
-        c = ncopy[u]
-        kept = 0
-        for r in range(c):
-            if alive[slots[u, r]]:
-                new_slots[u, kept] = slots[u, r]
-                kept += 1
-        changed[u] = kept < c
-        for r in range(kept, new_slots.shape[1]):
-            new_slots[u, r] = -1
-        new_count[u] = kept
-    for i in range(n):
-        if not alive[i]:
-            stored[i] = 0.0
-    for u in range(U):
-        if not changed[u]:
-            continue
-        c = ncopy[u]
-        kept = new_count[u]
-        if split or kept == 0:
-            shard = (T.unit_capacity[u] / c if split else T.unit_capacity[u]) + T.unit_kv[u] / c
-            for _ in range(c - kept if split else 1):
-                best = -1
-                best_free = -np.inf
-                for i in range(n):
-                    if alive[i]:
-                        free = stacks[i] * T.hbm_cap - stored[i]
-                        if free > best_free:
-                            best, best_free = i, free
-                if best < 0:
-                    return False
-                new_slots[u, kept] = best
-                stored[best] += shard
-                kept += 1
-            new_count[u] = kept
-    return True
-
-
-@nb.njit(cache=True)
-def failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, alive, W):
-    """(expected latency, p99, capacity shortfall) after the chiplets with ``alive == False`` fail.
-
-    Needs `base_pass` of the intact design in ``W`` (left unchanged). Infinite when nothing survives.
-    """
-    W.stored2[:n] = W.stored[:n]
-    if not remap(T, n, alive, slots, ncopy, split, stacks, W.stored2, W.slots2, W.count2, W.changed):
-        return np.inf, np.inf, np.inf
-    slots2, count2 = W.slots2, W.count2
-    short = memory_state(T, n, stacks, ddr, slots2, count2, split, alive, W.stored2, W.frac2, W.hbm_bw)
-    ddr_bw = max(ddr * T.ddr_bw, 1.0)
-    S = T.stage_repeat.shape[0]
-
-    # --- compute: deltas of moved units; chiplets whose spill changed are recomputed in full ---
-    for i in range(n):
-        W.full[i] = (not alive[i]) or W.frac2[i] != W.frac[i]
-    W.ct2[:, :n] = W.ct[:, :n]
-    W.sd2[:] = W.sd
-    for i in range(n):
-        if W.full[i]:
-            W.ct2[:, i] = 0.0
-    for s in range(S):
-        for u in range(T.stage_start[s], T.stage_start[s + 1]):
-            moved = W.changed[u]
-            for r in range(ncopy[u]):
-                i = slots[u, r]
-                if moved or W.full[i]:
-                    W.sd2[s] -= W.copy_ddr[u, r]
-                    if not W.full[i]:
-                        W.ct2[s, i] -= W.copy_time[u, r] + W.ar_time[u]
-            c = count2[u]
-            t_ar = W.ar_time[u]
-            if moved and split and c > 1:
-                t_ar, _, _ = allreduce(T, R, sh, n, u, slots2, c)
-            for r in range(c):
-                i = slots2[u, r]
-                if moved or W.full[i]:
-                    t, b_ddr, _, _, _ = copy_cost(T, u, c, kind[i], W.frac2[i], W.hbm_bw[i], ddr_bw)
-                    W.ct2[s, i] += t + (t_ar if split and c > 1 else 0.0)
-                    W.sd2[s] += b_ddr
-        W.stage_t2[s] = max(W.ct2[s, :n].max(), W.sd2[s] / ddr_bw)
-
-    # --- hand-offs: move the flows of edges touching moved units, re-take maxima where touched ---
-    n_edges = 0
-    for u in range(slots.shape[0]):
-        if W.changed[u]:
-            for x in range(T.unit_edge_ptr[u], T.unit_edge_ptr[u + 1]):
-                e = T.unit_edges[x]
-                if not W.seen[e]:
-                    W.seen[e] = True
-                    W.edge_list[n_edges] = e
-                    n_edges += 1
-    L = R.n_links[sh]
-    n_aff = 0
-    for k in range(n_edges):
-        e = W.edge_list[k]
-        W.seen[e] = False
-        s = T.edge_stage[e]
-        for instance in range(2 if T.stage_repeat[s] > 1 else 1):
-            if not _in_instance(T.edge_phase[e], instance):
-                continue
-            loads = W.loads[s, instance]
-            if not W.affected[s, instance]:
-                W.affected[s, instance] = True
-                W.backup[n_aff, :L] = loads[:L]
-                W.aff_list[n_aff, 0] = s
-                W.aff_list[n_aff, 1] = instance
-                n_aff += 1
-            edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, -1.0)
-            edge_flow(T, R, sh, n, e, slots2, count2, split, loads, 1.0)
-    W.comm2[:, :] = W.comm
-    for k in range(n_aff):
-        s, instance = W.aff_list[k, 0], W.aff_list[k, 1]
-        W.comm2[s, instance] = (longest_route(T, R, sh, n, s, instance, slots2, count2, split)
-                                + busiest_link(R, sh, W.loads[s, instance]))
-        W.loads[s, instance, :L] = W.backup[k, :L]
-        W.affected[s, instance] = False
-    expected, p99 = scenario_latency(T, W.stage_t2, W.comm2, W.ct2, n, W.finish, W.cps, W.in_scen, W.busy)
-    return expected, p99, short

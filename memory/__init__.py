@@ -11,7 +11,8 @@ from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, device, de
                    effective_bandwidth_Bps, efficiency, loaded_latency_array_s, loaded_latency_s, row_hit_rate,
                    row_hit_rate_array, row_hit_rate_of_run, sustained_fraction, unloaded_latency_s)
 from .errors import MemorySpecError
-from .placement import place_by_density, place_design, place_population, proportional_spill, tier_bytes
+from .placement import (place_by_density, place_design, place_population, proportional_spill, spill_by_density,
+                        tier_bytes)
 from .presets import GB, GIB, MemorySpec, memory_kinds, memory_preset, preset_keys
 from .queueing import md1_wait_array_s, md1_wait_s
 from .tiering import direct_cost, on_demand_cost, selection_read_bytes, tiered_chiplets
@@ -21,5 +22,5 @@ __all__ = ["MemorySpec", "MemorySpecError", "memory_preset", "memory_kinds", "pr
            "access_latency_s", "row_hit_rate_of_run", "device_hit_rate", "sustained_fraction", "unloaded_latency_s",
            "loaded_latency_s", "row_hit_rate_array", "effective_bandwidth_array_Bps", "loaded_latency_array_s",
            "md1_wait_s", "md1_wait_array_s", "place_by_density", "place_design", "place_population",
-           "proportional_spill", "tier_bytes", "selection_read_bytes", "direct_cost", "on_demand_cost",
+           "proportional_spill", "spill_by_density", "tier_bytes", "selection_read_bytes", "direct_cost", "on_demand_cost",
            "tiered_chiplets"]

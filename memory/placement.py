@@ -21,6 +21,9 @@ Array API (Numba, whole designs or populations per call):
   competes for the shared tier (column T) by the same density order; column T + 1 is unplaced and
   ``short`` its bytes.
 * ``place_population(design_start, seg_start, size, read, capacity, shared_capacity[P])``: P designs.
+* ``spill_by_density(size, read, capacity, density, order, spill)``: one chiplet, one local tier, no
+  allocation (scratch arrays from the caller): the fraction of each item that overflows. The same rule
+  as `place_by_density` with T = 1, for evaluators that re-place single chiplets many times.
 """
 from __future__ import annotations
 
@@ -68,6 +71,38 @@ def place_by_density(size: np.ndarray, read: np.ndarray, capacity: np.ndarray) -
         elif left[j] > 0.0:
             frac[j, T] += left[j] / size[j]
     return frac
+
+
+@nb.njit(cache=True)
+def spill_by_density(size, read, capacity, density, order, spill):
+    """Fill one tier of ``capacity`` bytes densest-first; ``spill[j]`` gets the fraction of item j left over.
+
+    Items of equal density keep their given order (insertion sort, stable). ``density`` and ``order``
+    are scratch arrays at least as long as ``size``. Returns the bytes that overflow.
+    """
+    n = size.shape[0]
+    for j in range(n):
+        density[j] = read[j] / size[j] if size[j] > 0.0 else np.inf
+        k = j
+        while k > 0 and density[order[k - 1]] < density[j]:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = j
+    free = capacity
+    overflow = 0.0
+    for x in range(n):
+        j = order[x]
+        if size[j] <= 0.0:
+            spill[j] = 0.0
+        elif free >= size[j]:
+            spill[j] = 0.0
+            free -= size[j]
+        else:
+            left = size[j] - max(free, 0.0)
+            spill[j] = left / size[j]
+            overflow += left
+            free = 0.0
+    return overflow
 
 
 @nb.njit(cache=True)

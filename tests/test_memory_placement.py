@@ -114,3 +114,21 @@ def test_everything_fits_means_no_spill():
     frac = memory.place_by_density(size, read, np.array([size.sum() * 2]))
     assert (frac[:, 0] == 1).all()
     assert (memory.proportional_spill(size, size.sum())[:, 1] == 0).all()
+
+
+def test_spill_by_density_equals_place_by_density_with_one_tier():
+    import numpy as np
+    from memory import place_by_density, spill_by_density
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        size = rng.uniform(0, 10, n) * (rng.random(n) > 0.1)
+        read = rng.uniform(0, 5, n)
+        read[rng.random(n) < 0.3] = read[0]            # ties in density
+        size[rng.random(n) < 0.3] = size[0]
+        capacity = float(rng.uniform(0, size.sum() * 1.2))
+        spill = np.zeros(n)
+        overflow = spill_by_density(size, read, capacity, np.zeros(n), np.zeros(n, np.int64), spill)
+        expected = place_by_density(size, read, np.array([capacity]))
+        assert np.allclose(spill[size > 0], expected[size > 0, 1])
+        assert overflow == pytest.approx((expected[:, 1] * size).sum())
