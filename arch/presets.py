@@ -17,7 +17,8 @@ from .errors import ArchError
 
 MIB = 2.0 ** 20
 
-COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "overrides")
+COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
+          "overrides")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",

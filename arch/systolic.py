@@ -44,9 +44,14 @@ ofmap interfaces):
   chunks of ``P = S - A`` words while computing; the last chunk arrives ``(W - A) / bw`` cycles in and
   is needed once ``(W - P) / W`` of the compute is done: stall ``max(0, (W - A)/bw - cycles (W - P)/W)``;
 * outputs: the output SRAM absorbs ``S`` words and is drained ``D = S / 2`` words at a time, the first
-  drain starting when ``D`` words are waiting (at ``cycles D / W``); every drain after that takes
-  ``D / bw`` cycles, and the last write must wait for the start of drain ``floor((W - S) / D) + 1``.
-  What is still buffered at the end drains after compute (``drain_cycles``).
+  drain starting when ``D`` words are waiting; every drain after that takes ``D / bw`` cycles, and
+  word ``S + (k - 1) D`` must wait for the start of drain ``k = floor((W - S) / D) + 1``: stall =
+  that start minus the word's stall-free write time. Outputs arrive evenly within two phases (the
+  full column folds, then the narrower last one). A drain starts on a write, so when the buffer
+  fills at the end of a fold's output burst the next drain waits out the fold's idle cycles (T - 1
+  for os, 2R - 1 for ws/is); that happens for a fraction gcd(D, words per fold) / words per fold of
+  the drains when that gcd divides S. What is still buffered at the end drains after compute
+  (``drain_cycles``).
 
 The array stalls for the worst operand (stalls of different ports overlap). Source of the buffer
 behaviour: SCALE-Sim's double_buffered_scratchpad, read_buffer and write_buffer; see docs/arch.md and

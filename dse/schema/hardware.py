@@ -41,6 +41,7 @@ class ChipletSpec(StrictModel):
     vector_lanes: NonNegativeInt = 0
     d2d_phys: NonNegativeInt = 4
     memory_phys: NonNegativeInt = 0
+    memory_phy_mm2: NonNegativeFloat = 11.0
     sms: PositiveInt = 1
     die_sms: NonNegativeInt = 0
     tensor_flops_per_sm_cycle: dict[str, PositiveFloat] = Field(default_factory=dict)
