@@ -87,3 +87,17 @@ def test_bad_chiplet_entries_name_the_key(dse_cli, tiny_dict, tmp_path, entry, k
     code, _, err = dse_cli("validate", path)
     assert code == 2
     assert err.startswith("error: ") and f"{key}: " in err and words in err, err
+
+
+def test_tables_cost_every_kind(tiny_dict):
+    from dse.tables import build_tables
+    study = _study(tiny_dict, [{"preset": "h100-like"}, {"preset": "sa-fission-128"}, {"preset": "zen4-ccd-like"},
+                               {"name": "sa", "kind": "systolic", "array": [16, 16], "sram_mb": 2, "freq_ghz": 1.0,
+                                "node": "7nm", "overrides": {"wafer_cost_usd": 12000}}])
+    t = build_tables(study)
+    chips = [c.to_chiplet() for c in study.hardware.chiplets]
+    assert (t.unit_time_s > 0).all() and (t.unit_energy_j > 0).all()
+    assert t.kind_peak_dynamic_w == pytest.approx([arch.peak_dynamic_power_w(c, "bf16") for c in chips])
+    assert list(t.kind_wafer_cost_usd) == [16988, 9346, 16988, 12000]
+    # the GPU is the fastest on every unit, the 16 x 16 array the slowest
+    assert (t.unit_time_s[:, 0] < t.unit_time_s[:, 3]).all()

@@ -23,7 +23,6 @@ What must agree, and the differences we explain rather than copy:
   moves forward through a fixed prefetch order and re-streams the whole operand each time a demanded
   word lies behind it (we measured 39 full passes over a weight matrix that a WS array reads once).
 """
-import math
 from pathlib import Path
 
 import numpy as np
