@@ -1,46 +1,273 @@
-"""A compute chiplet: what kind it is, its array, SRAM, clock and technology node."""
+"""Compute-chiplet descriptions: one dataclass per kind, each with an elementwise (vector) unit.
+
+=================  =========================================================================
+kind               what it is (cost model)
+=================  =========================================================================
+systolic           R x C MAC array(s), OS/WS/IS dataflow, SRAM split into ifmap/filter/ofmap
+                   buffers (arch.systolic, after SCALE-Sim)
+gpu                SMs with tensor cores (FLOPs per SM per cycle by precision), L2, shared
+                   memory; achieved throughput from tile and wave quantization (arch.gpu)
+cpu                cores x SIMD FMA units; register-blocked GEMM micro-kernels (arch.cpu)
+reconfigurable     one PE array that switches between two systolic modes, paying a
+                   reconfiguration time and energy to leave its resting mode (arch.costing)
+=================  =========================================================================
+
+Every kind has a vector unit of ``lanes`` FP32 lanes for softmax, norms and activations (default:
+the array's columns, the GPU's CUDA cores, the CPU's SIMD lanes). SI units throughout.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .errors import ArchError
+from .technology import Node, check_overrides, precision_bits, precisions
 from .technology import node as tech_node
 
 DATAFLOWS = ("os", "ws", "is")
-KINDS = ("systolic",)
+KINDS = ("systolic", "gpu", "cpu", "reconfigurable")
+
+#: ifmap / filter / ofmap shares of a systolic chiplet's SRAM: SCALE-Sim's TPU-like google.cfg
+#: (6 MB / 6 MB / 2 MB)
+DEFAULT_SRAM_SPLIT = (3 / 7, 3 / 7, 1 / 7)
 
 
-@dataclass(frozen=True)
+def _need(cond: bool, name: str, message: str) -> None:
+    if not cond:
+        raise ArchError(f"chiplet {name!r}: {message}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Chiplet:
-    """One compute-chiplet design. SI units: bytes, hertz."""
+    """Fields every kind has. ``memory_phys`` counts memory PHYs inside the die area (0 by default:
+    a study's evaluator adds one PHY per HBM stack it attaches)."""
 
+    kind: ClassVar[str] = "base"
     name: str
-    kind: str
-    rows: int
-    cols: int
-    dataflow: str
-    sram_bytes: float
-    freq_hz: float
     node: str
-    vector_lanes: int = 0          # elementwise unit width; 0 means one lane per array column
-    d2d_phys: int = 4              # die-to-die PHYs (one per mesh direction)
+    freq_hz: float
+    vector_lanes: int = 0
+    d2d_phys: int = 4
+    memory_phys: int = 0
+    memory_phy_mm2: float = 11.0      # HBM3 PHY, same figure as memory/data/memory.yaml (L)
+    overrides: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ArchError(f"chiplet {self.name!r}: unknown kind {self.kind!r}; allowed: {', '.join(KINDS)}")
-        if self.dataflow not in DATAFLOWS:
-            raise ArchError(f"chiplet {self.name!r}: unknown dataflow {self.dataflow!r}; "
-                            f"allowed: {', '.join(DATAFLOWS)}")
-        if self.rows < 1 or self.cols < 1:
-            raise ArchError(f"chiplet {self.name!r}: array must be at least 1 x 1, got {self.rows} x {self.cols}")
-        if self.sram_bytes <= 0 or self.freq_hz <= 0:
-            raise ArchError(f"chiplet {self.name!r}: SRAM size and clock must be positive")
-        tech_node(self.node)   # validates the node name
+        _need(self.freq_hz > 0, self.name, f"clock must be positive, got {self.freq_hz}")
+        _need(self.vector_lanes >= 0 and self.d2d_phys >= 0 and self.memory_phys >= 0, self.name,
+              "vector_lanes, d2d_phys and memory_phys must be >= 0")
+        tech_node(self.node)                               # validates the node name
+        try:
+            object.__setattr__(self, "overrides", check_overrides(self.overrides))
+        except ArchError as exc:
+            raise ArchError(f"chiplet {self.name!r}: {exc}") from None
+
+    def tech(self) -> Node:
+        """The chiplet's technology node with its overrides applied."""
+        return tech_node(self.node, self.overrides)
 
     @property
     def lanes(self) -> int:
-        return self.vector_lanes or self.cols
+        return self.vector_lanes or self.default_lanes()
 
-    def peak_flops(self) -> float:
-        """Peak matrix throughput: 2 FLOPs per MAC per PE per cycle."""
-        return 2.0 * self.rows * self.cols * self.freq_hz
+    def default_lanes(self) -> int:
+        raise NotImplementedError
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        """Peak matrix FLOP/s (2 per MAC) at an operand precision."""
+        raise NotImplementedError
+
+    def vector_flops(self) -> float:
+        """Elementwise operations per second of the vector unit."""
+        return float(self.lanes) * self.freq_hz
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystolicChiplet(Chiplet):
+    """``arrays`` identical R x C arrays share the work of a GEMM by splitting N (the ifmap is broadcast).
+
+    ``pe_precision`` is the PE datapath (default: the workload's precision). Narrower operands pack
+    ``bits(pe) / bits(operand)`` MACs into one PE per cycle; wider ones are an error.
+    """
+
+    kind: ClassVar[str] = "systolic"
+    rows: int
+    cols: int
+    dataflow: str = "ws"
+    sram_bytes: float
+    arrays: int = 1
+    sram_split: tuple[float, float, float] = DEFAULT_SRAM_SPLIT
+    sram_bank_kb: float = 256.0
+    pe_precision: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _need(self.dataflow in DATAFLOWS, self.name,
+              f"unknown dataflow {self.dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+        _need(self.rows >= 1 and self.cols >= 1 and self.arrays >= 1, self.name,
+              f"array must be at least 1 x 1 (and arrays >= 1), got {self.rows} x {self.cols} x {self.arrays}")
+        _need(self.sram_bytes > 0, self.name, "SRAM size must be positive")
+        _need(len(self.sram_split) == 3 and all(s > 0 for s in self.sram_split)
+              and abs(sum(self.sram_split) - 1.0) < 1e-6, self.name,
+              f"sram_split must be three positive shares (ifmap, filter, ofmap) summing to 1, got {self.sram_split}")
+        _need(self.sram_bank_kb > 0, self.name, "sram_bank_kb must be positive")
+        if self.pe_precision is not None:
+            _need(self.pe_precision in precisions(), self.name,
+                  f"unknown pe_precision {self.pe_precision!r}; allowed: {', '.join(precisions())}")
+
+    def default_lanes(self) -> int:
+        return self.cols * self.arrays
+
+    def pe_bits(self, precision: str) -> int:
+        return precision_bits(self.pe_precision or precision)
+
+    def pack(self, precision: str) -> float:
+        """MACs per PE per cycle at an operand precision."""
+        pe, op = self.pe_bits(precision), precision_bits(precision)
+        _need(op <= pe, self.name, f"{precision} operands are wider than its {self.pe_precision} PEs")
+        return float(pe // op)
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        return 2.0 * self.rows * self.cols * self.arrays * self.pack(precision) * self.freq_hz
+
+    def sram_words(self, precision: str) -> tuple[float, float, float]:
+        """(ifmap, filter, ofmap) buffer sizes per array in PE-wide words."""
+        word = self.pe_bits(precision) / 8.0
+        return tuple(self.sram_bytes * s / self.arrays / word for s in self.sram_split)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuChiplet(Chiplet):
+    """SMs with tensor cores. ``tensor_flops_per_sm_cycle`` maps precision -> dense FLOPs per SM per
+    clock; ``max_efficiency`` is the fraction of peak a large, wave-aligned GEMM sustains (clock and
+    power throttling, instruction overhead). Area counts ``die_sms`` (default ``sms``): products
+    often ship with SMs fused off."""
+
+    kind: ClassVar[str] = "gpu"
+    sms: int
+    tensor_flops_per_sm_cycle: dict
+    l2_bytes: float
+    smem_bytes_per_sm: float = 228 * 1024
+    fp32_lanes_per_sm: int = 128
+    max_efficiency: float = 0.8
+    die_sms: int = 0
+    io_area_mm2: float = 0.0
+    sm_area_mm2: float = 0.0           # 0: the node's gpu_sm_area_mm2
+    d2d_phys: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        _need(self.sms >= 1, self.name, f"sms must be >= 1, got {self.sms}")
+        _need(isinstance(self.tensor_flops_per_sm_cycle, dict) and self.tensor_flops_per_sm_cycle, self.name,
+              "tensor_flops_per_sm_cycle must map precisions to FLOPs per SM per cycle")
+        for p, v in self.tensor_flops_per_sm_cycle.items():
+            _need(p in precisions(), self.name, f"tensor_flops_per_sm_cycle: unknown precision {p!r}; "
+                                                f"allowed: {', '.join(precisions())}")
+            _need(v > 0, self.name, f"tensor_flops_per_sm_cycle.{p} must be positive")
+        _need(0 < self.max_efficiency <= 1, self.name, "max_efficiency must be in (0, 1]")
+        _need(self.l2_bytes > 0 and self.smem_bytes_per_sm > 0, self.name, "l2_bytes and smem_bytes_per_sm must be positive")
+        _need(self.die_sms == 0 or self.die_sms >= self.sms, self.name, "die_sms must be >= sms")
+        _need(self.io_area_mm2 >= 0 and self.sm_area_mm2 >= 0, self.name, "io_area_mm2 and sm_area_mm2 must be >= 0")
+
+    def default_lanes(self) -> int:
+        return self.sms * self.fp32_lanes_per_sm
+
+    def sm_flops_per_cycle(self, precision: str) -> float:
+        table = self.tensor_flops_per_sm_cycle
+        _need(precision in table, self.name,
+              f"no tensor-core rate for {precision}; it supports {', '.join(table)}")
+        return float(table[precision])
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        return self.sms * self.sm_flops_per_cycle(precision) * self.freq_hz
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuChiplet(Chiplet):
+    """``cores`` x ``fma_units`` SIMD FMA pipes of ``simd_bits`` each; ``llc_bytes`` of shared cache."""
+
+    kind: ClassVar[str] = "cpu"
+    cores: int
+    simd_bits: int = 512
+    fma_units: int = 2
+    llc_bytes: float
+    max_efficiency: float = 0.9
+    core_area_mm2: float = 0.0         # 0: the node's cpu_core_area_mm2
+    instruction_pj: float = 500.0
+    # core energy per SIMD FMA instruction beyond its MACs (fetch, decode, rename, scheduling, caches,
+    # clocks): an AMD EPYC 9654 draws 360 W (TDP) for 96 cores x 3.55 GHz x 2 FMA instructions per
+    # cycle, about 0.5 nJ per instruction (L; an upper bound that includes the uncore)
+
+    def __post_init__(self):
+        super().__post_init__()
+        _need(self.cores >= 1 and self.fma_units >= 1, self.name, "cores and fma_units must be >= 1")
+        _need(self.simd_bits in (128, 256, 512, 1024, 2048), self.name,
+              f"simd_bits must be one of 128, 256, 512, 1024, 2048, got {self.simd_bits}")
+        _need(self.llc_bytes > 0, self.name, "llc_bytes must be positive")
+        _need(0 < self.max_efficiency <= 1, self.name, "max_efficiency must be in (0, 1]")
+        _need(self.instruction_pj >= 0 and self.core_area_mm2 >= 0, self.name,
+              "instruction_pj and core_area_mm2 must be >= 0")
+
+    def default_lanes(self) -> int:
+        return self.cores * self.fma_units * self.simd_bits // 32
+
+    def simd_lanes(self, precision: str) -> int:
+        return self.simd_bits // precision_bits(precision)
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        return 2.0 * self.cores * self.fma_units * self.simd_lanes(precision) * self.freq_hz
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystolicMode:
+    """One configuration of a reconfigurable array: ``arrays`` arrays of rows x cols."""
+
+    rows: int
+    cols: int
+    dataflow: str
+    arrays: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconfigurableChiplet(SystolicChiplet):
+    """A PE array that runs in ``modes[0]`` (resting) or ``modes[1]``.
+
+    An operator runs in whichever mode finishes first once the switch is paid: leaving the resting
+    mode and coming back costs ``2 x reconfig_s`` and ``2 x reconfig_j``. The rows/cols/arrays fields
+    give the physical PEs (area); every mode must fit in them. ``reconfig_area_fraction`` adds the
+    muxes and wiring of the switchable array to the PE area.
+    """
+
+    kind: ClassVar[str] = "reconfigurable"
+    modes: tuple[SystolicMode, SystolicMode]
+    reconfig_s: float = 1e-6
+    reconfig_j: float = 1e-6
+    reconfig_area_fraction: float = 0.1
+
+    def __post_init__(self):
+        super().__post_init__()
+        _need(len(self.modes) == 2, self.name, f"needs exactly two modes, got {len(self.modes)}")
+        pes = self.rows * self.cols * self.arrays
+        for i, m in enumerate(self.modes):
+            _need(m.dataflow in DATAFLOWS, self.name,
+                  f"modes[{i}]: unknown dataflow {m.dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+            _need(m.rows >= 1 and m.cols >= 1 and m.arrays >= 1, self.name, f"modes[{i}]: bad array shape")
+            _need(m.rows * m.cols * m.arrays <= pes, self.name,
+                  f"modes[{i}] uses {m.rows * m.cols * m.arrays} PEs, more than the {pes} it has")
+        _need(self.reconfig_s >= 0 and self.reconfig_j >= 0 and self.reconfig_area_fraction >= 0, self.name,
+              "reconfig_s, reconfig_j and reconfig_area_fraction must be >= 0")
+
+    def mode_chiplet(self, i: int) -> SystolicChiplet:
+        """Mode ``i`` as a plain systolic chiplet sharing this chiplet's SRAM and clock."""
+        m = self.modes[i]
+        return SystolicChiplet(name=f"{self.name}[{i}]", node=self.node, freq_hz=self.freq_hz, rows=m.rows,
+                               cols=m.cols, arrays=m.arrays, dataflow=m.dataflow, sram_bytes=self.sram_bytes,
+                               sram_split=self.sram_split, sram_bank_kb=self.sram_bank_kb,
+                               pe_precision=self.pe_precision, overrides=self.overrides,
+                               vector_lanes=self.lanes, d2d_phys=self.d2d_phys)
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        return max(self.mode_chiplet(i).peak_flops(precision) for i in range(2))
+
+
+CLASSES = {cls.kind: cls for cls in (SystolicChiplet, GpuChiplet, CpuChiplet, ReconfigurableChiplet)}

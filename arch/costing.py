@@ -3,12 +3,16 @@
 The table does not depend on where operators are mapped, so a study computes it once and a design's
 evaluation becomes lookups. Per operator row and chiplet:
 
-* ``time_s``: matrix operators take ``batch x gemm_cycles / f`` on the array (arch.systolic);
-  vector operators take ``max(flops, elements) / (lanes x f)`` on the elementwise unit.
-* ``energy_j``: MACs x MAC energy (node, precision) + bytes through SRAM x SRAM energy per byte;
-  vector FLOPs cost half a BF16 MAC each.
-* ``dram_bytes``: weights, KV-cache reads and writes always come from the memory behind the chiplet;
-  activations do too when input plus output exceed the chiplet's SRAM (they spill).
+* matrix operators (``engine == "matrix"``, ``batch`` GEMMs of M x K by K x N) run on the chiplet's
+  matrix engine: systolic arrays (arch.systolic; the N columns split over the chiplet's arrays, stall
+  free: DRAM bandwidth is the study's business), GPU tensor cores (arch.gpu), CPU SIMD (arch.cpu);
+  a reconfigurable chiplet uses whichever of its two modes finishes first after paying the switch;
+* vector operators take ``max(flops, elements) / lanes`` cycles on the elementwise unit;
+* ``energy_j``: MAC, SRAM and register energy (arch.energy);
+* ``dram_bytes``: weights and KV-cache reads come from memory as often as the engine re-fetches its
+  weight-side operand (1x when it fits on chip); KV writes always; activations only when input plus
+  output exceed the on-chip capacity (SRAM, L2 or LLC), then as often as the engine re-reads them;
+  plus partial sums that spill.
 """
 from __future__ import annotations
 
@@ -17,9 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .chiplet import Chiplet
-from .systolic import DATAFLOW_CODE, cycles_table
-from .technology import node as tech_node
+from . import energy
+from .chiplet import Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, SystolicChiplet
+from .cpu import simulate_cpu
+from .errors import ArchError
+from .gpu import simulate_gpu
+from .systolic import (DATAFLOW_CODE, DRAM_FI, DRAM_IF, DRAM_OFR, DRAM_OFW, SRAM_FI, SRAM_IF, SRAM_OFR,
+                       SRAM_OFW, simulate)
+from .systolic import CYCLES as S_CYCLES
+from .technology import precision_bytes
 
 
 @dataclass
@@ -29,44 +39,159 @@ class CostTable:
     time_s: np.ndarray
     energy_j: np.ndarray
     dram_bytes: np.ndarray
+    sram_bytes: np.ndarray          # on-chip buffer / cache traffic
+    utilisation: np.ndarray         # achieved FLOP/s over the chiplet's peak at the precision
+    mode: np.ndarray                # reconfigurable chiplets: mode used (0 resting, 1 other); -1 otherwise
+
+
+@dataclass
+class MatrixCost:
+    """Cost of a batch of GEMMs on one chiplet; arrays of one entry per GEMM."""
+
+    time_s: np.ndarray
+    energy_j: np.ndarray
+    sram_bytes: np.ndarray
+    dram_a_bytes: np.ndarray        # M x K operand (activations)
+    dram_b_bytes: np.ndarray        # K x N operand (weights / KV cache)
+    dram_c_bytes: np.ndarray        # outputs (and spilled partial sums)
+    mode: np.ndarray
+
+
+def on_chip_bytes(ch: Chiplet) -> float:
+    if isinstance(ch, SystolicChiplet):
+        return float(ch.sram_bytes)
+    if isinstance(ch, GpuChiplet):
+        return float(ch.l2_bytes)
+    if isinstance(ch, CpuChiplet):
+        return float(ch.llc_bytes)
+    raise ArchError(f"chiplet {ch.name!r}: unknown kind {ch.kind!r}")
+
+
+def _systolic(ch: SystolicChiplet, M, N, K, batch, precision) -> MatrixCost:
+    word = ch.pe_bits(precision) / 8.0
+    out_b = precision_bytes(precision)
+    s_if, s_fi, s_of = ch.sram_words(precision)
+    n_arr = np.ceil(N / ch.arrays)
+    r = simulate(M, n_arr, K, ch.rows, ch.cols, DATAFLOW_CODE[ch.dataflow], pack=ch.pack(precision),
+                 sram_ifmap_words=s_if, sram_filter_words=s_fi, sram_ofmap_words=s_of)[:, 0, :]
+    arrays = float(ch.arrays)
+    sram = batch * (arrays * (r[:, SRAM_IF] + r[:, SRAM_FI]) * word + arrays * (r[:, SRAM_OFW] + r[:, SRAM_OFR]) * out_b)
+    macs = M * N * K * batch
+    return MatrixCost(time_s=r[:, S_CYCLES] * batch / ch.freq_hz,
+                      energy_j=energy.systolic_energy_j(ch, macs, sram, precision), sram_bytes=sram,
+                      dram_a_bytes=batch * r[:, DRAM_IF] * word,           # broadcast to every array once
+                      dram_b_bytes=batch * arrays * r[:, DRAM_FI] * word,
+                      dram_c_bytes=batch * arrays * (r[:, DRAM_OFW] + r[:, DRAM_OFR]) * out_b,
+                      mode=np.full(len(M), -1))
+
+
+def _gpu(ch: GpuChiplet, M, N, K, batch, precision) -> MatrixCost:
+    r = simulate_gpu(M, N, K, ch, precision, batch)
+    macs = M * N * K * batch
+    sram = r[:, 5] + r[:, 6] + r[:, 7]
+    return MatrixCost(time_s=r[:, 0] / ch.freq_hz,
+                      energy_j=energy.gpu_energy_j(ch, macs, r[:, 7], r[:, 6], r[:, 5], precision), sram_bytes=sram,
+                      dram_a_bytes=r[:, 2], dram_b_bytes=r[:, 3], dram_c_bytes=r[:, 4], mode=np.full(len(M), -1))
+
+
+def _cpu(ch: CpuChiplet, M, N, K, batch, precision) -> MatrixCost:
+    r = simulate_cpu(M, N, K, ch, precision, batch)
+    macs = M * N * K * batch
+    return MatrixCost(time_s=r[:, 0] / ch.freq_hz, energy_j=energy.cpu_energy_j(ch, macs, r[:, 5], precision),
+                      sram_bytes=r[:, 5], dram_a_bytes=r[:, 2], dram_b_bytes=r[:, 3], dram_c_bytes=r[:, 4],
+                      mode=np.full(len(M), -1))
+
+
+def _reconfigurable(ch: ReconfigurableChiplet, M, N, K, batch, precision) -> MatrixCost:
+    rest = _systolic(ch.mode_chiplet(0), M, N, K, batch, precision)
+    other = _systolic(ch.mode_chiplet(1), M, N, K, batch, precision)
+    switch = other.time_s + 2.0 * ch.reconfig_s < rest.time_s
+    pick = lambda a, b: np.where(switch, b, a)
+    return MatrixCost(time_s=np.where(switch, other.time_s + 2.0 * ch.reconfig_s, rest.time_s),
+                      energy_j=np.where(switch, other.energy_j + 2.0 * ch.reconfig_j, rest.energy_j),
+                      sram_bytes=pick(rest.sram_bytes, other.sram_bytes),
+                      dram_a_bytes=pick(rest.dram_a_bytes, other.dram_a_bytes),
+                      dram_b_bytes=pick(rest.dram_b_bytes, other.dram_b_bytes),
+                      dram_c_bytes=pick(rest.dram_c_bytes, other.dram_c_bytes), mode=switch.astype(int))
+
+
+def matrix_costs(ch: Chiplet, M, N, K, batch=1.0, precision: str = "bf16") -> MatrixCost:
+    """Cost of ``batch`` GEMMs (M x K) @ (K x N) per entry on one chiplet (arrays broadcast together)."""
+    M, N, K, batch = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (M, N, K, batch))
+    M, N, K, batch = np.broadcast_arrays(M, N, K, batch)
+    if np.any((M <= 0) | (N <= 0) | (K <= 0) | (batch <= 0)):
+        raise ArchError("GEMM dimensions M, N, K and batch must be positive")
+    if isinstance(ch, ReconfigurableChiplet):
+        return _reconfigurable(ch, M, N, K, batch, precision)
+    if isinstance(ch, SystolicChiplet):
+        return _systolic(ch, M, N, K, batch, precision)
+    if isinstance(ch, GpuChiplet):
+        return _gpu(ch, M, N, K, batch, precision)
+    if isinstance(ch, CpuChiplet):
+        return _cpu(ch, M, N, K, batch, precision)
+    raise ArchError(f"chiplet {ch.name!r}: no cost model for kind {ch.kind!r}")
 
 
 def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16") -> CostTable:
     """Cost of every operator row of ``ops`` (workloads OP_COLUMNS) on every chiplet."""
     n, c = len(ops), len(chiplets)
-    is_matrix = (ops["engine"].to_numpy() == "matrix")
+    is_matrix = ops["engine"].to_numpy() == "matrix"
     M, N, K = (ops[k].to_numpy(float) for k in ("M", "N", "K"))
-    batch = ops["batch"].to_numpy(float)
+    batch = np.maximum(ops["batch"].to_numpy(float), 1.0)
     flops = ops["flops"].to_numpy(float)
     elements = ops["elements"].to_numpy(float)
     weights = ops["weight_bytes"].to_numpy(float)
-    act = ops["act_in_bytes"].to_numpy(float) + ops["act_out_bytes"].to_numpy(float)
-    kv = ops["kv_read_bytes"].to_numpy(float) + ops["kv_write_bytes"].to_numpy(float)
+    act_in = ops["act_in_bytes"].to_numpy(float)
+    act_out = ops["act_out_bytes"].to_numpy(float)
+    kv_read = ops["kv_read_bytes"].to_numpy(float)
+    kv_write = ops["kv_write_bytes"].to_numpy(float)
+    elem = precision_bytes(precision)
 
-    rows = np.array([ch.rows for ch in chiplets])
-    cols = np.array([ch.cols for ch in chiplets])
-    flows = np.array([DATAFLOW_CODE[ch.dataflow] for ch in chiplets])
-    freq = np.array([ch.freq_hz for ch in chiplets])
-    lanes = np.array([ch.lanes for ch in chiplets], dtype=float)
-    sram = np.array([ch.sram_bytes for ch in chiplets])
-    nodes = [tech_node(ch.node) for ch in chiplets]
-    mac_pj = np.array([nd.mac_energy_pj[precision] for nd in nodes])
-    flop_pj = np.array([nd.mac_energy_pj["bf16"] / 2 for nd in nodes])
-    sram_pj = np.array([nd.sram_read_pj_per_byte for nd in nodes])
+    out = {k: np.zeros((n, c)) for k in ("time_s", "energy_j", "dram_bytes", "sram_bytes", "utilisation")}
+    mode = np.full((n, c), -1)
+    mm = np.flatnonzero(is_matrix & (M > 0) & (N > 0) & (K > 0))
+    vec = np.flatnonzero(~np.isin(np.arange(n), mm))
+    for j, ch in enumerate(chiplets):
+        cap = on_chip_bytes(ch)
+        spills = (act_in + act_out) > cap
+        if len(mm):
+            mc = matrix_costs(ch, M[mm], N[mm], K[mm], batch[mm], precision)
+            a0 = batch[mm] * M[mm] * K[mm] * elem
+            b0 = batch[mm] * K[mm] * N[mm] * elem
+            c0 = batch[mm] * M[mm] * N[mm] * elem
+            rf_a = np.maximum(mc.dram_a_bytes / a0, 1.0)
+            rf_b = np.maximum(mc.dram_b_bytes / b0, 1.0)
+            psum_spill = np.maximum(mc.dram_c_bytes - c0, 0.0)
+            out["time_s"][mm, j] = mc.time_s
+            out["energy_j"][mm, j] = mc.energy_j
+            out["sram_bytes"][mm, j] = mc.sram_bytes
+            out["dram_bytes"][mm, j] = ((weights[mm] + kv_read[mm]) * rf_b + kv_write[mm] + psum_spill
+                                        + np.where(spills[mm], act_in[mm] * rf_a + act_out[mm], 0.0))
+            out["utilisation"][mm, j] = 2.0 * M[mm] * N[mm] * K[mm] * batch[mm] / (mc.time_s * ch.peak_flops(precision))
+            mode[mm, j] = mc.mode
+        if len(vec):
+            work = np.maximum(flops[vec], elements[vec])
+            t = work / ch.vector_flops()
+            moved = act_in[vec] + act_out[vec]
+            out["time_s"][vec, j] = t
+            out["energy_j"][vec, j] = energy.vector_energy_j(ch, flops[vec], moved)
+            out["sram_bytes"][vec, j] = moved
+            out["dram_bytes"][vec, j] = weights[vec] + kv_read[vec] + kv_write[vec] + np.where(spills[vec], moved, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out["utilisation"][vec, j] = np.where(t > 0, work / (t * ch.vector_flops()), 0.0)
+    return CostTable(mode=mode, **out)
 
-    cycles = np.zeros((n, c))
-    if is_matrix.any():
-        cycles[is_matrix] = cycles_table(M[is_matrix], N[is_matrix], K[is_matrix], rows, cols, flows) \
-            * batch[is_matrix, None]
-    vec_cycles = np.maximum(flops, elements)[:, None] / lanes[None, :]
-    cycles = np.where(is_matrix[:, None], cycles, vec_cycles)
-    time_s = cycles / freq[None, :]
 
-    macs = np.where(is_matrix, M * N * K * batch, 0.0)
-    sram_bytes = weights + act + kv
-    energy_pj = (macs[:, None] * mac_pj[None, :]
-                 + np.where(is_matrix, 0.0, flops)[:, None] * flop_pj[None, :]
-                 + sram_bytes[:, None] * sram_pj[None, :])
-    spill = np.where(act[:, None] > sram[None, :], act[:, None], 0.0)
-    dram = weights[:, None] + kv[:, None] + spill
-    return CostTable(time_s=time_s, energy_j=energy_pj * 1e-12, dram_bytes=dram)
+def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16") -> dict:
+    """Latency, achieved FLOP/s, energy and traffic of one GEMM on one chiplet (for ``dse gemm``)."""
+    mc = matrix_costs(ch, M, N, K, 1.0, precision)
+    t = float(mc.time_s[0])
+    flops = 2.0 * M * N * K
+    report = {"chiplet": ch.name, "kind": ch.kind, "precision": precision, "M": M, "N": N, "K": K,
+              "latency_s": t, "achieved_flops": flops / t, "peak_flops": ch.peak_flops(precision),
+              "utilisation": flops / t / ch.peak_flops(precision), "energy_j": float(mc.energy_j[0]),
+              "sram_bytes": float(mc.sram_bytes[0]), "dram_a_bytes": float(mc.dram_a_bytes[0]),
+              "dram_b_bytes": float(mc.dram_b_bytes[0]), "dram_c_bytes": float(mc.dram_c_bytes[0])}
+    if isinstance(ch, ReconfigurableChiplet):
+        report["mode"] = int(mc.mode[0])
+    return report

@@ -93,7 +93,6 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     after_ptr, after_ids = _csr(after)
     scen_ptr, scen_stages = _csr([list(stages) for _, stages in t.scenarios])
     unit_w_copy = weight_per_copy(t, max_copies, split)
-    nodes = [arch.node(n) for n in t.kind_nodes]
     hbm, ddr = t.hbm, t.ddr
     f = float
     return KernelTables(
@@ -106,8 +105,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
-        kind_area=t.kind_area_mm2, kind_wafer_cost=np.array([nd.wafer_cost_usd for nd in nodes], float),
-        kind_d0=np.array([nd.defect_density_per_cm2 for nd in nodes], float),
+        kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
         kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
         tokens=f(t.tokens_per_step),
         hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),

@@ -60,6 +60,8 @@ class EvalTables:
     link: noc.LinkTech
     tokens_per_step: int
     workload: workloads.Workload
+    kind_wafer_cost_usd: np.ndarray | None = None       # [K] per chiplet kind, with its technology overrides
+    kind_defect_density_per_cm2: np.ndarray | None = None   # [K]
 
     @property
     def n_units(self) -> int:
@@ -111,8 +113,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     ddr = next((s for s in mem.values() if not s.is_hbm), None)
 
     kind_area = np.array([arch.chiplet_area_mm2(c, precision) for c in chiplets])
-    peak_dyn = np.array([c.peak_flops() / 2 * arch.node(c.node).mac_energy_pj[precision] * 1e-12
-                         for c in chiplets])
+    peak_dyn = np.array([arch.peak_dynamic_power_w(c, precision) for c in chiplets])
     return EvalTables(
         unit_names=units,
         unit_kind=np.array([UNIT_KINDS.index(nodes[u]["kind"]) for u in units]),
@@ -144,7 +145,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         ddr_bw_Bps=memory.effective_bandwidth_Bps(ddr, 1) if ddr else 0.0,
         link=noc.link_tech(study.hardware.package.link),
         tokens_per_step=wl.tokens_per_step,
-        workload=wl)
+        workload=wl,
+        kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),
+        kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float))
 
 
 def _route_tokens(node: dict, default: float) -> float:

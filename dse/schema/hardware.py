@@ -1,10 +1,10 @@
 """Study schema: the ``hardware`` section (chiplet library, memory, package network)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import (Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PrivateAttr,
+                      ValidationError, field_validator, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import arch
@@ -14,14 +14,57 @@ import noc
 from .common import IntRange, StrictModel, check_range
 
 
-class ChipletSpec(StrictModel):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["systolic"] = "systolic"
+class ModeSpec(StrictModel):
+    """One configuration of a reconfigurable chiplet."""
+
     array: tuple[PositiveInt, PositiveInt]
+    dataflow: Literal["os", "ws", "is"]
+    arrays: PositiveInt = 1
+
+
+class ChipletSpec(StrictModel):
+    """One chiplet kind of the library: ``{preset: h100-like}`` (optionally changing some fields) or a
+    ``kind`` with its fields. Which fields each kind takes, their units and defaults: docs/arch.md.
+    Only the keys written in the study reach arch (the defaults below are placeholders)."""
+
+    name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
+    kind: Literal["systolic", "gpu", "cpu", "reconfigurable"] = "systolic"
+    array: tuple[PositiveInt, PositiveInt] = (1, 1)
     dataflow: Literal["os", "ws", "is"] = "ws"
-    sram_mb: PositiveFloat
-    freq_ghz: PositiveFloat
-    node: str
+    sram_mb: PositiveFloat = 1.0
+    freq_ghz: PositiveFloat = 1.0
+    node: str = "7nm"
+    preset: str = ""
+    arrays: PositiveInt = 1
+    sram_split: tuple[PositiveFloat, PositiveFloat, PositiveFloat] = (3 / 7, 3 / 7, 1 / 7)
+    sram_bank_kb: PositiveFloat = 256.0
+    pe_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    vector_lanes: NonNegativeInt = 0
+    d2d_phys: NonNegativeInt = 4
+    memory_phys: NonNegativeInt = 0
+    memory_phy_mm2: NonNegativeFloat = 11.0
+    sms: PositiveInt = 1
+    die_sms: NonNegativeInt = 0
+    tensor_flops_per_sm_cycle: dict[str, PositiveFloat] = Field(default_factory=dict)
+    l2_mb: PositiveFloat = 1.0
+    smem_kb_per_sm: PositiveFloat = 228.0
+    fp32_lanes_per_sm: PositiveInt = 128
+    max_efficiency: float = Field(default=0.8, gt=0, le=1)
+    io_area_mm2: NonNegativeFloat = 0.0
+    sm_area_mm2: NonNegativeFloat = 0.0
+    cores: PositiveInt = 1
+    simd_bits: PositiveInt = 512
+    fma_units: PositiveInt = 2
+    llc_mb: PositiveFloat = 1.0
+    core_area_mm2: NonNegativeFloat = 0.0
+    instruction_pj: NonNegativeFloat = 500.0
+    modes: list[ModeSpec] = Field(default_factory=list)
+    reconfig_us: NonNegativeFloat = 1.0
+    reconfig_uj: NonNegativeFloat = 1.0
+    reconfig_area_fraction: NonNegativeFloat = 0.1
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+    _chiplet: Any = PrivateAttr(default=None)
 
     @field_validator("node")
     @classmethod
@@ -30,10 +73,37 @@ class ChipletSpec(StrictModel):
             raise ValueError(f"unknown technology node {value!r}; allowed: {', '.join(arch.nodes())}")
         return value
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        if value and value not in arch.preset_names():
+            raise ValueError(f"unknown chiplet preset {value!r}; available: {', '.join(arch.preset_names())}")
+        return value
+
+    @model_validator(mode="after")
+    def _build(self):
+        given = self.model_fields_set
+        if not self.preset and not self.name:
+            raise ValueError("every chiplet needs a 'name' (or a 'preset', whose name it then takes)")
+        spec = {k: getattr(self, k) for k in given if k != "preset"}
+        if "modes" in spec:
+            spec["modes"] = [m.model_dump() for m in self.modes]
+        if self.preset:
+            spec = {"preset": self.preset, "name": self.name or self.preset, **{k: v for k, v in spec.items() if k != "name"}}
+            if "kind" not in given:
+                spec.pop("kind", None)
+        try:
+            self._chiplet = arch.build_chiplet(spec)
+        except arch.ArchError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @property
+    def chiplet_name(self) -> str:
+        return self._chiplet.name
+
     def to_chiplet(self) -> arch.Chiplet:
-        return arch.Chiplet(name=self.name, kind=self.kind, rows=self.array[0], cols=self.array[1],
-                            dataflow=self.dataflow, sram_bytes=self.sram_mb * 2**20,
-                            freq_hz=self.freq_ghz * 1e9, node=self.node)
+        return self._chiplet
 
 
 class MemoryEntry(StrictModel):
@@ -206,7 +276,7 @@ class HardwareSpec(StrictModel):
 
     @model_validator(mode="after")
     def _unique(self):
-        names = [c.name for c in self.chiplets]
+        names = [c.chiplet_name for c in self.chiplets]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"chiplet names must be unique; repeated: {', '.join(sorted(dup))}")
