@@ -45,5 +45,7 @@ def run_study(study: Study, seed: int | None = None,
         study = study.model_copy(update={"search": study.search.model_copy(update={"seed": seed})})
     outcome = run_search(p.evaluator, study, on_generation=on_generation)
     designs = p.evaluator.designs(outcome.X)
-    return build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
-                        p.tables.kind_names)
+    result = build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
+                          p.tables.kind_names)
+    result.prepared = p
+    return result

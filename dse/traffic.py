@@ -1,0 +1,97 @@
+"""Chiplet-to-chiplet traffic of one design in one step, from the workload graph and the placement.
+
+The model is the one the evaluator uses for hand-offs (dse.perf_model.hand_offs):
+
+* every graph edge ``a -> b`` carries ``bytes`` per occurrence, ``repeat`` occurrences per step, and
+  runs with the probability of the stage of ``b``;
+* a unit with c copies (replicas) splits what it sends evenly over its copies, and the receiving unit's
+  c' copies each take 1/c' of it; shards (one-to-many mappings) all-reduce first, so only the first
+  shard sends, and every shard of the receiver needs the whole input;
+* shards of a unit all-reduce their output with a ring: each shard sends ``2 (c - 1)`` chunks of
+  ``D / c`` bytes to the next shard, once per layer instance (D = the unit's output bytes).
+
+Bytes between copies on the same chiplet stay on the chiplet and never reach the package network.
+Link loads follow dimension-order (XY) routing on the mesh (noc.mesh.xy_link_loads).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from noc.mesh import EAST, NORTH, SOUTH, WEST, xy_link_loads
+
+from .errors import StudyError
+from .space import SPLIT_MAPPINGS, Design
+from .tables import EvalTables
+
+FLOW_COLUMNS = ["src_unit", "dst_unit", "src_slot", "dst_slot", "kind", "bytes_per_occurrence",
+                "occurrences_per_step", "bytes_per_step"]
+
+#: mesh direction of each of a node's four outgoing links (index d of ``node * 4 + d``)
+DIRECTIONS = {EAST: (0, 1), WEST: (0, -1), SOUTH: (1, 0), NORTH: (-1, 0)}
+
+
+def _slots(design: Design, unit: str) -> list[int]:
+    try:
+        return list(design.placement[unit])
+    except KeyError:
+        raise StudyError(f"the design places no copy of unit {unit!r}; every unit of the workload needs a slot",
+                         key="placement") from None
+
+
+def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
+    """Every (sender copy, receiver copy) flow of one step, expected bytes (see module docstring)."""
+    split = design.mapping in SPLIT_MAPPINGS
+    names = tables.unit_names
+    rows = []
+    for e in range(len(tables.edge_src)):
+        a, b = names[tables.edge_src[e]], names[tables.edge_dst[e]]
+        src, dst = _slots(design, a), _slots(design, b)
+        senders = src[:1] if split else src
+        share = tables.edge_bytes[e] / len(senders) / (1.0 if split else len(dst))
+        occurrences = tables.edge_repeat[e] * tables.stage_prob[tables.unit_stage[tables.edge_dst[e]]]
+        for i in senders:
+            for j in dst:
+                rows.append((a, b, i, j, "hand-off", share, occurrences, share * occurrences))
+    if split:
+        for u, name in enumerate(names):
+            ring = _slots(design, name)
+            c = len(ring)
+            if c < 2:
+                continue
+            s = tables.unit_stage[u]
+            occurrences = tables.stage_repeat[s] * tables.stage_prob[s]
+            chunk_bytes = 2.0 * (c - 1) * tables.unit_out_bytes[u] / c
+            for r in range(c):
+                rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", chunk_bytes, occurrences,
+                             chunk_bytes * occurrences))
+    return pd.DataFrame(rows, columns=FLOW_COLUMNS)
+
+
+def chiplet_traffic(design: Design, tables: EvalTables) -> np.ndarray:
+    """Expected bytes per step from chiplet i to chiplet j (N x N, zero diagonal)."""
+    n = design.rows * design.cols
+    traffic = np.zeros((n, n))
+    flows = unit_flows(design, tables)
+    off_chip = flows[flows["src_slot"] != flows["dst_slot"]]
+    np.add.at(traffic, (off_chip["src_slot"].to_numpy(int), off_chip["dst_slot"].to_numpy(int)),
+              off_chip["bytes_per_step"].to_numpy(float))
+    return traffic
+
+
+def link_loads(design: Design, traffic: np.ndarray) -> pd.DataFrame:
+    """Bytes per step on every directed mesh link under XY routing, one row per link that exists."""
+    loads = xy_link_loads(np.ascontiguousarray(traffic, dtype=float), design.cols)
+    rows = []
+    for node in range(design.rows * design.cols):
+        r, c = divmod(node, design.cols)
+        for d, (dr, dc) in DIRECTIONS.items():
+            r2, c2 = r + dr, c + dc
+            if 0 <= r2 < design.rows and 0 <= c2 < design.cols:
+                rows.append((node, r2 * design.cols + c2, loads[node * 4 + d]))
+    return pd.DataFrame(rows, columns=["src_slot", "dst_slot", "bytes_per_step"])
+
+
+def link_utilisation(loads: pd.DataFrame, bandwidth_Bps: float, step_s: float) -> pd.Series:
+    """Fraction of the step each link is busy: bytes / (bandwidth x step time)."""
+    return loads["bytes_per_step"] / (bandwidth_Bps * step_s)
