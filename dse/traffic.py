@@ -24,7 +24,7 @@ from .errors import StudyError
 from .space import SPLIT_MAPPINGS, Design
 from .tables import EvalTables
 
-FLOW_COLUMNS = ["src_unit", "dst_unit", "src_slot", "dst_slot", "kind", "bytes_per_occurrence",
+FLOW_COLUMNS = ["src_unit", "dst_unit", "src_slot", "dst_slot", "kind", "edge", "bytes_per_occurrence",
                 "occurrences_per_step", "bytes_per_step"]
 
 #: mesh direction of each of a node's four outgoing links (index d of ``node * 4 + d``)
@@ -40,7 +40,9 @@ def _slots(design: Design, unit: str) -> list[int]:
 
 
 def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
-    """Every (sender copy, receiver copy) flow of one step, expected bytes (see module docstring)."""
+    """Every (sender copy, receiver copy) flow of one step, expected bytes (see module docstring).
+
+    ``edge`` is the flow's edge in the tables' edge arrays (-1 for an all-reduce)."""
     split = design.mapping in SPLIT_MAPPINGS
     names = tables.unit_names
     rows = []
@@ -52,7 +54,7 @@ def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
         occurrences = tables.edge_repeat[e] * tables.stage_prob[tables.unit_stage[tables.edge_dst[e]]]
         for i in senders:
             for j in dst:
-                rows.append((a, b, i, j, "hand-off", share, occurrences, share * occurrences))
+                rows.append((a, b, i, j, "hand-off", e, share, occurrences, share * occurrences))
     if split:
         for u, name in enumerate(names):
             ring = _slots(design, name)
@@ -63,7 +65,7 @@ def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
             occurrences = tables.stage_repeat[s] * tables.stage_prob[s]
             chunk_bytes = 2.0 * (c - 1) * tables.unit_out_bytes[u] / c
             for r in range(c):
-                rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", chunk_bytes, occurrences,
+                rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", -1, chunk_bytes, occurrences,
                              chunk_bytes * occurrences))
     return pd.DataFrame(rows, columns=FLOW_COLUMNS)
 
