@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as MatplotlibFigure
 from matplotlib.patches import FancyArrow, Rectangle
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
@@ -38,6 +38,16 @@ DISPLAY = {
 BETTER = {name: ("lower" if sign > 0 else "higher") for name, (_, sign) in OBJECTIVES.items()}
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
 PARETO_COLOUR = "#c0392b"
+
+
+class Figure(MatplotlibFigure):
+    """A matplotlib Figure that shows itself in Jupyter even when pyplot was never imported."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
 
 
 def column(objective: str) -> str:
