@@ -2,6 +2,7 @@
 import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from dse.exports import export_design
 from dse.exports.common import load_context
 from dse.exports.gem5 import topology_name
+from noc.mesh import average_hops_uniform
 from results_helpers import DESIGN_ID, tiny_design, tiny_results_folder
 
 
@@ -134,3 +136,27 @@ def test_gem5_topology_builds_the_mesh_with_xy_weights(folder, tmp_path):
     assert float(rate) > 0 and len(rate.split(".")[1]) == int(digits)
     assert (tmp_path / "README.md").read_text().startswith("Targets: gem5 Garnet")
     assert len(files) == 3
+
+
+BOOKSIM = Path(__file__).parent / "data" / "peers" / "booksim_tiny_2x2"
+
+
+def booksim_stat(path, name):
+    return float(re.search(rf"{name} = ([0-9.e+-]+)", path.read_text()).group(1))
+
+
+def test_booksim_routes_the_exported_mesh_minimally():
+    """BookSim2 (PROVENANCE.md) ran the exported 2 x 2 anynet under uniform traffic at 0.1 flits/node/cycle.
+    It counts routers passed (XY hops + 1); Dally & Towles' mean over all pairs including self is
+    2(k^2 - 1)/(3k) = 1 for k = 2 (noc.mesh.average_hops_uniform)."""
+    hops = booksim_stat(BOOKSIM / "booksim_load01.txt", "Hops average") - 1
+    assert hops == pytest.approx(average_hops_uniform(2, 2, include_self=True), abs=0.02)
+    # far below saturation every injected flit is accepted
+    injected = booksim_stat(BOOKSIM / "booksim_load01.txt", "Injected flit rate average")
+    assert booksim_stat(BOOKSIM / "booksim_load01.txt", "Accepted flit rate average") == pytest.approx(injected,
+                                                                                                         rel=0.02)
+    assert injected == pytest.approx(0.1, rel=0.1)
+    # the anynet it ran is the one the exporter writes for this design
+    routers, nodes = read_anynet(BOOKSIM / "dtiny.anynet")
+    assert {(a, b) for a, nb in routers.items() for b in nb} == mesh_links(2, 2)
+    assert booksim_stat(BOOKSIM / "booksim_design_rate.txt", "Packet latency average") > 0
