@@ -123,3 +123,14 @@ def test_convergence_table_written_by_the_search_is_preferred(tmp_path):
     assert origin == "search" and table["hypervolume"].tolist() == [0.3, 0.4]
     table, origin = convergence_table(_Result(ev, ["latency", "energy"]))
     assert origin == "computed" and np.all(np.diff(table["hypervolume"]) >= 0)
+
+
+def test_report_of_a_study_without_feasible_designs(tiny_dict, tmp_path):
+    tiny_dict["constraints"] = {"power_w": 1.0}
+    tiny_dict["search"].update(population=4, generations=1)
+    result = dse.Study.from_dict(tiny_dict).run()
+    assert result.pareto.empty
+    out = dse.write_results(result, tmp_path / "none")
+    md = (out / "report.md").read_text()
+    assert "No feasible design was found" in md and "0 on the Pareto front" in md
+    assert (out / "report.html").exists() and not list((out / "plots").glob("*.png"))

@@ -55,3 +55,5 @@ def _print_summary(result, out: Path) -> None:
     if len(result.pareto) > 12:
         console.print(f"... {len(result.pareto) - 12} more in pareto.csv")
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
+    if (out / "report.html").exists():
+        console.print(f"start with {out}/report.html (or report.md); figures in {out}/plots/", soft_wrap=True)
