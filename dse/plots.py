@@ -256,7 +256,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
 
     R, C = design.rows, design.cols
-    fig = Figure(figsize=(2.4 * C + 2.4, 2.4 * R + 1.5), layout="constrained")
+    fig = Figure(figsize=(max(2.4 * C + 2.4, 6.0), 2.4 * R + 1.7), layout="constrained")
     ax = fig.add_subplot()
     size, gap = 1.0, 0.45
     pitch = size + gap
@@ -270,7 +270,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
                 f"busy {100 * chip.busy_share:.0f}% of the step", ha="left", va="bottom", fontsize=7)
         ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds) or "(no units)", ha="center",
                 va="center", fontsize=7)
-    norm = Normalize(vmin=0.0, vmax=max(float(util.max()) if len(util) else 0.0, 1e-9))
+    peak = float(util.max()) if len(util) else 0.0
+    norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
     for (src, dst, _), u in zip(loads.itertuples(index=False), util):
         r1, c1 = divmod(src, C)
@@ -283,9 +284,10 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         ax.add_patch(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
                                 dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
                                 length_includes_head=True, color=cmap(norm(u)), ec="black", lw=0.3))
-    cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
-    cbar.set_label("link utilisation [% of the step the link is busy]")
-    cbar.formatter.set_useOffset(False)
+    if len(util):
+        cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
+        cbar.set_label("link utilisation [% of the step the link is busy]")
+        cbar.formatter.set_useOffset(False)
     handles = [Rectangle((0, 0), 1, 1, fc=colour[k], ec="black") for k in kind_names]
     ax.legend(handles, kind_names, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(kind_names),
               fontsize=8, frameon=False, title="chiplet kind", title_fontsize=8)
@@ -293,7 +295,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     ax.set_ylim(-(R - 1) * pitch - 0.2, size + 0.2)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"{title or 'design'}: {R} x {C} mesh, {latency * 1e3:.3g} ms per step, "
+    ax.set_title(f"{title or 'design'}\n{R} x {C} mesh, {latency * 1e3:.3g} ms per step, "
                  f"{design.ddr_channels} DDR channels, {design.link} links", fontsize=9)
     return fig
 
@@ -310,6 +312,7 @@ def save(fig: Figure, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.svg"]
     fig.savefig(paths[0], dpi=150)
+    fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
     fig.savefig(paths[1])
     return paths
 

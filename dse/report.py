@@ -47,7 +47,7 @@ def table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_none_"
     head = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "---|" * len(df.columns)
+    rule = "|" + "".join("---:|" if pd.api.types.is_numeric_dtype(df[c]) else ":---|" for c in df.columns)
     body = ["| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join([head, rule] + body)
 
@@ -191,7 +191,8 @@ FILES_TEXT = """## Files in this folder
 |---|---|
 | `pareto.csv` | the Pareto designs: decisions and every metric (units in column names) |
 | `evaluations.csv` | every evaluated design with its generation and `feasible` / `pareto` flags |
-| `designs/<id>.yaml` | each Pareto design; `dse export . --design <id> --to rapidchiplet` (or booksim, gem5, scalesim, chakra) hands it to other tools |
+| `designs/<id>.yaml` | each Pareto design; `dse export <this folder> --design <id> --to rapidchiplet` \
+(or booksim, gem5, scalesim, chakra) hands it to other tools |
 | `plots/` | every figure as PNG and SVG |
 | `study.yaml` | the study as run, defaults filled in |
 """
@@ -218,9 +219,9 @@ def report_markdown(result, prepared, figures: dict[str, str]) -> str:
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}th,td{border:1px solid #ccc;padding:3px 6px;
-text-align:right}th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}img{max-width:100%;
-border:1px solid #eee;margin:0.3em 0}code{background:#f5f5f5;padding:0 3px}h1{font-size:1.6em}"""
+table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}th,td{border:1px solid #ccc;padding:3px 6px}
+th{background:#f0f0f0}img{max-width:100%;border:1px solid #eee;margin:0.3em 0}
+p>img:not(:only-child){max-width:49.5%}code{background:#f5f5f5;padding:0 3px}h1{font-size:1.6em}"""
 
 
 def report_html(md_text: str, folder: Path, title: str) -> str:

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 pytest.importorskip("chakra.schema.protobuf.et_def_pb2", reason="mlc-chakra is in the test extra")
-from chakra.schema.protobuf.et_def_pb2 import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, GlobalMetadata, Node  # noqa: E402
+from chakra.schema.protobuf.et_def_pb2 import (  # noqa: E402
+    COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, GlobalMetadata, Node)
 from chakra.src.third_party.utils.protolib import decodeMessage  # noqa: E402
 
 from dse.exports import export_design  # noqa: E402
