@@ -223,18 +223,15 @@ def plot_convergence(result, results_dir: str | Path | None = None) -> Figure:
     return fig
 
 
-def _short(unit: str) -> str:
-    """``L0-31.e3`` -> ``e3``: the layer group is the same for every unit of a shared-layer workload."""
-    return unit.split(".", 1)[1] if "." in unit else unit
-
-
-def _units_text(units: list[str], kinds: dict[str, str], width: int = 3) -> str:
+def _units_text(units: list[str], kinds: dict[str, str], one_group: bool, width: int = 3) -> str:
+    """Units a chiplet holds, by name (``L0-31.e3`` -> ``e3`` when every layer shares one group), or
+    counted by kind when there are many."""
     if len(units) > 9:
         counts: dict[str, int] = {}
         for u in units:
             counts[kinds[u]] = counts.get(kinds[u], 0) + 1
         return "\n".join(f"{n} x {k}" for k, n in counts.items())
-    names = [_short(u) for u in units]
+    names = [u.split(".", 1)[1] if one_group and "." in u else u for u in units]
     return "\n".join(" ".join(names[i:i + width]) for i in range(0, len(names), width))
 
 
@@ -252,6 +249,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     util = 100.0 * link_utilisation(loads, tables.link.bandwidth_Bps, latency).to_numpy()
     chips = chiplet_table(design, prepared, latency)
     kinds = {u: tables.workload.graph.nodes[u]["kind"] for u in tables.unit_names}
+    one_group = len({u.split(".", 1)[0] for u in tables.unit_names if "." in u}) <= 1
     kind_names = list(dict.fromkeys(list(tables.kind_names) + list(design.chiplets)))
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
 
@@ -268,8 +266,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {chip.kind}", ha="left", va="top", fontsize=8, weight="bold")
         ax.text(x0 + 0.05, y0 + 0.05, f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB\n"
                 f"busy {100 * chip.busy_share:.0f}% of the step", ha="left", va="bottom", fontsize=7)
-        ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds) or "(no units)", ha="center",
-                va="center", fontsize=7)
+        ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds, one_group) or "(no units)",
+                ha="center", va="center", fontsize=7)
     peak = float(util.max()) if len(util) else 0.0
     norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
