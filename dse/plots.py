@@ -245,8 +245,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     if metrics is None:
         metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     latency = float(metrics["latency_s"])
-    loads = link_loads(design, chiplet_traffic(design, tables))
-    util = 100.0 * link_utilisation(loads, tables.link.bandwidth_Bps, latency).to_numpy()
+    loads = link_loads(design, chiplet_traffic(design, tables), prepared.study.hardware.package)
+    util = 100.0 * link_utilisation(loads, latency).to_numpy()
     chips = chiplet_table(design, prepared, latency)
     kinds = {u: tables.workload.graph.nodes[u]["kind"] for u in tables.unit_names}
     one_group = len({u.split(".", 1)[0] for u in tables.unit_names if "." in u}) <= 1
@@ -271,7 +271,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     peak = float(util.max()) if len(util) else 0.0
     norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
-    for (src, dst, _), u in zip(loads.itertuples(index=False), util):
+    for src, dst, u in zip(loads["src_slot"], loads["dst_slot"], util):
         r1, c1 = divmod(src, C)
         r2, c2 = divmod(dst, C)
         x1, y1 = c1 * pitch + size / 2, -r1 * pitch + size / 2

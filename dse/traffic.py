@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from noc.links import link_tech
 from noc.mesh import EAST, NORTH, SOUTH, WEST, xy_link_loads
 
 from .errors import StudyError
@@ -81,19 +82,23 @@ def chiplet_traffic(design: Design, tables: EvalTables) -> np.ndarray:
     return traffic
 
 
-def link_loads(design: Design, traffic: np.ndarray) -> pd.DataFrame:
-    """Bytes per step on every directed mesh link under XY routing, one row per link that exists."""
+def link_loads(design: Design, traffic: np.ndarray, package) -> pd.DataFrame:
+    """Bytes per step on every directed link of the package (``PackageSpec``) and the link's bandwidth.
+
+    The package network is the design's rows x cols mesh with the package's link technology, routed XY.
+    """
     loads = xy_link_loads(np.ascontiguousarray(traffic, dtype=float), design.cols)
+    bandwidth = link_tech(package.link).bandwidth_Bps
     rows = []
     for node in range(design.rows * design.cols):
         r, c = divmod(node, design.cols)
         for d, (dr, dc) in DIRECTIONS.items():
             r2, c2 = r + dr, c + dc
             if 0 <= r2 < design.rows and 0 <= c2 < design.cols:
-                rows.append((node, r2 * design.cols + c2, loads[node * 4 + d]))
-    return pd.DataFrame(rows, columns=["src_slot", "dst_slot", "bytes_per_step"])
+                rows.append((node, r2 * design.cols + c2, loads[node * 4 + d], bandwidth))
+    return pd.DataFrame(rows, columns=["src_slot", "dst_slot", "bytes_per_step", "bandwidth_Bps"])
 
 
-def link_utilisation(loads: pd.DataFrame, bandwidth_Bps: float, step_s: float) -> pd.Series:
-    """Fraction of the step each link is busy: bytes / (bandwidth x step time)."""
-    return loads["bytes_per_step"] / (bandwidth_Bps * step_s)
+def link_utilisation(loads: pd.DataFrame, step_s: float) -> pd.Series:
+    """Fraction of the step each link is busy: bytes / (link bandwidth x step time)."""
+    return loads["bytes_per_step"] / (loads["bandwidth_Bps"] * step_s)

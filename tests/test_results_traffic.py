@@ -35,7 +35,7 @@ def test_hand_off_bytes_follow_the_graph(tiny):
     nbytes, repeat = edge(t, embed, attn)
     assert traffic[0, 1] == pytest.approx(nbytes * repeat)
     assert traffic[1, 0] == 0 and traffic[0, 0] == 0
-    loads = link_loads(d, traffic).set_index(["src_slot", "dst_slot"])["bytes_per_step"]
+    loads = link_loads(d, traffic, tiny.study.hardware.package).set_index(["src_slot", "dst_slot"])["bytes_per_step"]
     assert loads[(0, 1)] == pytest.approx(nbytes) and loads[(1, 0)] == 0
 
 
@@ -51,16 +51,18 @@ def test_replicas_split_what_they_send(tiny):
     assert set(flows["kind"]) == {"hand-off"}
 
 
-def test_xy_route_loads_links_in_order():
+def test_xy_route_loads_links_in_order(tiny):
     """A single flow 0 -> 3 on a 2 x 2 mesh goes east along row 0, then south (dimension order)."""
     d = design(2, 2, ["a"] * 4, {})
     traffic = np.zeros((4, 4))
     traffic[0, 3] = 100.0
-    loads = link_loads(d, traffic).set_index(["src_slot", "dst_slot"])["bytes_per_step"]
+    table = link_loads(d, traffic, tiny.study.hardware.package)
+    loads = table.set_index(["src_slot", "dst_slot"])["bytes_per_step"]
     assert loads[(0, 1)] == 100 and loads[(1, 3)] == 100
     assert loads.drop([(0, 1), (1, 3)]).sum() == 0
-    util = link_utilisation(loads.reset_index(), bandwidth_Bps=1e3, step_s=0.5)
-    assert util.max() == pytest.approx(0.2)
+    assert len(table) == 8                              # 4 neighbour pairs, both directions
+    table["bandwidth_Bps"] = 1e3
+    assert link_utilisation(table, step_s=0.5).max() == pytest.approx(0.2)
 
 
 def test_byte_hops_match_the_evaluator(tiny):

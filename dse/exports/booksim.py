@@ -19,15 +19,6 @@ TOOL = "BookSim2"
 TARGET = "(github booksim/booksim2 master, commit 28f4329 of June 2017; anynet topology)"
 
 
-def neighbours(slot: int, rows: int, cols: int) -> list[int]:
-    r, c = divmod(slot, cols)
-    out = []
-    for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
-        if 0 <= r + dr < rows and 0 <= c + dc < cols:
-            out.append((r + dr) * cols + c + dc)
-    return out
-
-
 def injection_rate(ctx: ExportContext) -> float:
     """Mean flits injected per node per network cycle over one step (flit = one link-width transfer)."""
     cycles = float(ctx.metrics["latency_s"]) * ctx.noc_freq_hz
@@ -37,7 +28,8 @@ def injection_rate(ctx: ExportContext) -> float:
 def export(ctx: ExportContext, out: Path) -> list[Path]:
     d = ctx.design
     lat = ctx.link_cycles
-    lines = [f"router {s} node {s} " + " ".join(f"router {o} {lat}" for o in neighbours(s, d.rows, d.cols))
+    links = ctx.links()
+    lines = [f"router {s} node {s} " + " ".join(f"router {b} {lat}" for a, b in links if a == s)
              for s in range(ctx.n)]
     topo = out / f"{ctx.design_id}.anynet"
     topo.write_text("\n".join(lines) + "\n")

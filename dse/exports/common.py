@@ -57,6 +57,26 @@ class ExportContext:
         """Expected bytes per step between chiplets (dse.traffic)."""
         return chiplet_traffic(self.design, self.prepared.tables)
 
+    def links(self) -> list[tuple[int, int]]:
+        """Directed links of the package network between chiplet slots (the design's mesh)."""
+        d = self.design
+        out = []
+        for s in range(self.n):
+            r, c = divmod(s, d.cols)
+            for r2, c2 in ((r, c + 1), (r, c - 1), (r + 1, c), (r - 1, c)):
+                if 0 <= r2 < d.rows and 0 <= c2 < d.cols:
+                    out.append((s, r2 * d.cols + c2))
+        return out
+
+    def next_hop(self, src: int, dst: int) -> int:
+        """Next chiplet on the route from src to dst: dimension order, columns first (XY)."""
+        cols = self.design.cols
+        r, c = divmod(src, cols)
+        r1, c1 = divmod(dst, cols)
+        if c != c1:
+            return r * cols + c + (1 if c1 > c else -1)
+        return (r + (1 if r1 > r else -1)) * cols + c
+
     def units_on(self, slot: int) -> list[str]:
         return [u for u in self.prepared.tables.unit_names if slot in self.design.placement.get(u, [])]
 

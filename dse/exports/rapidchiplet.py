@@ -92,15 +92,6 @@ def chiplet_types(ctx: ExportContext) -> tuple[dict[str, dict], float]:
     return out, pitch
 
 
-def xy_next_hop(src: int, dst: int, cols: int) -> int:
-    """Next chiplet on the XY route from src to dst (columns first, then rows)."""
-    r, c = divmod(src, cols)
-    r1, c1 = divmod(dst, cols)
-    if c != c1:
-        return r * cols + c + (1 if c1 > c else -1)
-    return (r + (1 if r1 > r else -1)) * cols + c
-
-
 def export(ctx: ExportContext, out: Path) -> list[Path]:
     d = ctx.design
     t = ctx.prepared.tables
@@ -118,14 +109,11 @@ def export(ctx: ExportContext, out: Path) -> list[Path]:
                               for s in range(n)],
                  "interposer_routers": []}
     topology = []
-    for s in range(n):
-        r, c = divmod(s, cols)
-        if c + 1 < cols:
-            topology.append({"ep1": {"type": "chiplet", "outer_id": s, "inner_id": EAST},
-                             "ep2": {"type": "chiplet", "outer_id": s + 1, "inner_id": WEST}})
-        if r + 1 < d.rows:
-            topology.append({"ep1": {"type": "chiplet", "outer_id": s, "inner_id": NORTH},
-                             "ep2": {"type": "chiplet", "outer_id": s + cols, "inner_id": SOUTH}})
+    for a, b in sorted(ctx.links()):
+        if a < b:        # one RapidChiplet link per chiplet pair; PHYs by direction (same row: east-west)
+            east_west = a // cols == b // cols
+            topology.append({"ep1": {"type": "chiplet", "outer_id": a, "inner_id": EAST if east_west else NORTH},
+                             "ep2": {"type": "chiplet", "outer_id": b, "inner_id": WEST if east_west else SOUTH}})
     n_stacks = int(sum(d.hbm_stacks[:n]))
     packaging = {"link_routing": "manhattan", "link_latency_type": "constant",
                  "link_latency": max(ctx.link_cycles - 2 * PHY_LATENCY_CYCLES, 0),
@@ -134,7 +122,7 @@ def export(ctx: ExportContext, out: Path) -> list[Path]:
                  "packaging_yield": float(K.bond_yield ** (n + n_stacks)), "bump_pitch": bump_pitch,
                  "non_data_wires": 0, "is_active": False, "latency_irouter": 0, "power_irouter": 0,
                  "has_interposer": False}
-    table = {("chiplet", i): {("chiplet", j): (None if i == j else ("chiplet", xy_next_hop(i, j, cols)))
+    table = {("chiplet", i): {("chiplet", j): (None if i == j else ("chiplet", ctx.next_hop(i, j)))
                               for j in range(n)} for i in range(n)}
     traffic = ctx.traffic_bytes()
     cycles_per_step = float(ctx.metrics["latency_s"]) * ctx.noc_freq_hz
