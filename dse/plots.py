@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MatplotlibFigure
-from matplotlib.patches import FancyArrow, Rectangle
+from matplotlib.patches import FancyArrow, FancyArrowPatch, Rectangle
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
@@ -272,16 +272,21 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
     for src, dst, u in zip(loads["src_slot"], loads["dst_slot"], util):
-        r1, c1 = divmod(src, C)
-        r2, c2 = divmod(dst, C)
+        r1, c1 = divmod(int(src), C)
+        r2, c2 = divmod(int(dst), C)
         x1, y1 = c1 * pitch + size / 2, -r1 * pitch + size / 2
         dx, dy = (c2 - c1) * pitch, -(r2 - r1) * pitch
-        off = 0.12 if (c2 - c1 + r2 - r1) > 0 else -0.12          # the two directions side by side
-        ox, oy = (0.0, off) if dy == 0 else (off, 0.0)
-        start = 0.5 * size / pitch
-        ax.add_patch(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
-                                dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
-                                length_includes_head=True, color=cmap(norm(u)), ec="black", lw=0.3))
+        if abs(r2 - r1) + abs(c2 - c1) == 1:       # grid neighbours: straight, the two directions side by side
+            off = 0.12 if (c2 - c1 + r2 - r1) > 0 else -0.12
+            ox, oy = (0.0, off) if dy == 0 else (off, 0.0)
+            start = 0.5 * size / pitch
+            ax.add_patch(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
+                                    dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
+                                    length_includes_head=True, color=cmap(norm(u)), ec="black", lw=0.3))
+        else:                                       # wrap-around or long link: an arc over the chiplets
+            ax.add_patch(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
+                                         arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=cmap(norm(u)),
+                                         alpha=0.85, zorder=3))
     if len(util):
         cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
         cbar.set_label("link utilisation [% of the step the link is busy]")
