@@ -22,9 +22,29 @@ def with_small_budget(nb):
     return nb
 
 
+def unsupported(nb) -> list[str]:
+    """Study keys a notebook needs (metadata ``dse.requires``, dotted) that this toolkit's schema lacks."""
+    from dse.study import Study
+    missing = []
+    for key in nb.metadata.get("dse", {}).get("requires", []):
+        model = Study
+        for part in key.split("."):
+            fields = getattr(model, "model_fields", {})
+            if part not in fields:
+                missing.append(key)
+                break
+            annotation = fields[part].annotation
+            inner = [a for a in getattr(annotation, "__args__", ()) if hasattr(a, "model_fields")]
+            model = inner[0] if inner else annotation
+    return missing
+
+
 @pytest.mark.parametrize("path", sorted(STUDIES.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebook_runs(path):
     nb = with_small_budget(nbformat.read(path, as_version=4))
+    missing = unsupported(nb)
+    if missing:
+        pytest.skip(f"{path.name} needs study keys this toolkit does not have yet: {', '.join(missing)}")
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(STUDIES)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
