@@ -6,10 +6,13 @@ Typical use in Python::
     study = dse.load_study("studies/quickstart.yaml")
     result = study.run()            # or dse.run_study(study)
     result.pareto                   # pandas DataFrame of the non-dominated designs
+    result.plot_front(); result.plot_floorplan(result.knee()["design_id"])
+    result = dse.load_results("results/quickstart")   # a results folder read back
 """
 from .errors import StudyError
 from .evaluator import METRICS, Evaluator
 from .results import StudyResult, write_results
+from .results_folder import load_results, read_design
 from .runner import prepare, run_study
 from .space import Design
 from .study import Study, load_study
@@ -23,4 +26,4 @@ def _run(self: Study, seed: int | None = None) -> StudyResult:
 Study.run = _run
 
 __all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "load_study", "prepare",
-           "run_study", "write_results"]
+           "run_study", "write_results", "load_results", "read_design"]

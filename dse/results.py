@@ -7,8 +7,9 @@ never a half-written CSV.
 Folder contents: ``pareto.csv`` (non-dominated feasible designs), ``evaluations.csv`` (every evaluated
 design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``,
 ``convergence.csv`` (per generation: designs evaluated, feasible, front size and the normalised
-hypervolume of the front so far, see dse.hypervolume) and ``designs/<design_id>.yaml`` (each Pareto
-design, readable by ``dse evaluate``).
+hypervolume of the front so far, see dse.hypervolume), ``designs/<design_id>.yaml`` (each Pareto
+design, readable by ``dse evaluate``), ``plots/`` (PNG and SVG figures, dse.plots) and
+``report.md`` / ``report.html`` (dse.report).
 """
 from __future__ import annotations
 
@@ -55,6 +56,62 @@ class StudyResult:
     out_dir: Path | None = None
     convergence: pd.DataFrame | None = None      # per generation: evaluations, feasible, front_size, hypervolume
     reference_point: dict[str, float] = field(default_factory=dict)   # objective -> bound of the hypervolume
+    prepared: object | None = field(default=None, repr=False)  # dse.runner.Prepared, built when first needed
+
+    def prepare(self):
+        """The study's tables and evaluator (dse.runner.prepare), built once and kept."""
+        if self.prepared is None:
+            from .runner import prepare
+            self.prepared = prepare(self.study)
+        return self.prepared
+
+    def design(self, design_id: str) -> Design:
+        """A Pareto design by id (``d00042``)."""
+        if design_id not in self.designs:
+            raise KeyError(f"no Pareto design {design_id!r}; the front holds {len(self.designs)} designs, "
+                           f"e.g. {', '.join(list(self.designs)[:5])}")
+        return self.designs[design_id]
+
+    def knee(self) -> pd.Series:
+        """The balanced Pareto design (dse.knee): the least bad in its worst normalised objective."""
+        from .knee import knee_index
+        return self.pareto.iloc[knee_index(self.pareto, self.study.search.objectives)]
+
+    def evaluate(self, design: str | Design, changes: dict | None = None, **keyword_changes) -> pd.Series:
+        """Metrics of a design (or Pareto design id) under this study, or with study keys changed:
+        ``result.evaluate("d00042", {"workload.batch": 32})`` or ``workload__batch=32`` (dse.whatif)."""
+        from .whatif import evaluate
+        d = self.design(design) if isinstance(design, str) else design
+        changes = {**(changes or {}), **keyword_changes}
+        return evaluate(d, self.study, changes or None, prepared=None if changes else self.prepare())
+
+    def plot_front(self, x: str | None = None, y: str | None = None):
+        """Front of two objectives (default: the first two); a matplotlib Figure."""
+        from .plots import plot_front
+        objectives = self.study.search.objectives
+        return plot_front(self, x or objectives[0], y or objectives[1])
+
+    def plot_parallel(self):
+        from .plots import plot_parallel
+        return plot_parallel(self)
+
+    def plot_convergence(self):
+        from .plots import plot_convergence
+        return plot_convergence(self)
+
+    def plot_floorplan(self, design: str | Design):
+        """Floorplan of a Pareto design (by id) or of any design of this study."""
+        from .plots import plot_floorplan
+        title = design if isinstance(design, str) else "design"
+        d = self.design(design) if isinstance(design, str) else design
+        return plot_floorplan(d, self.prepare(), title=title)
+
+    def chiplets(self, design: str | Design) -> pd.DataFrame:
+        """Per-chiplet breakdown of a design (dse.breakdown.chiplet_table)."""
+        from .breakdown import chiplet_table
+        d = self.design(design) if isinstance(design, str) else design
+        latency = float(self.prepare().evaluator.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0])
+        return chiplet_table(d, self.prepare(), latency)
 
     def best(self, objective: str) -> pd.Series:
         """The Pareto design best in one objective (``latency``, ``energy``, ...)."""
@@ -121,8 +178,10 @@ def _markdown_table(df: pd.DataFrame) -> str:
     return "\n".join([head, rule] + body)
 
 
-def write_results(result: StudyResult, out_dir: str | Path) -> Path:
-    """Write the results folder atomically (see module docstring); returns its path."""
+def write_results(result: StudyResult, out_dir: str | Path, report: bool = True) -> Path:
+    """Write the results folder atomically (see module docstring); returns its path.
+
+    ``report=False`` leaves out the plots and report (the tables alone are much faster to write)."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -136,6 +195,9 @@ def write_results(result: StudyResult, out_dir: str | Path) -> Path:
         (tmp / "designs").mkdir()
         for design_id, design in result.designs.items():
             (tmp / "designs" / f"{design_id}.yaml").write_text(yaml.safe_dump(design.to_dict(), sort_keys=False))
+        if report:
+            from .report import write_report
+            write_report(result, tmp, result.prepare())
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

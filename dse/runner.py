@@ -81,6 +81,8 @@ def resume_study(path: str | Path, on_generation: Callable[[GenerationReport], N
 
 def _result(study: Study, p: Prepared, outcome: SearchOutcome) -> StudyResult:
     designs = p.evaluator.designs(outcome.X)
-    return build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
-                        p.tables.kind_names, convergence=outcome.convergence,
-                        reference_point=outcome.reference_point)
+    result = build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
+                          p.tables.kind_names, convergence=outcome.convergence,
+                          reference_point=outcome.reference_point)
+    result.prepared = p
+    return result

@@ -106,3 +106,5 @@ def _print_summary(result, out: Path) -> None:
         console.print(f"normalised hypervolume {result.convergence['hypervolume'].iloc[-1]:.4f} "
                       f"(per generation in convergence.csv)")
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
+    if (out / "report.html").exists():
+        console.print(f"start with {out}/report.html (or report.md); figures in {out}/plots/", soft_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PrivateAttr,
-                      ValidationError, field_validator, model_validator)
+                      ValidationError, field_validator, model_serializer, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import arch
@@ -97,6 +97,13 @@ class ChipletSpec(StrictModel):
         except arch.ArchError as exc:
             raise ValueError(str(exc)) from None
         return self
+
+    @model_serializer(mode="wrap")
+    def _only_given(self, handler):
+        """Dump only the keys the study gave: the others are placeholders (a kind's real defaults live in
+        arch), and a resolved study must load again."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
 
     @property
     def chiplet_name(self) -> str:

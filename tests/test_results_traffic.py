@@ -1,0 +1,102 @@
+"""dse.traffic and dse.breakdown: chiplet traffic, link loads and per-chiplet busy time of a design."""
+import numpy as np
+import pytest
+
+import dse
+from dse.breakdown import chiplet_table
+from dse.runner import prepare
+from dse.space import Design
+from dse.traffic import chiplet_traffic, link_loads, link_utilisation, unit_flows
+from noc.mesh import xy_hops
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return prepare(dse.load_study("tests/data/tiny.yaml"))
+
+
+def design(rows, cols, chiplets, placement, mapping="many-to-many", hbm=None):
+    n = rows * cols
+    return Design(rows=rows, cols=cols, chiplets=chiplets, hbm_stacks=hbm or [1] * n, ddr_channels=1,
+                  link="ucie-advanced", mapping=mapping, placement=placement)
+
+
+def edge(tables, a, b):
+    g = tables.workload.graph
+    return g.edges[a, b]["bytes"], g.edges[a, b]["repeat"]
+
+
+def test_hand_off_bytes_follow_the_graph(tiny):
+    """Embedding on chiplet 0, everything else on chiplet 1: only embed -> attention crosses."""
+    t = tiny.tables
+    embed, attn, ffn, head = t.unit_names
+    d = design(1, 2, ["big", "small"], {embed: [0], attn: [1], ffn: [1], head: [1]})
+    traffic = chiplet_traffic(d, t)
+    nbytes, repeat = edge(t, embed, attn)
+    assert traffic[0, 1] == pytest.approx(nbytes * repeat)
+    assert traffic[1, 0] == 0 and traffic[0, 0] == 0
+    loads = link_loads(d, traffic, tiny.study.hardware.package).set_index(["src_slot", "dst_slot"])["bytes_per_step"]
+    assert loads[(0, 1)] == pytest.approx(nbytes) and loads[(1, 0)] == 0
+
+
+def test_replicas_split_what_they_send(tiny):
+    """Two copies of the FFN on chiplets 1 and 2 each receive half of every attention -> FFN hand-off."""
+    t = tiny.tables
+    embed, attn, ffn, head = t.unit_names
+    d = design(1, 3, ["big", "big", "big"], {embed: [0], attn: [0], ffn: [1, 2], head: [0]})
+    traffic = chiplet_traffic(d, t)
+    nbytes, repeat = edge(t, attn, ffn)
+    assert traffic[0, 1] == pytest.approx(traffic[0, 2]) == pytest.approx(nbytes * repeat / 2)
+    flows = unit_flows(d, t)
+    assert set(flows["kind"]) == {"hand-off"}
+
+
+def test_xy_route_loads_links_in_order(tiny):
+    """A single flow 0 -> 3 on a 2 x 2 mesh goes east along row 0, then south (dimension order)."""
+    d = design(2, 2, ["a"] * 4, {})
+    traffic = np.zeros((4, 4))
+    traffic[0, 3] = 100.0
+    table = link_loads(d, traffic, tiny.study.hardware.package)
+    loads = table.set_index(["src_slot", "dst_slot"])["bytes_per_step"]
+    assert loads[(0, 1)] == 100 and loads[(1, 3)] == 100
+    assert loads.drop([(0, 1), (1, 3)]).sum() == 0
+    assert len(table) == 8                              # 4 neighbour pairs, both directions
+    table["bandwidth_Bps"] = 1e3
+    assert link_utilisation(table, step_s=0.5).max() == pytest.approx(0.2)
+
+
+def test_byte_hops_match_the_evaluator(tiny):
+    """Traffic x XY hops summed over chiplet pairs equals the evaluator's net_byte_hops metric."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(tiny.space.lower, tiny.space.upper + 1, size=(12, tiny.space.n_var))
+    designs = tiny.evaluator.designs(X)
+    metrics = tiny.evaluator.evaluate_designs(designs, with_faults=False)
+    for d, expected in zip(designs, metrics["net_byte_hops"]):
+        n = d.rows * d.cols
+        traffic = chiplet_traffic(d, tiny.tables)
+        byte_hops = sum(traffic[i, j] * xy_hops(i, j, d.cols) for i in range(n) for j in range(n))
+        assert byte_hops == pytest.approx(expected, rel=1e-9)
+
+
+def test_one_chiplet_is_busy_the_whole_step(tiny):
+    """With every unit on one chiplet and nothing in DDR, its busy time is the step latency."""
+    t = tiny.tables
+    d = design(1, 1, ["big"], {u: [0] for u in t.unit_names}, hbm=[2])
+    latency = tiny.evaluator.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0]
+    chips = chiplet_table(d, tiny, latency)
+    assert chips["busy_s"].iloc[0] == pytest.approx(latency, rel=1e-9)
+    assert chips["spill_GiB"].iloc[0] == 0 and chips["n_units"].iloc[0] == 4
+
+
+def test_breakdown_accounts_for_every_unit_copy(tiny):
+    t = tiny.tables
+    embed, attn, ffn, head = t.unit_names
+    d = design(2, 2, ["big", "small", "big", "small"], {embed: [0], attn: [1, 3], ffn: [2], head: [0]},
+               hbm=[1, 1, 0, 0])
+    latency = tiny.evaluator.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0]
+    chips = chiplet_table(d, tiny, latency)
+    assert list(chips["n_units"]) == [2, 1, 1, 1]
+    assert (chips["busy_share"] <= 1 + 1e-9).all() and chips["busy_share"].max() > 0
+    # chiplets without HBM keep what they store in DDR
+    assert chips.loc[2, "spill_GiB"] == pytest.approx(chips.loc[2, "stored_GiB"])
+    assert chips["sent_MB"].sum() == pytest.approx(chips["received_MB"].sum())
