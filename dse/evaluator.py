@@ -29,8 +29,8 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from .failures import failure_latency, remap
-from .perf_model import KernelTables, base_pass, make_workspace, scenario_latency
+from .failures import failures_latency, remap
+from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, shape_index
 from .schema.hardware import PackageSpec
@@ -97,6 +97,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     f = float
     return KernelTables(
         unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")), unit_stage=t.unit_stage.astype(np.int64),
+        unit_read_scale=(t.stage_repeat * t.stage_prob)[t.unit_stage].astype(float),
         unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_w_copy=unit_w_copy, unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
         unit_other_dram=t.unit_other_dram, unit_out_bytes=t.unit_out_bytes, unit_edge_ptr=unit_edge_ptr,
         unit_edges=unit_edges, stage_start=stage_start, stage_repeat=t.stage_repeat.astype(float),
@@ -154,7 +155,7 @@ def _retained(latency, short, lat_f, short_f):
 @nb.njit(cache=True)
 def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, out):
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    latency, p99 = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)
+    latency, p99 = design_latency(T, W, n)
     e_compute = e_dram = dram = net = e_net = 0.0
     for s in range(T.stage_repeat.shape[0]):
         weight = T.stage_prob[s] * T.stage_repeat[s]
@@ -165,28 +166,37 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         e_net += T.stage_prob[s] * W.stage_e_net[s]
     area, package, cost, power, static = _package(T, n, kind, stacks, ddr)
 
+    # failure sets: every single chiplet, then the Monte Carlo sets of this package size
+    samples = mc_sets.shape[1] if with_faults else 0
+    singles = n if (with_faults and n > 1) else 0
+    k_max = mc_sets.shape[2]
+    sets = np.empty((singles + samples, max(k_max, 1)), np.int64)
+    size = np.empty(singles + samples, np.int64)
+    for i in range(singles):
+        sets[i, 0] = i
+        size[i] = 1
+    for m in range(samples):
+        size[singles + m] = min(k_max, n)
+        for x in range(size[singles + m]):
+            sets[singles + m, x] = mc_sets[n, m, x]
+    after = np.empty((singles + samples, 3))
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, W, after)
+
     kept_sum = 0.0
     worst = 1.0
     served = 0.0
-    if with_faults and n > 1:
-        for failed in range(n):
-            W.dead[0] = failed
-            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, 1, W)
-            kept = _retained(latency, short, lat_f, short_f)
-            kept_sum += kept
-            worst = min(worst, kept)
-            served += 1.0 if kept > 0.0 else 0.0
+    for i in range(singles):
+        kept = _retained(latency, short, after[i, 0], after[i, 2])
+        kept_sum += kept
+        worst = min(worst, kept)
+        served += 1.0 if kept > 0.0 else 0.0
     mc_kept = np.nan
     mc_survive = np.nan
-    samples = mc_sets.shape[1]
-    if with_faults and samples > 0:
+    if samples > 0:
         mc_kept = 0.0
         mc_survive = 0.0
         for m in range(samples):
-            k = min(mc_sets.shape[2], n)
-            W.dead[:k] = mc_sets[n, m, :k]
-            lat_f, _, short_f = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, k, W)
-            kept = _retained(latency, short, lat_f, short_f)
+            kept = _retained(latency, short, after[singles + m, 0], after[singles + m, 2])
             mc_kept += kept / samples
             mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
     tokens = T.tokens
@@ -203,9 +213,9 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
     out[9] = package
     out[10] = cost
     out[11] = power
-    out[12] = kept_sum / n if (with_faults and n > 1) else 0.0
-    out[13] = worst if (with_faults and n > 1) else 0.0
-    out[14] = served / n if (with_faults and n > 1) else 0.0
+    out[12] = kept_sum / n if singles else 0.0
+    out[13] = worst if singles else 0.0
+    out[14] = served / n if singles else 0.0
     out[15] = mc_kept
     out[16] = mc_survive
     out[17] = short
@@ -230,12 +240,12 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     """Per failed chiplet: (latency after the failure, capacity shortfall after it); row n: intact design."""
     out = np.zeros((n + 1, 2))
     out[n, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    out[n, 0] = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)[0]
-    for failed in range(n):
-        W.dead[0] = failed
-        lat, _, short = failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, 1, W)
-        out[failed, 0] = lat
-        out[failed, 1] = short
+    out[n, 0] = design_latency(T, W, n)[0]
+    sets = np.arange(n).reshape(n, 1)
+    after = np.empty((n, 3))
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), W, after)
+    out[:n, 0] = after[:, 0]
+    out[:n, 1] = after[:, 2]
     return out
 
 
@@ -243,7 +253,8 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
 def _remapped(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W):
     base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     W.dead[: dead.shape[0]] = dead
-    moved = remap(T, n, dead.shape[0], slots, ncopy, split, stacks, W)
+    moved = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, W.dead, dead.shape[0], slots, ncopy, split, stacks,
+                  W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved, W.moved_list)
     for x in range(max(moved, 0)):
         W.moved[W.moved_list[x]] = False
     return moved >= 0, W.slots2.copy(), W.count2.copy()

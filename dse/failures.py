@@ -5,7 +5,7 @@ left without a chiplet moves to the survivor with the most free HBM (lowest inde
 unit in order. A failed chiplet's compute and memory are lost; the package network keeps routing
 through it (its router and links are assumed intact).
 
-Evaluation (`failure_latency`): starting from `dse.perf_model.base_pass` of the intact design, only
+Evaluation (`failures_latency`): starting from `dse.perf_model.base_pass` of the intact design, only
 what the failure changes is recomputed: the moved units' copies; the chiplets that lost or gained
 copies are re-placed in HBM/DDR (and those of their copies whose DDR fraction changed re-costed); the
 hand-offs of edges touching a moved unit are re-routed (link loads by subtraction and addition); and
@@ -18,259 +18,322 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .perf_model import (FIRST, allreduce, copy_cost, edge_flow, in_instance, item_size, place_chiplet,
+from .perf_model import (allreduce, copy_bytes, edge_flow, in_instance, item_size, place_chiplet, roofline, row_max,
                          scenario_latency, stage_comm)
 
 
 @nb.njit(cache=True)
-def remap(T, n, n_dead, slots, ncopy, split, stacks, W):
-    """Fill ``W.slots2`` / ``W.count2`` with the mapping after the chiplets ``W.dead[:n_dead]`` fail.
+def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split, stacks, chip_ptr, item_u, stored,
+          slots2, count2, stored2, moved, moved_list):
+    """Fill ``slots2`` / ``count2`` / ``stored2`` with the mapping after the chiplets ``dead[:n_dead]`` fail.
 
-    Needs the intact design's ``W.stored`` and item index. Marks ``W.moved`` and lists the units that had
-    a copy on a failed chiplet in ``W.moved_list`` (ascending); returns their count, or -1 when no
-    chiplet survives.
+    Needs the intact design's ``stored`` and item index. Marks ``moved`` and lists the units that had a
+    copy on a failed chiplet in ``moved_list`` (ascending); returns their count, or -1 when no chiplet
+    survives.
     """
-    R = W.f.shape[1]
-    W.slots2[:, :] = slots
-    W.count2[:] = ncopy
-    W.stored2[:n] = W.stored[:n]
+    for u in range(slots.shape[0]):
+        count2[u] = ncopy[u]
+        for r in range(slots.shape[1]):
+            slots2[u, r] = slots[u, r]
+    for i in range(n):
+        stored2[i] = stored[i]
     n_moved = 0
     for x in range(n_dead):
-        d = W.dead[x]
-        W.stored2[d] = 0.0
-        for y in range(W.chip_ptr[d], W.chip_ptr[d + 1]):
-            u = W.chip_items[y] // R
-            if not W.moved[u]:
-                W.moved[u] = True
-                W.moved_list[n_moved] = u
+        d = dead[x]
+        stored2[d] = 0.0
+        for y in range(chip_ptr[d], chip_ptr[d + 1]):
+            u = item_u[y]
+            if not moved[u]:
+                moved[u] = True
+                moved_list[n_moved] = u
                 n_moved += 1
-    W.moved_list[:n_moved] = np.sort(W.moved_list[:n_moved])
+    if n_dead > 1:              # one chiplet's copies come in unit order already
+        moved_list[:n_moved] = np.sort(moved_list[:n_moved])
     for x in range(n_moved):
-        u = W.moved_list[x]
+        u = moved_list[x]
         c = ncopy[u]
         kept = 0
         for r in range(c):
             i = slots[u, r]
-            if not _is_dead(W, n_dead, i):
-                W.slots2[u, kept] = i
+            if not is_dead(dead, n_dead, i):
+                slots2[u, kept] = i
                 kept += 1
         for r in range(kept, c):
-            W.slots2[u, r] = -1
+            slots2[u, r] = -1
         if not split:               # survivors share the lost copy's tokens and KV cache
             for r in range(kept):
-                i = W.slots2[u, r]
-                W.stored2[i] += T.unit_kv[u] / kept - T.unit_kv[u] / c if kept > 0 else 0.0
+                stored2[slots2[u, r]] += unit_kv[u] / kept - unit_kv[u] / c
         need = c - kept if split else (1 if kept == 0 else 0)
-        size = item_size(T, u, c if split else 1, split)
+        size = item_size(unit_capacity[u], unit_kv[u], c if split else 1, split)
         for _ in range(need):
             best = -1
             best_free = -np.inf
             for i in range(n):
-                if not _is_dead(W, n_dead, i):
-                    free = stacks[i] * T.hbm_cap - W.stored2[i]
+                if not is_dead(dead, n_dead, i):
+                    free = stacks[i] * hbm_cap - stored2[i]
                     if free > best_free:
                         best, best_free = i, free
             if best < 0:
                 return -1
-            W.slots2[u, kept] = best
-            W.stored2[best] += size
+            slots2[u, kept] = best
+            stored2[best] += size
             kept += 1
-        W.count2[u] = kept
+        count2[u] = kept
     return n_moved
 
 
 @nb.njit(cache=True, inline="always")
-def _is_dead(W, n_dead, i):
+def is_dead(dead, n_dead, i):
     for x in range(n_dead):
-        if W.dead[x] == i:
+        if dead[x] == i:
             return True
     return False
 
 
-@nb.njit(cache=True)
-def _touch_stage(W, s, n, n_dirty):
-    """Remember stage s's intact figures before its first change; returns the new dirty count."""
-    if not W.dirty[s]:
-        W.dirty[s] = True
-        W.dirty_list[n_dirty] = s
-        W.bk_ct[s, :n] = W.ct[s, :n]
-        W.bk_sd[s] = W.sd[s]
-        W.bk_stage_t[s] = W.stage_t[s]
-        return n_dirty + 1
-    return n_dirty
+@nb.njit(cache=True, inline="always")
+def placement_is_trivial(capacity, stored_before, stored_after):
+    """A chiplet without HBM keeps everything in DDR; one whose copies fit in HBM before and after keeps
+    everything in HBM: then no copy's DDR share changes and no placement needs computing."""
+    return capacity <= 0.0 or (stored_before <= capacity and stored_after <= capacity)
 
 
 @nb.njit(cache=True)
-def _replace_chiplet(T, i, kind, stacks, n_moved, split, W):
-    """Re-place chiplet i's copies after re-mapping: its intact copies of unmoved units plus the moved
-    units' new copies on it, in (u, r) order (the order `base_pass` would list them in)."""
-    R = W.f.shape[1]
+def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, buf_u, buf_r):
+    """Chiplet i's copies after re-mapping, in (u, r) order (the order `base_pass` would list them in):
+    its intact copies of unmoved units plus the moved units' new copies on it. Returns their count."""
     n_items = 0
-    y = W.chip_ptr[i]
-    end = W.chip_ptr[i + 1]
+    y = chip_ptr[i]
+    end = chip_ptr[i + 1]
     for x in range(n_moved + 1):
-        bound = W.moved_list[x] if x < n_moved else 1 << 62
-        while y < end and W.chip_items[y] // R < bound:
-            if not W.moved[W.chip_items[y] // R]:
-                W.buf_item[n_items] = W.chip_items[y]
+        bound = moved_list[x] if x < n_moved else 1 << 62
+        while y < end and item_u[y] < bound:
+            if not moved[item_u[y]]:
+                buf_u[n_items] = item_u[y]
+                buf_r[n_items] = item_r[y]
                 n_items += 1
             y += 1
         if x < n_moved:
-            u = bound
-            for r in range(W.count2[u]):
-                if W.slots2[u, r] == i:
-                    W.buf_item[n_items] = u * R + r
+            for r in range(count2[bound]):
+                if slots2[bound, r] == i:
+                    buf_u[n_items] = bound
+                    buf_r[n_items] = r
                     n_items += 1
-    _, spilled = place_chiplet(T, stacks[i] * T.hbm_cap, kind[i], W.buf_item, n_items, W.count2, split, W, W.f2)
-    return spilled
+    return n_items
 
 
 @nb.njit(cache=True)
-def failure_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, n_dead, W):
-    """(expected latency, p99, capacity shortfall) after the chiplets ``W.dead[:n_dead]`` fail.
+def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, W, out):
+    """Per failure set k (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
+    latency, p99, capacity shortfall) after it. Infinite when nothing survives.
 
-    Needs `base_pass` of the intact design in ``W`` and leaves it there. Infinite when nothing survives.
+    Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
+    tables are bound once per design rather than once per failure.
     """
-    R_ = W.f.shape[1]
-    n_moved = remap(T, n, n_dead, slots, ncopy, split, stacks, W)
-    if n_moved < 0:
-        _clear_moved(W, n, n_dead)
-        return np.inf, np.inf, np.inf
+    unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
+    unit_time, read_scale, unit_stage, out_bytes = T.unit_time, T.unit_read_scale, T.unit_stage, T.unit_out_bytes
+    unit_edge_ptr, unit_edges, stage_repeat = T.unit_edge_ptr, T.unit_edges, T.stage_repeat
+    edge_start, edge_src, edge_dst, edge_bytes, edge_phase, edge_stage = (
+        T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
+    hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
+    pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
+    link_inv_bw = R.link_inv_bw
+    pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
+    ct, sd, stage_t, comm, loads, edge_lat = W.ct, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
+    f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
+    chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
+    slots2, count2, moved, moved_list, dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead
+    stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
+    dirty, dirty_list, bk_ct, bk_sd, bk_stage_t = W.dirty, W.dirty_list, W.bk_ct, W.bk_sd, W.bk_stage_t
+    seen, edge_list, bk_edge_lat = W.seen, W.edge_list, W.bk_edge_lat
+    affected, aff_list, bk_loads, bk_comm = W.affected, W.aff_list, W.bk_loads, W.bk_comm
+    overflow, overflow2 = W.overflow, W.overflow2
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
-
-    # --- chiplets whose contents change: failed ones and every holder of a moved unit, before or after ---
-    n_a = 0
-    for x in range(n_dead):
-        d = W.dead[x]
-        if not W.in_a[d]:
-            W.in_a[d] = True
-            W.a_list[n_a] = d
-            n_a += 1
-    for x in range(n_moved):
-        u = W.moved_list[x]
-        for r in range(ncopy[u]):
-            i = slots[u, r]
-            if not W.in_a[i]:
-                W.in_a[i] = True
-                W.a_list[n_a] = i
-                n_a += 1
-        for r in range(W.count2[u]):
-            i = W.slots2[u, r]
-            if not W.in_a[i]:
-                W.in_a[i] = True
-                W.a_list[n_a] = i
-                n_a += 1
-    spill = 0.0
-    for i in range(n):
-        W.overflow2[i] = W.overflow[i]
-    for x in range(n_a):
-        i = W.a_list[x]
-        W.overflow2[i] = 0.0 if _is_dead(W, n_dead, i) else _replace_chiplet(T, i, kind, stacks, n_moved, split, W)
-    for i in range(n):
-        spill += W.overflow2[i]
-    short = max(spill - ddr * T.ddr_cap, 0.0)
-
-    # --- compute: take out the moved copies and put in their new ones; re-cost copies whose DDR share moved ---
-    n_dirty = 0
-    for x in range(n_moved):
-        u = W.moved_list[x]
-        s = T.unit_stage[u]
-        n_dirty = _touch_stage(W, s, n, n_dirty)
-        for r in range(ncopy[u]):
-            W.ct[s, slots[u, r]] -= W.copy_time[u, r]
-            W.sd[s] -= W.copy_ddr[u, r]
-        c = W.count2[u]
-        t_ar = 0.0
-        if split and c > 1:
-            t_ar, _, _ = allreduce(T, R, sh, n, u, W.slots2, c)
-        for r in range(c):
-            i = W.slots2[u, r]
-            t, b_ddr, _, _, _ = copy_cost(T, u, c, kind[i], W.f2[u, r], stacks[i] * T.hbm_bw, ddr_bw)
-            W.ct[s, i] += t + t_ar
-            W.sd[s] += b_ddr
-    for x in range(n_a):
-        i = W.a_list[x]
-        if _is_dead(W, n_dead, i):
+    buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
+    buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
+    finish, cps, in_scen, busy = W.finish, W.cps, W.in_scen, W.busy
+    ddr_cap = T.ddr_cap
+    scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, chain = (T.scen_ptr, T.scen_stages, T.scen_prob,
+                                                                     T.after_ptr, T.after_ids, T.chain)
+    for k_set in range(sets.shape[0]):
+        n_dead = set_size[k_set]
+        for x in range(n_dead):
+            dead[x] = sets[k_set, x]
+        n_moved = remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
+                        stored, slots2, count2, stored2, moved, moved_list)
+        if n_moved < 0:
+            _clear_moved(dead, n_dead, chip_ptr, item_u, moved)
+            out[k_set, 0] = out[k_set, 1] = out[k_set, 2] = np.inf
             continue
-        for y in range(W.chip_ptr[i], W.chip_ptr[i + 1]):
-            code = W.chip_items[y]
-            u = code // R_
-            r = code % R_
-            if W.moved[u] or W.f2[u, r] == W.f[u, r]:
-                continue
-            s = T.unit_stage[u]
-            n_dirty = _touch_stage(W, s, n, n_dirty)
-            c = ncopy[u]
-            t, b_ddr, _, _, _ = copy_cost(T, u, c, kind[i], W.f2[u, r], stacks[i] * T.hbm_bw, ddr_bw)
-            W.ct[s, i] += t + W.ar_time[u] - W.copy_time[u, r]
-            W.sd[s] += b_ddr - W.copy_ddr[u, r]
-    for x in range(n_dirty):
-        s = W.dirty_list[x]
-        for y in range(n_dead):
-            W.ct[s, W.dead[y]] = 0.0
-        W.stage_t[s] = max(W.ct[s, :n].max(), W.sd[s] / ddr_bw)
 
-    # --- hand-offs: move the flows of edges touching moved units, re-take maxima where touched ---
-    n_edges = 0
-    for x in range(n_moved):
-        u = W.moved_list[x]
-        for y in range(T.unit_edge_ptr[u], T.unit_edge_ptr[u + 1]):
-            e = T.unit_edges[y]
-            if not W.seen[e]:
-                W.seen[e] = True
-                W.edge_list[n_edges] = e
-                n_edges += 1
-    L = R.n_links[sh]
-    n_aff = 0
-    for k in range(n_edges):
-        e = W.edge_list[k]
-        s = T.edge_stage[e]
-        W.bk_edge_lat[e] = W.edge_lat[e]
-        for instance in range(2 if T.stage_repeat[s] > 1 else 1):
-            if not in_instance(T.edge_phase[e], instance):
-                continue
-            loads = W.loads[s, instance]
-            if not W.affected[s, instance]:
-                W.affected[s, instance] = True
-                W.bk_loads[n_aff, :L] = loads[:L]
-                W.bk_comm[n_aff] = W.comm[s, instance]
-                W.aff_list[n_aff, 0] = s
-                W.aff_list[n_aff, 1] = instance
-                n_aff += 1
-            edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, -1.0)
-            W.edge_lat[e] = edge_flow(T, R, sh, n, e, W.slots2, W.count2, split, loads, 1.0)[0]
-    for k in range(n_aff):
-        s, instance = W.aff_list[k, 0], W.aff_list[k, 1]
-        W.comm[s, instance] = stage_comm(T, R, sh, s, instance, W.loads[s, instance], W.edge_lat)
+        # --- chiplets whose contents change: failed ones and every holder of a moved unit, before or after ---
+        n_a = 0
+        for x in range(n_dead):
+            if not in_a[dead[x]]:
+                in_a[dead[x]] = True
+                a_list[n_a] = dead[x]
+                n_a += 1
+        for x in range(n_moved):
+            u = moved_list[x]
+            for r in range(ncopy[u]):
+                i = slots[u, r]
+                if not in_a[i]:
+                    in_a[i] = True
+                    a_list[n_a] = i
+                    n_a += 1
+            for r in range(count2[u]):
+                i = slots2[u, r]
+                if not in_a[i]:
+                    in_a[i] = True
+                    a_list[n_a] = i
+                    n_a += 1
+        spill = 0.0
+        for i in range(n):
+            overflow2[i] = overflow[i]
+        n_full = 0                  # chiplets whose placement is re-computed go first in a_list
+        for x in range(n_a):
+            i = a_list[x]
+            cap = stacks[i] * hbm_cap
+            if is_dead(dead, n_dead, i):
+                overflow2[i] = 0.0
+            elif placement_is_trivial(cap, stored[i], stored2[i]):
+                overflow2[i] = stored2[i] if cap <= 0.0 else 0.0
+            else:
+                n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
+                                         buf_u, buf_r)
+                _, overflow2[i] = place_chiplet(cap, kind[i], buf_u, buf_r, 0, n_items, count2, split,
+                                                  unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                  buf_read, buf_density, buf_order, buf_spill, f2)
+                a_list[x] = a_list[n_full]
+                a_list[n_full] = i
+                n_full += 1
+        for i in range(n):
+            spill += overflow2[i]
+        short = max(spill - ddr * ddr_cap, 0.0)
 
-    expected, p99 = scenario_latency(T, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)
+        # --- compute: take out the moved copies and put in their new ones; re-cost copies whose DDR share moved ---
+        n_dirty = 0
+        for x in range(n_moved):
+            u = moved_list[x]
+            s = unit_stage[u]
+            if not dirty[s]:        # remember the intact stage before its first change
+                dirty[s] = True
+                dirty_list[n_dirty] = s
+                n_dirty += 1
+                for i in range(n):
+                    bk_ct[s, i] = ct[s, i]
+                bk_sd[s] = sd[s]
+                bk_stage_t[s] = stage_t[s]
+            for r in range(ncopy[u]):
+                ct[s, slots[u, r]] -= copy_time[u, r]
+                sd[s] -= copy_ddr[u, r]
+            c = count2[u]
+            t_ar = 0.0
+            if split and c > 1:
+                t_ar, _, _ = allreduce(u, slots2, c, out_bytes[u], n, pb, pair_ptr, pair_latency, pair_energy, link_bw)
+            for r in range(c):
+                i = slots2[u, r]
+                cap = stacks[i] * hbm_cap
+                if placement_is_trivial(cap, stored[i], stored2[i]):
+                    f2[u, r] = 1.0 if cap <= 0.0 else 0.0
+                k = kind[i]
+                t, b_ddr, _ = roofline(unit_time[u, k] / c, copy_bytes(w_copy, other_dram, u, c, k), f2[u, r],
+                                       stacks[i] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                ct[s, i] += t + t_ar
+                sd[s] += b_ddr
+        for x in range(n_full):
+            i = a_list[x]
+            k = kind[i]
+            for y in range(chip_ptr[i], chip_ptr[i + 1]):
+                u = item_u[y]
+                r = item_r[y]
+                if moved[u] or f2[u, r] == f[u, r]:
+                    continue
+                s = unit_stage[u]
+                if not dirty[s]:
+                    dirty[s] = True
+                    dirty_list[n_dirty] = s
+                    n_dirty += 1
+                    for i2 in range(n):
+                        bk_ct[s, i2] = ct[s, i2]
+                    bk_sd[s] = sd[s]
+                    bk_stage_t[s] = stage_t[s]
+                c = ncopy[u]
+                t, b_ddr, _ = roofline(unit_time[u, k] / c, copy_bytes(w_copy, other_dram, u, c, k), f2[u, r],
+                                       stacks[i] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                ct[s, i] += t + ar_time[u] - copy_time[u, r]
+                sd[s] += b_ddr - copy_ddr[u, r]
+        for x in range(n_dirty):
+            s = dirty_list[x]
+            for y in range(n_dead):
+                ct[s, dead[y]] = 0.0
+            stage_t[s] = max(row_max(ct, s, n), sd[s] / ddr_bw)
 
-    # --- undo: the workspace holds the intact design again ---
-    for k in range(n_aff):
-        s, instance = W.aff_list[k, 0], W.aff_list[k, 1]
-        W.loads[s, instance, :L] = W.bk_loads[k, :L]
-        W.comm[s, instance] = W.bk_comm[k]
-        W.affected[s, instance] = False
-    for k in range(n_edges):
-        e = W.edge_list[k]
-        W.edge_lat[e] = W.bk_edge_lat[e]
-        W.seen[e] = False
-    for x in range(n_dirty):
-        s = W.dirty_list[x]
-        W.ct[s, :n] = W.bk_ct[s, :n]
-        W.sd[s] = W.bk_sd[s]
-        W.stage_t[s] = W.bk_stage_t[s]
-        W.dirty[s] = False
-    for x in range(n_a):
-        W.in_a[W.a_list[x]] = False
-    _clear_moved(W, n, n_dead)
-    return expected, p99, short
+        # --- hand-offs: move the flows of edges touching moved units, re-take maxima where touched ---
+        n_edges = 0
+        for x in range(n_moved):
+            u = moved_list[x]
+            for y in range(unit_edge_ptr[u], unit_edge_ptr[u + 1]):
+                e = unit_edges[y]
+                if not seen[e]:
+                    seen[e] = True
+                    edge_list[n_edges] = e
+                    n_edges += 1
+        n_aff = 0
+        for k in range(n_edges):
+            e = edge_list[k]
+            s = edge_stage[e]
+            bk_edge_lat[e] = edge_lat[e]
+            for instance in range(2 if stage_repeat[s] > 1 else 1):
+                if not in_instance(edge_phase[e], instance):
+                    continue
+                if not affected[s, instance]:
+                    affected[s, instance] = True
+                    for link in range(L):
+                        bk_loads[n_aff, link] = loads[s, instance, link]
+                    bk_comm[n_aff] = comm[s, instance]
+                    aff_list[n_aff, 0] = s
+                    aff_list[n_aff, 1] = instance
+                    n_aff += 1
+                edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots, ncopy, split, n, pb, pair_ptr, route_links,
+                          pair_latency, pair_energy, loads, s, instance, -1.0)
+                edge_lat[e] = edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots2, count2, split, n, pb, pair_ptr,
+                                        route_links, pair_latency, pair_energy, loads, s, instance, 1.0)[0]
+        for k in range(n_aff):
+            s, instance = aff_list[k, 0], aff_list[k, 1]
+            comm[s, instance] = stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, L)
+
+        expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
+                                           chain, stage_t, comm, ct, n, finish, cps, in_scen, busy)
+
+        # --- undo: the workspace holds the intact design again ---
+        for k in range(n_aff):
+            s, instance = aff_list[k, 0], aff_list[k, 1]
+            for link in range(L):
+                loads[s, instance, link] = bk_loads[k, link]
+            comm[s, instance] = bk_comm[k]
+            affected[s, instance] = False
+        for k in range(n_edges):
+            e = edge_list[k]
+            edge_lat[e] = bk_edge_lat[e]
+            seen[e] = False
+        for x in range(n_dirty):
+            s = dirty_list[x]
+            for i in range(n):
+                ct[s, i] = bk_ct[s, i]
+            sd[s] = bk_sd[s]
+            stage_t[s] = bk_stage_t[s]
+            dirty[s] = False
+        for x in range(n_a):
+            in_a[a_list[x]] = False
+        _clear_moved(dead, n_dead, chip_ptr, item_u, moved)
+        out[k_set, 0] = expected
+        out[k_set, 1] = p99
+        out[k_set, 2] = short
 
 
 @nb.njit(cache=True)
-def _clear_moved(W, n, n_dead):
-    R = W.f.shape[1]
+def _clear_moved(dead, n_dead, chip_ptr, item_u, moved):
     for x in range(n_dead):
-        d = W.dead[x]
-        for y in range(W.chip_ptr[d], W.chip_ptr[d + 1]):
-            W.moved[W.chip_items[y] // R] = False
+        d = dead[x]
+        for y in range(chip_ptr[d], chip_ptr[d + 1]):
+            moved[item_u[y]] = False

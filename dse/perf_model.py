@@ -25,6 +25,11 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
   along each route (links and routers), static power x latency (added by the evaluator).
 
 Failures are evaluated by deltas against this intact pass (dse.failures).
+
+Implementation note (speed): the kernels that evaluate one design (`base_pass`, dse.failures) take the
+table tuples (T, R, W) once and bind the arrays they use to locals; the helpers they call in loops take
+only arrays and scalars. A helper given a whole namedtuple costs, per call, either a copy of every array
+in it (an ordinary call) or a reference-count update of every array in it (an inlined one).
 """
 from __future__ import annotations
 
@@ -33,10 +38,10 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from memory.placement import spill_by_density
+from memory.placement import spill_first_n
 
 KernelTables = namedtuple("KernelTables", [
-    "unit_is_expert", "unit_stage", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
+    "unit_is_expert", "unit_stage", "unit_read_scale", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
     "edge_bytes", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
@@ -46,8 +51,8 @@ KernelTables = namedtuple("KernelTables", [
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
-    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "chip_items",
-    "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_item",
+    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "item_u",
+    "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
     # one failure (dse.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "dirty", "dirty_list",
     "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "affected", "aff_list", "bk_loads",
@@ -72,9 +77,9 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
         stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
         ar_time=f(U), f=f(U, max_copies), loads=f(S, 2, max_links), edge_lat=f(E), stored=f(max_chips),
-        overflow=f(max_chips), chip_ptr=i64(max_chips + 1), chip_items=i64(items), cursor=i64(max_chips),
-        buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items), buf_spill=f(items),
-        buf_item=i64(items),
+        overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items), item_r=i64(items),
+        cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items),
+        buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
         slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
         dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E),
@@ -84,65 +89,55 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
 
 
 @nb.njit(cache=True, inline="always")
-def item_size(T, u, c, split):
-    """Bytes one of c copies (or shards) of unit u stores: weights and its share of the KV cache."""
-    return (T.unit_capacity[u] / c if split else T.unit_capacity[u]) + T.unit_kv[u] / c
+def item_size(capacity_u, kv_u, c, split):
+    """Bytes one of c copies (or shards) of a unit stores: weights and its share of the KV cache."""
+    return (capacity_u / c if split else capacity_u) + kv_u / c
 
 
 @nb.njit(cache=True, inline="always")
-def copy_bytes(T, u, c, k):
+def copy_bytes(w_copy, other_dram, u, c, k):
     """DRAM bytes one of c copies of unit u moves per layer instance on a chiplet of kind k."""
-    return T.unit_w_copy[u, c] + T.unit_other_dram[u, k] / c
+    return w_copy[u, c] + other_dram[u, k] / c
+
+
+@nb.njit(cache=True, inline="always")
+def roofline(compute_s, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e):
+    """(time, DDR bytes, DRAM energy) of a copy computing for ``compute_s`` while moving ``bytes_``, a
+    fraction f of them from DDR (all of them when the chiplet has no HBM)."""
+    if hbm_bw_i <= 0.0:
+        f = 1.0
+    t_mem = bytes_ * f / ddr_bw
+    if f < 1.0:
+        t_mem += bytes_ * (1.0 - f) / hbm_bw_i
+    return max(compute_s, t_mem), bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
 
 
 @nb.njit(cache=True)
-def place_chiplet(T, hbm_capacity, kind_i, items, n_items, ncopy, split, W, frac):
-    """Put a chiplet's copies into its HBM densest first; ``frac[u, r]`` gets each copy's DDR fraction.
-
-    ``items`` lists the copies as ``u * R + r`` codes (R = copies per unit in the workspace).
-    Returns (bytes stored, bytes spilled to DDR).
-    """
-    R = W.f.shape[1]
+def place_chiplet(hbm_capacity, kind_i, item_u, item_r, start, n_items, ncopy, split, unit_capacity, unit_kv,
+                  w_copy, other_dram, read_scale, buf_size, buf_read, buf_density, buf_order, buf_spill, frac):
+    """Put a chiplet's copies (units ``item_u``, copy indices ``item_r``, from ``start``) into its HBM
+    densest first (memory.placement); ``frac[u, r]`` gets each copy's DDR fraction.
+    Returns (bytes stored, bytes spilled to DDR)."""
     stored = 0.0
     for x in range(n_items):
-        code = items[x]
-        u = code // R
+        u = item_u[start + x]
         c = ncopy[u]
-        s = T.unit_stage[u]
-        W.buf_size[x] = item_size(T, u, c, split)
-        W.buf_read[x] = copy_bytes(T, u, c, kind_i) * T.stage_repeat[s] * T.stage_prob[s]
-        stored += W.buf_size[x]
-    spilled = spill_by_density(W.buf_size[:n_items], W.buf_read[:n_items], hbm_capacity, W.buf_density,
-                               W.buf_order, W.buf_spill)
+        buf_size[x] = item_size(unit_capacity[u], unit_kv[u], c, split)
+        buf_read[x] = copy_bytes(w_copy, other_dram, u, c, kind_i) * read_scale[u]
+        stored += buf_size[x]
+    spilled = spill_first_n(n_items, buf_size, buf_read, hbm_capacity, buf_density, buf_order, buf_spill)
     for x in range(n_items):
-        code = items[x]
-        frac[code // R, code % R] = W.buf_spill[x]
+        frac[item_u[start + x], item_r[start + x]] = buf_spill[x]
     return stored, spilled
 
 
-@nb.njit(cache=True)
-def copy_cost(T, u, c, k, f, hbm_bw_i, ddr_bw):
-    """(time, DDR bytes, DRAM bytes, compute energy, DRAM energy) of one of c copies of unit u on a chiplet
-    of kind k, a fraction f of whose bytes live in DDR (all of them when the chiplet has no HBM)."""
-    if hbm_bw_i <= 0.0:
-        f = 1.0
-    b = copy_bytes(T, u, c, k)
-    t_mem = b * f / ddr_bw
-    if f < 1.0:
-        t_mem += b * (1.0 - f) / hbm_bw_i
-    e_dram = b * (1.0 - f) * T.hbm_e + b * f * T.ddr_e
-    return max(T.unit_time[u, k] / c, t_mem), b * f, b, T.unit_energy[u, k] / c, e_dram
-
-
-@nb.njit(cache=True)
-def allreduce(T, R, sh, n, u, slots, c):
-    """(time, byte-hops, energy) of the ring all-reduce of a unit split over c shards.
+@nb.njit(cache=True, inline="always")
+def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_bw):
+    """(time, byte-hops, energy) of the ring all-reduce of D bytes over the c shards of unit u.
 
     Ring all-reduce: 2(c - 1) steps, in each every shard sends D/c bytes to the next one; a step takes
     the slowest neighbour route plus D / (c x link bandwidth) (Patarasuk & Yuan 2009).
     """
-    pb = R.pair_base[sh]
-    d = T.unit_out_bytes[u]
     lat = 0.0
     hops = 0.0
     energy = 0.0
@@ -150,28 +145,24 @@ def allreduce(T, R, sh, n, u, slots, c):
         a, b = slots[u, r], slots[u, (r + 1) % c]
         if a != b:
             p = pb + a * n + b
-            lat = max(lat, R.pair_latency[p])
-            hops += R.pair_ptr[p + 1] - R.pair_ptr[p]
-            energy += R.pair_energy[p]
+            lat = max(lat, pair_latency[p])
+            hops += pair_ptr[p + 1] - pair_ptr[p]
+            energy += pair_energy[p]
     per_step = d / c
     steps = 2.0 * (c - 1)
-    return steps * (lat + per_step / T.link_bw), steps * per_step * hops, steps * per_step * energy
+    return steps * (lat + per_step / link_bw), steps * per_step * hops, steps * per_step * energy
 
 
-@nb.njit(cache=True)
-def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
-    """Add ``sign`` x the bytes of hand-off e to the links its routes cross.
-
-    Shards of a one-to-many unit all-reduce first and one of them sends; every shard of the receiver
-    needs the whole input. Copies of a replicated unit share the bytes evenly.
-    Returns (longest route latency, byte-hops, network energy in joules).
-    """
-    pb = R.pair_base[sh]
-    a = T.edge_src[e]
-    b = T.edge_dst[e]
+@nb.njit(cache=True, inline="always")
+def edge_flow(a, b, size, slots, ncopy, split, n, pb, pair_ptr, route_links, pair_latency, pair_energy, loads, s,
+              instance, sign):
+    """Add ``sign`` x the ``size`` bytes unit a hands unit b to the links their routes cross
+    (``loads[s, instance]``). Shards of a one-to-many unit all-reduce first and one of them sends; every
+    shard of the receiver needs the whole input; copies of a replicated unit share the bytes evenly.
+    Returns (longest route latency, byte-hops, network energy in joules)."""
     ca = 1 if split else ncopy[a]
     cb = ncopy[b]
-    amount = sign * T.edge_bytes[e] / ca / (1.0 if split else cb)
+    amount = sign * size / ca / (1.0 if split else cb)
     longest = 0.0
     net = 0.0
     energy = 0.0
@@ -181,12 +172,12 @@ def edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, sign):
             j = slots[b, rb]
             if i != j:
                 p = pb + i * n + j
-                longest = max(longest, R.pair_latency[p])
-                start, end = R.pair_ptr[p], R.pair_ptr[p + 1]
+                longest = max(longest, pair_latency[p])
+                start, end = pair_ptr[p], pair_ptr[p + 1]
                 for x in range(start, end):
-                    loads[R.route_links[x]] += amount
+                    loads[s, instance, route_links[x]] += amount
                 net += amount * (end - start)
-                energy += amount * R.pair_energy[p]
+                energy += amount * pair_energy[p]
     return longest, net, energy
 
 
@@ -197,28 +188,31 @@ def in_instance(phase, instance):
     return phase == 0 or (phase == 1 and instance == FIRST) or (phase == 2 and instance == REST)
 
 
-@nb.njit(cache=True)
-def busiest_link(R, sh, loads):
-    """Serialisation time of the most loaded link: max over links of bytes / bandwidth."""
-    lb = R.link_base[sh]
-    busiest = 0.0
-    for link in range(R.n_links[sh]):
-        busiest = max(busiest, loads[link] * R.link_inv_bw[lb + link])
-    return busiest
-
-
-@nb.njit(cache=True)
-def stage_comm(T, R, sh, s, instance, loads, edge_lat):
-    """Hand-off time of one instance of stage s: longest route of its edges + busiest link."""
+@nb.njit(cache=True, inline="always")
+def stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, n_links):
+    """Hand-off time of one instance of stage s: its longest route plus its busiest link's bytes / bandwidth."""
     longest = 0.0
-    for e in range(T.edge_start[s], T.edge_start[s + 1]):
-        if in_instance(T.edge_phase[e], instance):
+    for e in range(edge_start[s], edge_start[s + 1]):
+        if in_instance(edge_phase[e], instance):
             longest = max(longest, edge_lat[e])
-    return longest + busiest_link(R, sh, loads)
+    busiest = 0.0
+    for link in range(n_links):
+        busiest = max(busiest, loads[s, instance, link] * link_inv_bw[lb + link])
+    return longest + busiest
+
+
+@nb.njit(cache=True, inline="always")
+def row_max(a, s, n):
+    """max(a[s, :n]) without making a view."""
+    m = a[s, 0]
+    for i in range(1, n):
+        m = max(m, a[s, i])
+    return m
 
 
 @nb.njit(cache=True)
-def scenario_latency(T, stage_t, comm, ct, n, finish, cps, in_scen, busy):
+def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain, stage_t, comm, ct,
+                     n, finish, cps, in_scen, busy):
     """(expected, p99) over scenarios of each scenario's makespan.
 
     A scenario's makespan is the longer of its critical path through the stage DAG and the busiest
@@ -226,37 +220,41 @@ def scenario_latency(T, stage_t, comm, ct, n, finish, cps, in_scen, busy):
     that share a chiplet cannot overlap). For a chain of stages the critical path always binds.
     """
     S = stage_t.shape[0]
-    n_scen = T.scen_prob.shape[0]
+    n_scen = scen_prob.shape[0]
     for k in range(n_scen):
-        in_scen[:] = False
-        for x in range(T.scen_ptr[k], T.scen_ptr[k + 1]):
-            in_scen[T.scen_stages[x]] = True
+        for s in range(S):
+            in_scen[s] = False
+        for x in range(scen_ptr[k], scen_ptr[k + 1]):
+            in_scen[scen_stages[x]] = True
         longest = 0.0
-        busy[:n] = 0.0
+        for i in range(n):
+            busy[i] = 0.0
         for s in range(S):       # stages are numbered in topological order
             start = 0.0
-            for x in range(T.after_ptr[s], T.after_ptr[s + 1]):
-                start = max(start, finish[T.after_ids[x]])
+            for x in range(after_ptr[s], after_ptr[s + 1]):
+                start = max(start, finish[after_ids[x]])
             w = 0.0
             if in_scen[s]:
-                r = T.stage_repeat[s]
+                r = stage_repeat[s]
                 w = r * stage_t[s] + comm[s, FIRST] + (r - 1.0) * comm[s, REST]
-                if not T.chain:
+                if not chain:
                     for i in range(n):
                         busy[i] += r * ct[s, i]
             finish[s] = start + w
             longest = max(longest, finish[s])
-        cps[k] = max(longest, busy[:n].max())
+        for i in range(n):
+            longest = max(longest, busy[i])
+        cps[k] = longest
     expected = 0.0
     for k in range(n_scen):
-        expected += T.scen_prob[k] * cps[k]
+        expected += scen_prob[k] * cps[k]
     if n_scen == 1:
         return expected, cps[0]
     order = np.argsort(cps[:n_scen])
     acc = 0.0
     p99 = cps[order[n_scen - 1]]
     for x in range(n_scen):
-        acc += T.scen_prob[order[x]]
+        acc += scen_prob[order[x]]
         if acc >= 0.99 - 1e-12:
             p99 = cps[order[x]]
             break
@@ -264,76 +262,96 @@ def scenario_latency(T, stage_t, comm, ct, n, finish, cps, in_scen, busy):
 
 
 @nb.njit(cache=True)
-def index_items(n, slots, ncopy, W):
-    """Group the copies by chiplet (CSR ``chip_ptr`` / ``chip_items``, codes ``u * R + r`` in (u, r) order)."""
-    R = W.f.shape[1]
-    W.chip_ptr[: n + 1] = 0
+def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
+    """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
+    for i in range(n + 1):
+        chip_ptr[i] = 0
     for u in range(slots.shape[0]):
         for r in range(ncopy[u]):
-            W.chip_ptr[slots[u, r] + 1] += 1
+            chip_ptr[slots[u, r] + 1] += 1
     for i in range(n):
-        W.chip_ptr[i + 1] += W.chip_ptr[i]
-        W.cursor[i] = W.chip_ptr[i]
+        chip_ptr[i + 1] += chip_ptr[i]
+        cursor[i] = chip_ptr[i]
     for u in range(slots.shape[0]):
         for r in range(ncopy[u]):
             i = slots[u, r]
-            W.chip_items[W.cursor[i]] = u * R + r
-            W.cursor[i] += 1
+            item_u[cursor[i]] = u
+            item_r[cursor[i]] = r
+            cursor[i] += 1
 
 
 @nb.njit(cache=True)
 def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     """Evaluate the intact design, leaving per-stage and per-copy figures in ``W``; returns the shortfall."""
-    index_items(n, slots, ncopy, W)
+    unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
+    unit_time, unit_energy, read_scale, out_bytes = T.unit_time, T.unit_energy, T.unit_read_scale, T.unit_out_bytes
+    stage_start, stage_repeat = T.stage_start, T.stage_repeat
+    edge_start, edge_src, edge_dst, edge_bytes, edge_phase = (T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes,
+                                                              T.edge_phase)
+    hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
+    pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
+    link_inv_bw = R.link_inv_bw
+    pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
+    ct, loads, edge_lat, f = W.ct, W.loads, W.edge_lat, W.f
+    copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
+    chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
+
+    index_items(n, slots, ncopy, chip_ptr, W.cursor, item_u, item_r)
     spill = 0.0
     for i in range(n):
-        a, b = W.chip_ptr[i], W.chip_ptr[i + 1]
-        W.stored[i], W.overflow[i] = place_chiplet(T, stacks[i] * T.hbm_cap, kind[i], W.chip_items[a:b], b - a,
-                                                   ncopy, split, W, W.f)
+        a, b = chip_ptr[i], chip_ptr[i + 1]
+        W.stored[i], W.overflow[i] = place_chiplet(
+            stacks[i] * hbm_cap, kind[i], item_u, item_r, a, b - a, ncopy, split, unit_capacity, unit_kv, w_copy,
+            other_dram, read_scale, W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill, f)
         spill += W.overflow[i]
     short = max(spill - ddr * T.ddr_cap, 0.0)
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
-    L = R.n_links[sh]
-    for s in range(T.stage_repeat.shape[0]):
-        W.ct[s, :n] = 0.0
+    for s in range(stage_repeat.shape[0]):
+        for i in range(n):
+            ct[s, i] = 0.0
         sd = e_compute = e_dram = dram = net = e_net = 0.0
-        for u in range(T.stage_start[s], T.stage_start[s + 1]):
+        for u in range(stage_start[s], stage_start[s + 1]):
             c = ncopy[u]
-            W.ar_time[u] = 0.0
+            ar_time[u] = 0.0
             if split and c > 1:
-                t_ar, hops, e_ar = allreduce(T, R, sh, n, u, slots, c)
-                W.ar_time[u] = t_ar
+                t_ar, hops, e_ar = allreduce(u, slots, c, out_bytes[u], n, pb, pair_ptr, pair_latency, pair_energy,
+                                             link_bw)
+                ar_time[u] = t_ar
                 net += hops
                 e_net += e_ar
             for r in range(c):
                 i = slots[u, r]
-                t, b_ddr, b, ec, ed = copy_cost(T, u, c, kind[i], W.f[u, r], stacks[i] * T.hbm_bw, ddr_bw)
-                W.copy_time[u, r] = t + W.ar_time[u]
-                W.copy_ddr[u, r] = b_ddr
-                W.ct[s, i] += W.copy_time[u, r]
+                k = kind[i]
+                b = copy_bytes(w_copy, other_dram, u, c, k)
+                t, b_ddr, ed = roofline(unit_time[u, k] / c, b, f[u, r], stacks[i] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                copy_time[u, r] = t + ar_time[u]
+                copy_ddr[u, r] = b_ddr
+                ct[s, i] += copy_time[u, r]
                 sd += b_ddr
                 dram += b
-                e_compute += ec
+                e_compute += unit_energy[u, k] / c
                 e_dram += ed
         W.sd[s] = sd
-        W.stage_t[s] = max(W.ct[s, :n].max(), sd / ddr_bw)
-        repeat = T.stage_repeat[s]
+        W.stage_t[s] = max(row_max(ct, s, n), sd / ddr_bw)
+        repeat = stage_repeat[s]
         W.comm[s, REST] = 0.0
         hand_off_net = 0.0
         hand_off_e = 0.0
-        for e in range(T.edge_start[s], T.edge_start[s + 1]):
-            W.edge_lat[e] = 0.0
+        for e in range(edge_start[s], edge_start[s + 1]):
+            edge_lat[e] = 0.0
         for instance in range(2 if repeat > 1 else 1):
-            loads = W.loads[s, instance]
-            loads[:L] = 0.0
+            for link in range(L):
+                loads[s, instance, link] = 0.0
             hops = 0.0
             energy = 0.0
-            for e in range(T.edge_start[s], T.edge_start[s + 1]):
-                if in_instance(T.edge_phase[e], instance):
-                    W.edge_lat[e], h, en = edge_flow(T, R, sh, n, e, slots, ncopy, split, loads, 1.0)
+            for e in range(edge_start[s], edge_start[s + 1]):
+                if in_instance(edge_phase[e], instance):
+                    edge_lat[e], h, en = edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots, ncopy, split, n,
+                                                   pb, pair_ptr, route_links, pair_latency, pair_energy, loads, s,
+                                                   instance, 1.0)
                     hops += h
                     energy += en
-            W.comm[s, instance] = stage_comm(T, R, sh, s, instance, loads, W.edge_lat)
+            W.comm[s, instance] = stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, L)
             times = 1.0 if instance == FIRST else repeat - 1.0
             hand_off_net += times * hops
             hand_off_e += times * energy
@@ -344,3 +362,10 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
         W.stage_net[s] = net * repeat + hand_off_net
         W.stage_e_net[s] = e_net * repeat + hand_off_e
     return short
+
+
+@nb.njit(cache=True)
+def design_latency(T, W, n):
+    """(expected, p99) latency of the design whose stage figures ``W`` holds (see `scenario_latency`)."""
+    return scenario_latency(T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr, T.after_ids, T.stage_repeat,
+                            T.chain, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)

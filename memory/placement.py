@@ -78,9 +78,23 @@ def spill_by_density(size, read, capacity, density, order, spill):
     """Fill one tier of ``capacity`` bytes densest-first; ``spill[j]`` gets the fraction of item j left over.
 
     Items of equal density keep their given order (insertion sort, stable). ``density`` and ``order``
-    are scratch arrays at least as long as ``size``. Returns the bytes that overflow.
+    are scratch arrays at least as long as ``size``. Returns the bytes that overflow. When everything
+    fits, or nothing can, no order is needed and none is computed.
     """
-    n = size.shape[0]
+    return spill_first_n(size.shape[0], size, read, capacity, density, order, spill)
+
+
+@nb.njit(cache=True)
+def spill_first_n(n, size, read, capacity, density, order, spill):
+    """`spill_by_density` on the first n items of the arrays (no slicing, for hot loops)."""
+    total = 0.0
+    for j in range(n):
+        total += size[j]
+    if total <= capacity or capacity <= 0.0:
+        spill_all = capacity <= 0.0 and total > capacity
+        for j in range(n):
+            spill[j] = 1.0 if spill_all and size[j] > 0.0 else 0.0
+        return total if spill_all else 0.0
     for j in range(n):
         density[j] = read[j] / size[j] if size[j] > 0.0 else np.inf
         k = j
