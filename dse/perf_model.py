@@ -136,18 +136,23 @@ def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_b
     """(time, byte-hops, energy) of the ring all-reduce of D bytes over the c shards of unit u.
 
     Ring all-reduce: 2(c - 1) steps, in each every shard sends D/c bytes to the next one; a step takes
-    the slowest neighbour route plus D / (c x link bandwidth) (Patarasuk & Yuan 2009).
+    the slowest neighbour route plus D / (c x link bandwidth) (Patarasuk & Yuan 2009). Shards that all
+    sit on one chiplet reduce locally: no network time.
     """
     lat = 0.0
     hops = 0.0
     energy = 0.0
+    crosses = False
     for r in range(c):
         a, b = slots[u, r], slots[u, (r + 1) % c]
         if a != b:
+            crosses = True
             p = pb + a * n + b
             lat = max(lat, pair_latency[p])
             hops += pair_ptr[p + 1] - pair_ptr[p]
             energy += pair_energy[p]
+    if not crosses:             # every shard on one chiplet: the reduction never leaves it
+        return 0.0, 0.0, 0.0
     per_step = d / c
     steps = 2.0 * (c - 1)
     return steps * (lat + per_step / link_bw), steps * per_step * hops, steps * per_step * energy

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import StudyError
 from .study import Study
 from .tables import EvalTables
 
@@ -101,3 +102,34 @@ class Design:
         return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
                     ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping,
                     placement={u: list(s) for u, s in self.placement.items()})
+
+
+def check_design(design: Design, study: Study, tables: EvalTables, source: str | None = None) -> None:
+    """Raise a `StudyError` naming the design key when ``design`` cannot be evaluated under ``study``."""
+    mesh = study.hardware.package.mesh
+    for key, value, (low, high) in (("rows", design.rows, mesh.rows), ("cols", design.cols, mesh.cols)):
+        if not low <= value <= high:
+            raise StudyError(f"{value} is outside the study's mesh range {low}..{high} "
+                             f"(hardware.package.mesh.{key})", key=key, source=source)
+    n = design.rows * design.cols
+    unknown = [k for k in design.chiplets if k not in tables.kind_names]
+    if unknown:
+        raise StudyError(f"chiplet kind {unknown[0]!r} is not in the study's library; allowed: "
+                         f"{', '.join(tables.kind_names)}", key="chiplets", source=source)
+    if len(design.hbm_stacks) != n or any(h < 0 for h in design.hbm_stacks):
+        raise StudyError(f"needs {n} whole numbers >= 0, one per chiplet slot", key="hbm_stacks", source=source)
+    if design.ddr_channels < 0:
+        raise StudyError("must be >= 0", key="ddr_channels", source=source)
+    units = set(tables.unit_names)
+    extra = [u for u in design.placement if u not in units]
+    if extra:
+        raise StudyError(f"unit {extra[0]!r} is not in the workload; its units are {', '.join(tables.unit_names[:4])}"
+                         f", ... ({len(units)} in all; `dse workload` lists them)", key="placement", source=source)
+    missing = [u for u in tables.unit_names if u not in design.placement]
+    if missing:
+        raise StudyError(f"unit {missing[0]!r} has no chiplet ({len(missing)} units unplaced); every unit of the "
+                         "workload needs at least one slot", key="placement", source=source)
+    for unit, slots in design.placement.items():
+        if not slots or len(set(slots)) != len(slots) or any(not 0 <= x < n for x in slots):
+            raise StudyError(f"needs 1 to {n} distinct slots in 0..{n - 1}, got {slots}",
+                             key=f"placement.{unit}", source=source)

@@ -12,7 +12,7 @@ import copy
 import pandas as pd
 
 from .errors import StudyError
-from .space import Design
+from .space import Design, check_design
 from .study import Study
 
 
@@ -42,8 +42,5 @@ def evaluate(design: Design, study: Study, changes: dict | None = None, prepared
         study = changed_study(study, changes)
         prepared = None
     p = prepared or prepare(study)
-    missing = [k for k in design.chiplets if k not in p.tables.kind_names]
-    if missing:
-        raise StudyError(f"the design uses chiplet kind {missing[0]!r}, not in the study's library "
-                         f"({', '.join(p.tables.kind_names)})", key="hardware.chiplets")
+    check_design(design, study, p.tables)
     return p.evaluator.evaluate_designs([design], with_faults=with_faults).iloc[0]

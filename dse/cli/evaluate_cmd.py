@@ -1,0 +1,69 @@
+"""``dse evaluate``: every metric of one hand-written (or exported) design, with a per-chiplet breakdown."""
+from __future__ import annotations
+
+import json
+import math
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..breakdown import chiplet_table
+from ..results_folder import read_design
+from ..runner import prepare
+from ..space import check_design
+from ..study import load_study
+from .common import cli
+
+
+@cli.command("evaluate")
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--design", "design_file", required=True, type=click.Path(dir_okay=False),
+              help="Design YAML (the form of results/<study>/designs/<id>.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: metrics, chiplets, failures.")
+def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
+    """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, and
+    what each chiplet holds and does."""
+    study = load_study(study_file)
+    design = read_design(design_file)
+    prepared = prepare(study)
+    check_design(design, study, prepared.tables, source=design_file)
+    ev = prepared.evaluator
+    metrics = ev.evaluate_designs([design]).iloc[0]
+    chiplets = chiplet_table(design, prepared, float(metrics["latency_s"]))
+    failures = ev.failure_report(design)
+    chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy()
+    if as_json:
+        click.echo(json.dumps({
+            "study": study.name, "design": design.to_dict(),
+            "metrics": {k: _plain(v) for k, v in metrics.items()},
+            "chiplets": [{k: _plain(v) for k, v in row.items()} for row in chiplets.to_dict(orient="records")]},
+            indent=1))
+        return
+    console = Console(width=max(Console().width, 150))     # the per-chiplet table is wide
+    table = Table(title=f"{design_file} under study '{study.name}'")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in metrics.items():
+        table.add_row(name, f"{value:.5g}")
+    console.print(table)
+    per_chip = Table(title="per chiplet (retained_if_lost: throughput kept when this chiplet fails)")
+    columns = ["slot", "kind", "hbm_stacks", "n_units", "stored_GiB", "busy_share", "sent_MB", "received_MB",
+               "retained_if_lost", "units"]
+    for c in columns:
+        per_chip.add_column(c, justify="left" if c in ("kind", "units") else "right")
+    for _, row in chiplets.iterrows():
+        per_chip.add_row(*[_cell(row[c]) for c in columns])
+    console.print(per_chip)
+
+
+def _plain(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _cell(value) -> str:
+    if isinstance(value, str):
+        return value if len(value) <= 60 else value[:57] + "..."
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
