@@ -15,6 +15,7 @@ from .errors import StudyError
 from .evaluator import Evaluator
 from .results import StudyResult, build_result
 from .search import GenerationReport, SearchOutcome, run_search
+from .mapping import seed_vectors
 from .space import Space, build_space
 from .study import Study
 from .tables import EvalTables, build_tables
@@ -37,6 +38,7 @@ def prepare(study: Study) -> Prepared:
     except workloads.WorkloadError as exc:
         raise StudyError(str(exc), key="workload") from None
     space = build_space(study, tables)
+    space.seeds = seed_vectors(study, tables, space)
     evaluator = Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
                           monte_carlo=study.faults.monte_carlo)
     return Prepared(study=study, tables=tables, space=space, evaluator=evaluator)

@@ -39,6 +39,7 @@ class DesignProblem(Problem):
         super().__init__(n_var=len(lower), n_obj=len(study.search.objectives),
                          n_ieq_constr=len(constraint_names(study)), xl=lower, xu=upper, vtype=int)
         self.study, self.engine = study, engine
+        self.seeds = getattr(space, "seeds", None)     # heuristic starting designs (dse.mapping)
         self.batches: list[tuple[np.ndarray, np.ndarray]] = []     # (X, metrics array) per evaluation call
 
     def _evaluate(self, X, out, *args, **kwargs):

@@ -44,6 +44,7 @@ class Space:
     split: bool
     exclusive_experts: bool
     slices: dict = field(default_factory=dict)
+    seeds: np.ndarray | None = None     # heuristic designs the search starts from (dse.mapping.seed_vectors)
 
     @property
     def n_var(self) -> int:

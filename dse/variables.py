@@ -57,10 +57,15 @@ def as_integers(X: np.ndarray) -> np.ndarray:
 
 
 class GeneSampling(Sampling):
-    """Uniform over each gene's inclusive range."""
+    """The problem's heuristic seed designs (dse.mapping), if any, then uniform over each gene's range."""
 
     def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
-        return random_state.integers(problem.xl, problem.xu + 1, size=(n_samples, problem.n_var))
+        X = random_state.integers(problem.xl, problem.xu + 1, size=(n_samples, problem.n_var))
+        seeds = getattr(problem, "seeds", None)
+        if seeds is not None and len(seeds):
+            k = min(len(seeds), n_samples // 2)       # at most half: the rest keeps the search diverse
+            X[:k] = np.clip(seeds[:k], problem.xl, problem.xu)
+        return X
 
 
 class GeneCrossover(Crossover):
