@@ -254,7 +254,11 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
 
     R, C = design.rows, design.cols
-    fig = Figure(figsize=(max(2.4 * C + 2.4, 6.0), 2.4 * R + 1.7), layout="constrained")
+    width = max(2.4 * C + 2.4, 6.0)
+    label_pt = 8 * 0.6 * max(len(k) for k in kind_names) + 30          # legend entry: text + swatch, in points
+    legend_cols = max(1, min(len(kind_names), int(width * 72 / label_pt)))
+    legend_rows = -(-len(kind_names) // legend_cols)
+    fig = Figure(figsize=(width, 2.4 * R + 1.5 + 0.2 * legend_rows), layout="constrained")
     ax = fig.add_subplot()
     size, gap = 1.0, 0.45
     pitch = size + gap
@@ -263,7 +267,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         x0, y0 = c * pitch, -r * pitch
         ax.add_patch(Rectangle((x0, y0), size, size, fc=colour[chip.kind], ec="black", lw=1.2))
         held = chip.units.split() if chip.units else []
-        ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {chip.kind}", ha="left", va="top", fontsize=8, weight="bold")
+        kind_label = chip.kind.replace("[", "\n[", 1) if len(chip.kind) > 14 else chip.kind   # variants wrap
+        ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}", ha="left", va="top", fontsize=8, weight="bold")
         ax.text(x0 + 0.05, y0 + 0.05, f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB\n"
                 f"busy {100 * chip.busy_share:.0f}% of the step", ha="left", va="bottom", fontsize=7)
         ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds, one_group) or "(no units)",
@@ -292,7 +297,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         cbar.set_label("link utilisation [% of the step the link is busy]")
         cbar.formatter.set_useOffset(False)
     handles = [Rectangle((0, 0), 1, 1, fc=colour[k], ec="black") for k in kind_names]
-    ax.legend(handles, kind_names, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(kind_names),
+    ax.legend(handles, kind_names, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=legend_cols,
               fontsize=8, frameon=False, title="chiplet kind", title_fontsize=8)
     ax.set_xlim(-0.2, C * pitch - gap + 0.2)
     ax.set_ylim(-(R - 1) * pitch - 0.2, size + 0.2)

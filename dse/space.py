@@ -58,7 +58,7 @@ def build_space(study: Study, tables: EvalTables) -> Space:
     hw = study.hardware
     mesh = hw.package.mesh
     max_slots = mesh.rows[1] * mesh.cols[1]
-    K = len(hw.chiplets)
+    K = len(tables.kind_names)          # library variants (chiplet options expanded)
     U = tables.n_units
     names, lower, upper, slices = [], [], [], {}
 

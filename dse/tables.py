@@ -81,7 +81,7 @@ def build_workload(study: Study) -> workloads.Workload:
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:
     wl = workload or build_workload(study)
-    chiplets = [c.to_chiplet() for c in study.hardware.chiplets]
+    chiplets = study.hardware.library()
     precision = study.workload.precision
     costs = arch.op_costs(wl.ops, chiplets, precision)
 

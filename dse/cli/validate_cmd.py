@@ -15,5 +15,5 @@ def validate(study_file: str) -> None:
     study = load_study(study_file)
     p = prepare(study)
     click.echo(f"ok: study '{study.name}': {study.workload.label} {study.workload.phase}, "
-               f"{p.tables.n_units} placement units, {len(study.hardware.chiplets)} chiplet kinds, "
+               f"{p.tables.n_units} placement units, {len(p.tables.kind_names)} chiplet kinds, "
                f"{p.space.n_var} decision variables")

@@ -42,7 +42,8 @@ def config_text(run_name: str, rows: int, cols: int, dataflow: str, sram_bytes: 
 def export(ctx: ExportContext, out: Path) -> list[Path]:
     d = ctx.design
     t = ctx.prepared.tables
-    specs = {c.name: c for c in ctx.study.hardware.chiplets}
+    specs = {c.name: c for c in ctx.study.hardware.library()}
+    skipped = []
     ops = t.workload.ops
     matrix = ops[ops["engine"] == "matrix"]
     written: list[Path] = []
@@ -50,11 +51,13 @@ def export(ctx: ExportContext, out: Path) -> list[Path]:
     commands = []
     for s in range(ctx.n):
         kind = specs[d.chiplets[s]]
-        rows, cols = kind.array
         units = ctx.units_on(s)
+        if not hasattr(kind, "dataflow"):          # SCALE-Sim models systolic arrays only
+            skipped.append(f"{s} ({d.chiplets[s]})")
+            continue
         cfg = out / f"chiplet{s}.cfg"
-        cfg.write_text(config_text(f"{ctx.design_id}_chiplet{s}", rows, cols, kind.dataflow,
-                                   kind.sram_mb * 2**20))
+        cfg.write_text(config_text(f"{ctx.design_id}_chiplet{s}", kind.rows, kind.cols, kind.dataflow,
+                                   kind.sram_bytes))
         written.append(cfg)
         gemms = matrix[matrix["unit"].isin(units)]
         topo_name = ""
@@ -85,5 +88,7 @@ def export(ctx: ExportContext, out: Path) -> list[Path]:
         *[f"    {c}" for c in commands], "",
         "Cycles per step of a chiplet = sum over its GEMMs of SCALE-Sim's total cycles x instances_per_layer x "
         "layers x prob x share (chipletN_counts.csv). Vector operators (norms, softmax, lookups) are not GEMMs "
-        "and are not exported."]))
+        "and are not exported.",
+        *([f"Chiplets that are not systolic arrays (SCALE-Sim cannot model them): {', '.join(skipped)}."]
+          if skipped else [])]))
     return written

@@ -1,6 +1,9 @@
 """Study schema: the ``hardware`` section (chiplet library, memory, package network)."""
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import re
 from typing import Any, Literal
 
 from pydantic import (Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PrivateAttr,
@@ -20,6 +23,10 @@ class ModeSpec(StrictModel):
     array: tuple[PositiveInt, PositiveInt]
     dataflow: Literal["os", "ws", "is"]
     arrays: PositiveInt = 1
+
+
+def _option_label(value: Any) -> str:
+    return "x".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
 class ChipletSpec(StrictModel):
@@ -63,8 +70,11 @@ class ChipletSpec(StrictModel):
     reconfig_uj: NonNegativeFloat = 1.0
     reconfig_area_fraction: NonNegativeFloat = 0.1
     overrides: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, list[Any]] = Field(default_factory=dict, description=(
+        "fields the search may choose, each with its candidate values: one library variant per combination"))
 
     _chiplet: Any = PrivateAttr(default=None)
+    _variants: list = PrivateAttr(default_factory=list)
 
     @field_validator("node")
     @classmethod
@@ -83,9 +93,14 @@ class ChipletSpec(StrictModel):
     @model_validator(mode="after")
     def _build(self):
         given = self.model_fields_set
+        for key, values in self.options.items():
+            if key not in type(self).model_fields or key in ("name", "kind", "preset", "options", "overrides"):
+                raise ValueError(f"options: {key!r} cannot be left open; any other field of the chiplet can")
+            if not values:
+                raise ValueError(f"options.{key} needs at least one value")
         if not self.preset and not self.name:
             raise ValueError("every chiplet needs a 'name' (or a 'preset', whose name it then takes)")
-        spec = {k: getattr(self, k) for k in given if k != "preset"}
+        spec = {k: getattr(self, k) for k in given if k not in ("preset", "options")}
         if "modes" in spec:
             spec["modes"] = [m.model_dump() for m in self.modes]
         if self.preset:
@@ -96,6 +111,8 @@ class ChipletSpec(StrictModel):
             self._chiplet = arch.build_chiplet(spec)
         except arch.ArchError as exc:
             raise ValueError(str(exc)) from None
+        if self.options:
+            self._variants = self._build_variants()
         return self
 
     @model_serializer(mode="wrap")
@@ -108,6 +125,27 @@ class ChipletSpec(StrictModel):
     @property
     def chiplet_name(self) -> str:
         return self._chiplet.name
+
+    def variants(self) -> list[arch.Chiplet]:
+        """The chiplets this entry stands for: itself, or one per combination of its ``options`` values,
+        named ``name[field=value,...]`` (built and checked when the study loads)."""
+        return self._variants or [self._chiplet]
+
+    def _build_variants(self) -> list[arch.Chiplet]:
+        given = {k: v for k, v in self.model_dump().items() if k != "options"}
+        fields = list(self.options)
+        out = []
+        for combo in itertools.product(*(self.options[f] for f in fields)):
+            values = dict(zip(fields, combo))
+            try:
+                chiplet = ChipletSpec.model_validate({**given, **values})._chiplet
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise ValueError(f"options: {', '.join(f'{k}={v!r}' for k, v in values.items())}: "
+                                 f"{re.sub(r'^Value error, ', '', err['msg'])}") from None
+            label = ",".join(f"{f}={_option_label(v)}" for f, v in values.items())
+            out.append(dataclasses.replace(chiplet, name=f"{self.chiplet_name}[{label}]"))
+        return out
 
     def to_chiplet(self) -> arch.Chiplet:
         return self._chiplet
@@ -280,6 +318,10 @@ class HardwareSpec(StrictModel):
     chiplets: list[ChipletSpec] = Field(min_length=1)
     memory: list[MemoryEntry] = Field(min_length=1)
     package: PackageSpec
+
+    def library(self) -> list[arch.Chiplet]:
+        """Every chiplet kind the search may place: each entry, or each variant of its ``options``."""
+        return [chiplet for spec in self.chiplets for chiplet in spec.variants()]
 
     @model_validator(mode="after")
     def _unique(self):
