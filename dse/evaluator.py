@@ -19,6 +19,7 @@ Per design (the step model is in dse.perf_model):
   (study ``faults.monte_carlo``; the same failure sets for every design of a size: common random
   numbers), NaN when off.
 * capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
+* max_die_mm2: the largest die (chiplet with its HBM PHYs), held against the reticle limit.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token
            "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
            "package_area_mm2", "cost_usd", "power_w", "fault_tolerance_frac", "worst_retained_frac",
            "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
-           "dram_bytes", "net_byte_hops"]
+           "dram_bytes", "net_byte_hops", "max_die_mm2"]
 N_METRICS = len(METRICS)
 
 
@@ -309,7 +310,16 @@ class Evaluator:
                                self._workspace(slots.shape[2]))
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        return self._run(*self.decode(X), with_faults)
+        rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
+        out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
+        return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
+
+    def _largest_die(self, n: np.ndarray, kind: np.ndarray, stacks: np.ndarray) -> np.ndarray:
+        """Area of each design's largest die: chiplet kind plus the PHYs of its HBM stacks."""
+        phy = self.tables.hbm.phy_area_mm2 if self.tables.hbm else 0.0
+        die = self.tables.kind_area_mm2[kind] + stacks * phy
+        in_package = np.arange(kind.shape[1])[None, :] < np.asarray(n)[:, None]
+        return np.where(in_package, die, 0.0).max(axis=1)
 
     def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
         return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
@@ -319,8 +329,8 @@ class Evaluator:
         rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays(designs, self.tables, self.space.max_slots,
                                                                     self.max_copies)
         unplaced = np.zeros(len(designs), np.int64)
-        return pd.DataFrame(self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults),
-                            columns=METRICS)
+        out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
+        return pd.DataFrame(np.column_stack([out, self._largest_die(rows * cols, kind, stacks)]), columns=METRICS)
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""

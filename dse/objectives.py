@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from arch.technology import reticle_limit_mm2
+
 from .study import Study
 
 #: objective name -> (metric column, sign for minimisation)
@@ -29,14 +31,16 @@ _BUDGETS = (("area_mm2", "area_mm2"), ("power_w", "power_w"), ("cost_usd", "cost
 def constraint_names(study: Study) -> list[str]:
     """One name per column of `constraint_matrix`."""
     c = study.constraints
-    return ["capacity_short_gib", "unplaced_experts"] + \
+    return ["capacity_short_gib", "unplaced_experts", "reticle_over"] + \
         [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None]
 
 
 def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
-    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, budgets."""
+    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, a die larger than the
+    lithography reticle (arch.technology.reticle_limit_mm2), budgets."""
     c = study.constraints
-    cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float)]
+    cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
+            metrics["max_die_mm2"].to_numpy() / reticle_limit_mm2() - 1.0]
     for budget, column in _BUDGETS:
         limit = getattr(c, budget)
         if limit is not None:

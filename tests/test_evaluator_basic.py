@@ -78,3 +78,17 @@ def test_population_matches_one_by_one(prepared):
     # decoding to designs and evaluating those gives the same numbers
     again = ev.evaluate_designs(ev.designs(X))
     assert np.allclose(again.to_numpy(), together.to_numpy(), equal_nan=True)
+
+
+def test_largest_die_holds_its_hbm_phys_and_the_reticle_is_a_constraint(prepared):
+    from dse.objectives import constraint_matrix, constraint_names
+    t = prepared.tables
+    d = _design(t.unit_names, 1, 2, ["big", "small"], [2, 0], lambda u: [0])
+    m = prepared.evaluator.evaluate_designs([d])
+    assert m["max_die_mm2"][0] == pytest.approx(max(t.kind_area_mm2[0] + 2 * t.hbm.phy_area_mm2, t.kind_area_mm2[1]))
+    study = prepared.study
+    G = constraint_matrix(m, study)
+    assert G[0, constraint_names(study).index("reticle_over")] == pytest.approx(m["max_die_mm2"][0] / 858 - 1)
+    big_die = m.copy()
+    big_die["max_die_mm2"] = 900.0
+    assert constraint_matrix(big_die, study)[0, constraint_names(study).index("reticle_over")] > 0
