@@ -144,3 +144,15 @@ def test_model_config_path_errors(dse_cli, tiny_dict, tmp_path):
 def test_unknown_command_option_exits_2(dse_cli, tiny_path):
     code, _, err = dse_cli("run", tiny_path, "--sed", "3")
     assert code == 2 and "No such option" in err
+
+
+def test_run_with_no_feasible_design_says_why(dse_cli, tmp_path):
+    study = yaml.safe_load(open("tests/data/tiny_moe.yaml"))
+    study["mapping"] = {"kind": "one-to-one"}                      # 8 experts a layer, at most 2 chiplets
+    study["hardware"]["package"]["mesh"] = {"rows": 1, "cols": 2}
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    code, out, err = dse_cli("run", path, "--out", tmp_path / "r", "--quiet")
+    assert code == 0, err
+    assert "0 feasible" in out
+    assert "no design was feasible: 100% of designs: one-to-one needs a chiplet per expert" in out

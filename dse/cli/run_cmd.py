@@ -106,5 +106,29 @@ def _print_summary(result, out: Path) -> None:
         console.print(f"normalised hypervolume {result.convergence['hypervolume'].iloc[-1]:.4f} "
                       f"(per generation in convergence.csv)")
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
+    if not ev["feasible"].any():
+        console.print(f"[yellow]no design was feasible:[/] {_why_infeasible(result)}", soft_wrap=True)
     if (out / "report.html").exists():
         console.print(f"start with {out}/report.html (or report.md); figures in {out}/plots/", soft_wrap=True)
+
+
+WHY = {
+    "capacity_short_gib": "weights and KV cache did not fit in HBM plus DDR (more memory: "
+                          "hardware.memory ranges)",
+    "unplaced_experts": "one-to-one needs a chiplet per expert (larger hardware.package.mesh, or another "
+                        "mapping.kind)",
+    "reticle_over": "a die with its HBM PHYs exceeded the reticle limit (fewer HBM stacks per chiplet)",
+    "area_mm2_over": "over constraints.area_mm2", "power_w_over": "over constraints.power_w",
+    "cost_usd_over": "over constraints.cost_usd",
+}
+
+
+def _why_infeasible(result) -> str:
+    """The constraints the evaluated designs broke most often, in words."""
+    from ..objectives import constraint_matrix, constraint_names
+    from ..evaluator import METRICS
+    G = constraint_matrix(result.evaluations[METRICS], result.study)
+    broken = (G > 0).mean(axis=0)
+    names = constraint_names(result.study)
+    order = [i for i in broken.argsort()[::-1] if broken[i] > 0]
+    return "; ".join(f"{100 * broken[i]:.0f}% of designs: {WHY.get(names[i], names[i])}" for i in order)
