@@ -22,6 +22,7 @@ GIB = 2**30
 
 def design_state(design: Design, prepared):
     """Run the evaluator's intact-design pass on one design; returns (workspace, kernel arrays)."""
+    prepared = prepared.for_design(design)
     ev = prepared.evaluator
     arrays = design_arrays([design], prepared.tables, prepared.space.max_slots, ev.max_copies)
     rows, cols, kind, stacks, ddr, slots, ncopy = arrays
@@ -36,6 +37,7 @@ def design_state(design: Design, prepared):
 def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
     """(compute time, busy time) per chiplet per step: compute alone, and ``max(compute, memory)`` per copy
     plus all-reduces, as the evaluator charges them."""
+    prepared = prepared.for_design(design)
     T = prepared.evaluator.kernel
     tables = prepared.tables
     n = design.rows * design.cols
@@ -54,6 +56,7 @@ def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
 
 def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
     """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic."""
+    prepared = prepared.for_design(design)
     tables = prepared.tables
     T = prepared.evaluator.kernel
     n = design.rows * design.cols

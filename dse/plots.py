@@ -241,6 +241,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     its utilisation, bytes per step / (link bandwidth x step time) (dse.traffic)."""
     from .breakdown import chiplet_table
 
+    prepared = prepared.for_design(design)          # the design's package variant (dse.variants)
     tables = prepared.tables
     if metrics is None:
         metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]

@@ -88,7 +88,7 @@ def inputs_section(result, prepared) -> list[str]:
              f"`{hw.package.link}` links ({t.link.bandwidth_Bps / 1e9:.4g} GB/s per direction, "
              f"{t.link.hop_latency_s * 1e9:.3g} ns per hop), XY routing.",
              "- **Memory**: " + "; ".join(
-                 f"{m.kind} {m.count_range[0]}-{m.count_range[1]} {'stacks' if 'hbm' in m.kind else 'channels'}"
+                 f"{' or '.join(m.kinds)} {m.count_range[0]}-{m.count_range[1]} {'stacks' if m.is_hbm else 'channels'}"
                  for m in hw.memory) + " (HBM stacks are spread over the chiplets, DDR is shared).",
              f"- **Mapping**: {s.mapping.kind}, up to {s.mapping.max_replicas} copies of a unit.",
              f"- **Constraints**: " + (", ".join(f"{k} <= {v}" for k, v in s.constraints.model_dump().items()

@@ -1,7 +1,7 @@
 """One study from start to end: workload -> tables -> space -> search -> results."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +19,7 @@ from .mapping import seed_vectors
 from .space import Space, build_space
 from .study import Study
 from .tables import EvalTables, build_tables
+from .variants import VariantEvaluator
 
 
 @dataclass
@@ -28,20 +29,45 @@ class Prepared:
     study: Study
     tables: EvalTables
     space: Space
-    evaluator: Evaluator
+    evaluator: Evaluator | VariantEvaluator
+    variants: list["Prepared"] = field(default_factory=list)     # per package variant (dse.variants)
+
+    def for_design(self, design) -> "Prepared":
+        """The tables and evaluator of the package variant a design belongs to (itself without variants)."""
+        if not self.variants:
+            return self
+        return self.variants[self.evaluator.variant_for(design)]
+
+
+def _tables(study: Study, workload=None) -> EvalTables:
+    try:
+        return build_tables(study, workload)
+    except workloads.WorkloadError as exc:
+        raise StudyError(str(exc), key="workload") from None
 
 
 def prepare(study: Study) -> Prepared:
-    """Extract the workload and build the tables and space; workload problems become StudyErrors."""
-    try:
-        tables = build_tables(study)
-    except workloads.WorkloadError as exc:
-        raise StudyError(str(exc), key="workload") from None
-    space = build_space(study, tables)
+    """Extract the workload and build the tables, space and evaluator (one per package variant when the
+    study leaves link technology or memory kinds open); workload problems become StudyErrors."""
+    variants = study.variants()
+    tables = _tables(variants[0][1])
+    space = build_space(study, tables, variants=len(variants))
     space.seeds = seed_vectors(study, tables, space)
-    evaluator = Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
-                          monte_carlo=study.faults.monte_carlo)
-    return Prepared(study=study, tables=tables, space=space, evaluator=evaluator)
+    if len(variants) == 1:
+        return Prepared(study=study, tables=tables, space=space, evaluator=_evaluator(study, tables, space))
+    parts = []
+    for _, concrete in variants:
+        t = tables if concrete is variants[0][1] else _tables(concrete, tables.workload)
+        parts.append(Prepared(study=concrete, tables=t, space=space, evaluator=_evaluator(concrete, t, space)))
+    kinds = [(p.tables.hbm.kind if p.tables.hbm else None, p.tables.ddr.kind if p.tables.ddr else None)
+             for p in parts]
+    evaluator = VariantEvaluator([label for label, _ in variants], [p.evaluator for p in parts], kinds, space)
+    return Prepared(study=study, tables=tables, space=space, evaluator=evaluator, variants=parts)
+
+
+def _evaluator(study: Study, tables: EvalTables, space: Space) -> Evaluator:
+    return Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
+                     monte_carlo=study.faults.monte_carlo)
 
 
 def run_study(study: Study, seed: int | None = None,

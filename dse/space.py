@@ -11,6 +11,8 @@ hbm             study stack range      HBM stacks on the package, spread evenly 
 ddr             study channel range    DDR channels shared by the package
 place[u]        0 .. S_max-1           primary slot of unit u, taken modulo N
 copies[u]       1 .. max_replicas      copies (many-to-many) or shards (one-to-many) of unit u
+variant         0 .. V-1               link technology and memory kinds (only when the study lists
+                                       several: dse.variants)
 ==============  =====================  ==============================================================
 
 Decoding is a repair: any vector in the bounds gives a valid design (dse.placement).
@@ -54,7 +56,7 @@ class Space:
         return X[..., self.slices[name]]
 
 
-def build_space(study: Study, tables: EvalTables) -> Space:
+def build_space(study: Study, tables: EvalTables, variants: int = 1) -> Space:
     hw = study.hardware
     mesh = hw.package.mesh
     max_slots = mesh.rows[1] * mesh.cols[1]
@@ -73,13 +75,15 @@ def build_space(study: Study, tables: EvalTables) -> Space:
     add("rows", *mesh.rows)
     add("cols", *mesh.cols)
     add("kind", 0, K - 1, max_slots)
-    hbm = next((m for m in hw.memory if tables.hbm and m.kind == tables.hbm.kind), None)
-    ddr = next((m for m in hw.memory if tables.ddr and m.kind == tables.ddr.kind), None)
+    hbm = next((m for m in hw.memory if m.is_hbm), None)
+    ddr = next((m for m in hw.memory if not m.is_hbm), None)
     add("hbm", *(hbm.count_range if hbm else (0, 0)))
     add("ddr", *(ddr.count_range if ddr else (0, 0)))
     add("place", 0, max_slots - 1, U, labels=tables.unit_names)
     copies = study.mapping.max_replicas if study.mapping.kind in COPY_MAPPINGS else 1
     add("copies", 1, copies, U, labels=tables.unit_names)
+    if variants > 1:                    # link technology and memory kinds the study leaves open (dse.variants)
+        add("variant", 0, variants - 1)
     return Space(names=names, lower=np.array(lower), upper=np.array(upper), max_slots=max_slots, n_units=U,
                  has_hbm=hbm is not None, has_ddr=ddr is not None, mapping=study.mapping.kind,
                  split=study.mapping.kind in SPLIT_MAPPINGS,
@@ -98,10 +102,13 @@ class Design:
     link: str
     mapping: str
     placement: dict[str, list[int]]     # unit -> slots holding it (copies or shards)
+    hbm_kind: str | None = None         # when the study lets the search choose memory kinds
+    ddr_kind: str | None = None
 
     def to_dict(self) -> dict:
+        extra = {k: v for k, v in (("hbm_kind", self.hbm_kind), ("ddr_kind", self.ddr_kind)) if v is not None}
         return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
-                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping,
+                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping, **extra,
                     placement={u: list(s) for u, s in self.placement.items()})
 
 

@@ -5,6 +5,7 @@ what was wrong, and what is allowed. Sections are defined in ``dse/schema/`` (on
 """
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,19 @@ class Study(StrictModel):
                 workloads.load_model(model)
             except workloads.WorkloadError as exc:
                 raise StudyError(str(exc), key=f"workload.{key}", source=source) from None
+
+    def variants(self) -> list[tuple[str, "Study"]]:
+        """The concrete packages the study's choices span: one study per combination of link technology
+        and memory kinds (``link: [..]``, ``memory[i].kind: [..]``), with a label naming the choice."""
+        links = self.hardware.package.link_choices
+        kinds = [m.kinds for m in self.hardware.memory]
+        out = []
+        for link, *chosen in itertools.product(links, *kinds):
+            memory = [m.model_copy(update={"kind": k}) for m, k in zip(self.hardware.memory, chosen)]
+            package = self.hardware.package.model_copy(update={"link": link})
+            hardware = self.hardware.model_copy(update={"memory": memory, "package": package})
+            out.append((" ".join([link, *chosen]), self.model_copy(update={"hardware": hardware})))
+        return out
 
     def resolved(self) -> dict:
         """The study with every default filled in, as plain YAML-ready data."""

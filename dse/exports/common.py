@@ -103,8 +103,9 @@ def load_context(results_dir: str | Path, design_id: str) -> ExportContext:
     if missing:
         raise StudyError(f"the design places no copy of unit {missing[0]!r} of the study's workload",
                          key="placement", source=str(design_path(folder, design_id)))
+    prepared = prepared.for_design(design)          # the design's package variant (dse.variants)
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
-    return ExportContext(design_id=design_id, design=design, study=study, prepared=prepared,
+    return ExportContext(design_id=design_id, design=design, study=prepared.study, prepared=prepared,
                          metrics=metrics)
 
 

@@ -152,44 +152,63 @@ class ChipletSpec(StrictModel):
 
 
 class MemoryEntry(StrictModel):
-    """One memory kind of the study: how many units the search may attach, and preset overrides."""
+    """One memory of the study: its kind (or kinds the search may choose among, all HBM or all DDR), how
+    many units the search may attach, and preset overrides."""
 
-    kind: str
+    kind: str | list[str]
     stacks: IntRange | None = None
     channels: IntRange | None = None
     overrides: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self.kind) if isinstance(self.kind, list) else [self.kind]
 
     @field_validator("overrides")
     @classmethod
     def _known_overrides(cls, value: dict, info):
         kind = info.data.get("kind")
-        if kind in memory.memory_kinds():
-            try:
-                memory.memory_preset(kind, value)
-            except memory.MemorySpecError as exc:
-                raise ValueError(str(exc)) from None
+        for k in (kind if isinstance(kind, list) else [kind]):
+            if k in memory.memory_kinds():
+                try:
+                    memory.memory_preset(k, value)
+                except memory.MemorySpecError as exc:
+                    raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
     def _counts(self):
-        if self.kind not in memory.memory_kinds():
-            raise ValueError(f"unknown memory kind {self.kind!r}; allowed: {', '.join(memory.memory_kinds())}")
-        hbm = memory.memory_preset(self.kind).is_hbm
+        if not self.kinds:
+            raise ValueError("kind needs at least one memory kind")
+        for kind in self.kinds:
+            if kind not in memory.memory_kinds():
+                raise ValueError(f"unknown memory kind {kind!r}; allowed: {', '.join(memory.memory_kinds())}")
+        classes = {memory.memory_preset(k).is_hbm for k in self.kinds}
+        if len(classes) > 1:
+            raise ValueError(f"the kinds of one entry are all HBM or all DDR/LPDDR, got {', '.join(self.kinds)}")
+        hbm = classes.pop()
+        name = "/".join(self.kinds)
         want, other = ("stacks", "channels") if hbm else ("channels", "stacks")
         if getattr(self, other) is not None:
-            raise ValueError(f"{self.kind} is counted in {want}, not {other}")
+            raise ValueError(f"{name} is counted in {want}, not {other}")
         if getattr(self, want) is None:
-            raise ValueError(f"{self.kind} needs '{want}: [low, high]'")
+            raise ValueError(f"{name} needs '{want}: [low, high]'")
         check_range(getattr(self, want), 0)
         return self
+
+    @property
+    def is_hbm(self) -> bool:
+        return memory.memory_preset(self.kinds[0]).is_hbm
 
     @property
     def count_range(self) -> tuple[int, int]:
         return self.stacks if self.stacks is not None else self.channels
 
     def spec(self) -> memory.MemorySpec:
-        """The preset with this entry's overrides applied (SI units)."""
-        return memory.memory_preset(self.kind, self.overrides)
+        """The preset with this entry's overrides applied (SI units); the entry must name one kind."""
+        if len(self.kinds) != 1:
+            raise ValueError(f"memory entry {self.kind} names several kinds: choose one (Study.variants)")
+        return memory.memory_preset(self.kinds[0], self.overrides)
 
 
 class MeshSpec(StrictModel):
@@ -248,14 +267,22 @@ class PackageSpec(StrictModel):
 
     topology: Literal["mesh", "torus", "graph"] = "mesh"
     mesh: MeshSpec
-    link: str = "ucie-advanced"
+    link: str | list[str] = "ucie-advanced"      # or several technologies for the search to choose among
     links: list[LinkSpec] = Field(default_factory=list)
     routing: Literal["xy", "shortest"] | None = None
 
     @field_validator("link")
     @classmethod
-    def _known_link(cls, value: str) -> str:
+    def _known_link(cls, value):
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("link needs at least one technology")
+            return [_known_tech(v) for v in value]
         return _known_tech(value)
+
+    @property
+    def link_choices(self) -> list[str]:
+        return list(self.link) if isinstance(self.link, list) else [self.link]
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -329,8 +356,8 @@ class HardwareSpec(StrictModel):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"chiplet names must be unique; repeated: {', '.join(sorted(dup))}")
-        hbm = [m.kind for m in self.memory if memory.memory_preset(m.kind).is_hbm]
-        ddr = [m.kind for m in self.memory if not memory.memory_preset(m.kind).is_hbm]
+        hbm = [m.kind for m in self.memory if m.is_hbm]
+        ddr = [m.kind for m in self.memory if not m.is_hbm]
         if len(hbm) > 1 or len(ddr) > 1:
             raise ValueError("at most one HBM kind and one DDR/LPDDR kind per study")
         return self

@@ -1,0 +1,71 @@
+"""Link technology and memory kinds left open by the study: one package variant each, chosen by a gene."""
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import dse
+
+
+@pytest.fixture(scope="module")
+def open_study():
+    data = yaml.safe_load(open("tests/data/tiny.yaml"))
+    data["hardware"]["package"]["link"] = ["ucie-advanced", "organic-substrate"]
+    data["hardware"]["memory"][0]["kind"] = ["hbm3", "hbm3e"]
+    return dse.Study.from_dict(data)
+
+
+def test_every_combination_is_a_variant(open_study):
+    labels = [label for label, _ in open_study.variants()]
+    assert labels == ["ucie-advanced hbm3 ddr5", "ucie-advanced hbm3e ddr5", "organic-substrate hbm3 ddr5",
+                      "organic-substrate hbm3e ddr5"]
+    prepared = dse.prepare(open_study)
+    assert prepared.space.upper[prepared.space.slices["variant"]][0] == 3
+
+
+def test_each_variant_evaluates_as_its_own_concrete_study(open_study):
+    """A design of variant v has the metrics of the same design in the study with v's choices fixed."""
+    prepared = dse.prepare(open_study)
+    space = prepared.space
+    X = np.random.default_rng(2).integers(space.lower, space.upper + 1, size=(24, space.n_var))
+    metrics = prepared.evaluator(X)
+    designs = prepared.evaluator.designs(X)
+    variants = open_study.variants()
+    for x, design, (_, row) in zip(X, designs, metrics.iterrows()):
+        label, concrete = variants[x[space.slices["variant"]][0]]
+        assert (design.link, design.hbm_kind, design.ddr_kind) == tuple(label.split())
+        alone = dse.prepare(concrete).evaluator.evaluate_designs([design]).iloc[0]
+        pd.testing.assert_series_equal(row, alone, check_names=False)
+    # the variants really differ: faster HBM, a slower and dearer-to-bond link
+    by = {d.hbm_kind: m for d, (_, m) in zip(designs, metrics.iterrows())}
+    assert set(by) == {"hbm3", "hbm3e"}
+    # round trip: designs evaluate again to the same numbers
+    again = prepared.evaluator.evaluate_designs(designs)
+    assert np.allclose(again.to_numpy(), metrics.to_numpy(), equal_nan=True)
+
+
+def test_run_records_the_choices(open_study, tmp_path):
+    result = open_study.run()
+    assert {"link", "hbm_kind", "ddr_kind"} <= set(result.pareto.columns)
+    assert set(result.evaluations["link"]) == {"ucie-advanced", "organic-substrate"}
+    out = dse.write_results(result, tmp_path / "r")
+    design_id = result.pareto["design_id"].iloc[0]
+    d = dse.read_design(out / "designs" / f"{design_id}.yaml")
+    assert d.hbm_kind in ("hbm3", "hbm3e") and d.link in ("ucie-advanced", "organic-substrate")
+
+
+@pytest.mark.parametrize("path,value,key,words", [
+    ("memory.0.kind", ["hbm3", "ddr5"], "hardware.memory[0]", "all HBM or all DDR/LPDDR"),
+    ("memory.0.kind", ["hbm3", "hbm7"], "hardware.memory[0]", "unknown memory kind 'hbm7'"),
+    ("package.link", ["ucie-advanced", "tin-cans"], "hardware.package.link", "unknown link technology 'tin-cans'"),
+    ("package.link", [], "hardware.package.link", "at least one technology"),
+])
+def test_bad_choices_name_the_key(tiny_dict, path, value, key, words):
+    node = tiny_dict["hardware"]
+    parts = path.split(".")
+    for p in parts[:-1]:
+        node = node[int(p)] if p.isdigit() else node[p]
+    node[parts[-1]] = value
+    with pytest.raises(dse.StudyError) as err:
+        dse.Study.from_dict(tiny_dict)
+    assert err.value.key.startswith(key) and words in str(err.value), str(err.value)
