@@ -30,7 +30,7 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from .failures import failures_latency, remap
+from .failures import failures_latency, remap, restore
 from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, shape_index
@@ -122,7 +122,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         wafer_diameter=f(arch.technology.wafer_diameter_mm()))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _package(T, n, kind, stacks, ddr):
     """(silicon area, package area, cost, peak power, static power) of a package."""
     area = ddr * T.ddr_phy
@@ -144,7 +144,7 @@ def _package(T, n, kind, stacks, ddr):
     return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _retained(latency, short, lat_f, short_f):
     """Throughput kept after a failure: a failure never counts as a gain (re-mapping can land a unit
     somewhere better); 0 when some unit can no longer be held or nothing survives."""
@@ -153,8 +153,11 @@ def _retained(latency, short, lat_f, short_f):
     return min(latency / lat_f, 1.0)
 
 
-@nb.njit(cache=True)
-def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, out):
+@nb.njit(cache=True, inline="always")
+def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, sets,
+                     size, after, out):
+    """Every metric of one design into ``out``; ``sets`` / ``size`` / ``after`` are scratch for its
+    failure sets (inlined into `evaluate_arrays`, so the tables are not passed per design)."""
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     latency, p99 = design_latency(T, W, n)
     e_compute = e_dram = dram = net = e_net = 0.0
@@ -171,8 +174,6 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
     samples = mc_sets.shape[1] if with_faults else 0
     singles = n if (with_faults and n > 1) else 0
     k_max = mc_sets.shape[2]
-    sets = np.empty((singles + samples, max(k_max, 1)), np.int64)
-    size = np.empty(singles + samples, np.int64)
     for i in range(singles):
         sets[i, 0] = i
         size[i] = 1
@@ -180,8 +181,7 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         size[singles + m] = min(k_max, n)
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    after = np.empty((singles + samples, 3))
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, W, after)
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, singles + samples, W, after)
 
     kept_sum = 0.0
     worst = 1.0
@@ -230,9 +230,13 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
                     W):
     P = rows.shape[0]
     out = np.zeros((P, 21))
+    n_sets = kind.shape[1] + mc_sets.shape[1]
+    sets = np.zeros((n_sets, max(mc_sets.shape[2], 1)), np.int64)
+    size = np.zeros(n_sets, np.int64)
+    after = np.zeros((n_sets, 3))
     for p in range(P):
         _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, mc_sets, W, out[p])
+                         unplaced[p], with_faults, mc_sets, W, sets, size, after, out[p])
     return out
 
 
@@ -244,7 +248,7 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     out[n, 0] = design_latency(T, W, n)[0]
     sets = np.arange(n).reshape(n, 1)
     after = np.empty((n, 3))
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), W, after)
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), n, W, after)
     out[:n, 0] = after[:, 0]
     out[:n, 1] = after[:, 2]
     return out
@@ -254,11 +258,18 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
 def _remapped(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W):
     base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     W.dead[: dead.shape[0]] = dead
-    moved = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, W.dead, dead.shape[0], slots, ncopy, split, stacks,
-                  W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved, W.moved_list)
-    for x in range(max(moved, 0)):
-        W.moved[W.moved_list[x]] = False
-    return moved >= 0, W.slots2.copy(), W.count2.copy()
+    for x in range(dead.shape[0]):
+        W.is_dead[dead[x]] = True
+    W.count2[:] = ncopy
+    W.slots2[:] = slots
+    n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, W.dead, dead.shape[0], W.is_dead, slots, ncopy,
+                        split, stacks, W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved,
+                        W.moved_list)
+    new_slots, count = W.slots2.copy(), W.count2.copy()
+    restore(n_moved, W.moved_list, W.moved, slots, ncopy, W.slots2, W.count2)
+    for x in range(dead.shape[0]):
+        W.is_dead[dead[x]] = False
+    return ok, new_slots, count
 
 
 def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> np.ndarray:

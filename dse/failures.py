@@ -18,23 +18,21 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .perf_model import (allreduce, copy_bytes, edge_flow, in_instance, item_size, place_chiplet, roofline, row_max,
-                         scenario_latency, stage_comm)
+from .perf_model import (allreduce, copy_bytes, edge_amount, in_instance, item_size, longest_edge, busiest_link,
+                         place_chiplet, roofline, row_max, scenario_latency)
 
 
-@nb.njit(cache=True)
-def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split, stacks, chip_ptr, item_u, stored,
-          slots2, count2, stored2, moved, moved_list):
-    """Fill ``slots2`` / ``count2`` / ``stored2`` with the mapping after the chiplets ``dead[:n_dead]`` fail.
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
+          stored, slots2, count2, stored2, moved, moved_list):
+    """Re-map the units of the failed chiplets ``dead[:n_dead]`` (flagged in ``is_dead``): their rows of
+    ``slots2`` / ``count2`` and the whole of ``stored2`` become the mapping after the failure.
 
-    Needs the intact design's ``stored`` and item index. Marks ``moved`` and lists the units that had a
-    copy on a failed chiplet in ``moved_list`` (ascending); returns their count, or -1 when no chiplet
-    survives.
+    ``slots2`` / ``count2`` must equal ``slots`` / ``ncopy`` on entry; only the rows of moved units change
+    (`restore`). Needs the intact design's ``stored`` and item index. Marks ``moved`` and lists the units
+    that had a copy on a failed chiplet in ``moved_list`` (ascending). Returns (their count, whether
+    every unit found a chiplet: False when none survives).
     """
-    for u in range(slots.shape[0]):
-        count2[u] = ncopy[u]
-        for r in range(slots.shape[1]):
-            slots2[u, r] = slots[u, r]
     for i in range(n):
         stored2[i] = stored[i]
     n_moved = 0
@@ -48,14 +46,20 @@ def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split,
                 moved_list[n_moved] = u
                 n_moved += 1
     if n_dead > 1:              # one chiplet's copies come in unit order already
-        moved_list[:n_moved] = np.sort(moved_list[:n_moved])
+        for x in range(1, n_moved):
+            u = moved_list[x]
+            k = x
+            while k > 0 and moved_list[k - 1] > u:
+                moved_list[k] = moved_list[k - 1]
+                k -= 1
+            moved_list[k] = u
     for x in range(n_moved):
         u = moved_list[x]
         c = ncopy[u]
         kept = 0
         for r in range(c):
             i = slots[u, r]
-            if not is_dead(dead, n_dead, i):
+            if not is_dead[i]:
                 slots2[u, kept] = i
                 kept += 1
         for r in range(kept, c):
@@ -69,35 +73,38 @@ def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split,
             best = -1
             best_free = -np.inf
             for i in range(n):
-                if not is_dead(dead, n_dead, i):
+                if not is_dead[i]:
                     free = stacks[i] * hbm_cap - stored2[i]
                     if free > best_free:
                         best, best_free = i, free
             if best < 0:
-                return -1
+                return n_moved, False
             slots2[u, kept] = best
             stored2[best] += size
             kept += 1
         count2[u] = kept
-    return n_moved
+    return n_moved, True
 
 
-@nb.njit(cache=True, inline="always")
-def is_dead(dead, n_dead, i):
-    for x in range(n_dead):
-        if dead[x] == i:
-            return True
-    return False
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2):
+    """Undo `remap`: the moved units' rows of ``slots2`` / ``count2`` equal the intact mapping again."""
+    for x in range(n_moved):
+        u = moved_list[x]
+        for r in range(ncopy[u]):
+            slots2[u, r] = slots[u, r]
+        count2[u] = ncopy[u]
+        moved[u] = False
 
 
-@nb.njit(cache=True, inline="always")
-def placement_is_trivial(capacity, stored_before, stored_after):
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def placement_unchanged(capacity, stored_before, stored_after):
     """A chiplet without HBM keeps everything in DDR; one whose copies fit in HBM before and after keeps
     everything in HBM: then no copy's DDR share changes and no placement needs computing."""
     return capacity <= 0.0 or (stored_before <= capacity and stored_after <= capacity)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, buf_u, buf_r):
     """Chiplet i's copies after re-mapping, in (u, r) order (the order `base_pass` would list them in):
     its intact copies of unmoved units plus the moved units' new copies on it. Returns their count."""
@@ -121,9 +128,23 @@ def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slot
     return n_items
 
 
-@nb.njit(cache=True)
-def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, W, out):
-    """Per failure set k (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, bk_stage_t):
+    """Remember stage s as it is intact before its first change; returns the new count of dirty stages."""
+    if dirty[s]:
+        return n_dirty
+    dirty[s] = True
+    dirty_list[n_dirty] = s
+    for i in range(n):
+        bk_ct[s, i] = ct[s, i]
+    bk_sd[s] = sd[s]
+    bk_stage_t[s] = stage_t[s]
+    return n_dirty + 1
+
+
+@nb.njit(cache=True, error_model="numpy")
+def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, n_sets, W, out):
+    """Per failure set k < n_sets (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
     latency, p99, capacity shortfall) after it. Infinite when nothing survives.
 
     Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
@@ -139,29 +160,37 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     link_inv_bw = R.link_inv_bw
     pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
     ct, sd, stage_t, comm, loads, edge_lat = W.ct, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
+    LM = loads.shape[0] // (2 * stage_repeat.shape[0])
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
     chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
-    slots2, count2, moved, moved_list, dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead
+    slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
     dirty, dirty_list, bk_ct, bk_sd, bk_stage_t = W.dirty, W.dirty_list, W.bk_ct, W.bk_sd, W.bk_stage_t
     seen, edge_list, bk_edge_lat = W.seen, W.edge_list, W.bk_edge_lat
-    affected, aff_list, bk_loads, bk_comm = W.affected, W.aff_list, W.bk_loads, W.bk_comm
+    row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
     overflow, overflow2 = W.overflow, W.overflow2
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
     buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
     buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
-    finish, cps, in_scen, busy = W.finish, W.cps, W.in_scen, W.busy
+    finish, cps, in_scen, busy, order = W.finish, W.cps, W.in_scen, W.busy, W.order
     ddr_cap = T.ddr_cap
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, chain = (T.scen_ptr, T.scen_stages, T.scen_prob,
                                                                      T.after_ptr, T.after_ids, T.chain)
-    for k_set in range(sets.shape[0]):
+    for u in range(slots.shape[0]):         # remap changes only the moved units' rows, restore puts them back
+        count2[u] = ncopy[u]
+        for r in range(slots.shape[1]):
+            slots2[u, r] = slots[u, r]
+    for k_set in range(n_sets):
         n_dead = set_size[k_set]
         for x in range(n_dead):
             dead[x] = sets[k_set, x]
-        n_moved = remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
-                        stored, slots2, count2, stored2, moved, moved_list)
-        if n_moved < 0:
-            _clear_moved(dead, n_dead, chip_ptr, item_u, moved)
+            is_dead[dead[x]] = True
+        n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks,
+                            chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list)
+        if not ok:
+            restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+            for x in range(n_dead):
+                is_dead[dead[x]] = False
             out[k_set, 0] = out[k_set, 1] = out[k_set, 2] = np.inf
             continue
 
@@ -186,26 +215,26 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                     in_a[i] = True
                     a_list[n_a] = i
                     n_a += 1
-        spill = 0.0
         for i in range(n):
             overflow2[i] = overflow[i]
         n_full = 0                  # chiplets whose placement is re-computed go first in a_list
         for x in range(n_a):
             i = a_list[x]
             cap = stacks[i] * hbm_cap
-            if is_dead(dead, n_dead, i):
+            if is_dead[i]:
                 overflow2[i] = 0.0
-            elif placement_is_trivial(cap, stored[i], stored2[i]):
+            elif placement_unchanged(cap, stored[i], stored2[i]):
                 overflow2[i] = stored2[i] if cap <= 0.0 else 0.0
             else:
                 n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
                                          buf_u, buf_r)
                 _, overflow2[i] = place_chiplet(cap, kind[i], buf_u, buf_r, 0, n_items, count2, split,
-                                                  unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
-                                                  buf_read, buf_density, buf_order, buf_spill, f2)
+                                                unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                buf_read, buf_density, buf_order, buf_spill, f2)
                 a_list[x] = a_list[n_full]
                 a_list[n_full] = i
                 n_full += 1
+        spill = 0.0
         for i in range(n):
             spill += overflow2[i]
         short = max(spill - ddr * ddr_cap, 0.0)
@@ -215,14 +244,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for x in range(n_moved):
             u = moved_list[x]
             s = unit_stage[u]
-            if not dirty[s]:        # remember the intact stage before its first change
-                dirty[s] = True
-                dirty_list[n_dirty] = s
-                n_dirty += 1
-                for i in range(n):
-                    bk_ct[s, i] = ct[s, i]
-                bk_sd[s] = sd[s]
-                bk_stage_t[s] = stage_t[s]
+            n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, bk_stage_t)
             for r in range(ncopy[u]):
                 ct[s, slots[u, r]] -= copy_time[u, r]
                 sd[s] -= copy_ddr[u, r]
@@ -233,7 +255,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             for r in range(c):
                 i = slots2[u, r]
                 cap = stacks[i] * hbm_cap
-                if placement_is_trivial(cap, stored[i], stored2[i]):
+                if placement_unchanged(cap, stored[i], stored2[i]):
                     f2[u, r] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[i]
                 t, b_ddr, _ = roofline(unit_time[u, k] / c, copy_bytes(w_copy, other_dram, u, c, k), f2[u, r],
@@ -249,14 +271,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if moved[u] or f2[u, r] == f[u, r]:
                     continue
                 s = unit_stage[u]
-                if not dirty[s]:
-                    dirty[s] = True
-                    dirty_list[n_dirty] = s
-                    n_dirty += 1
-                    for i2 in range(n):
-                        bk_ct[s, i2] = ct[s, i2]
-                    bk_sd[s] = sd[s]
-                    bk_stage_t[s] = stage_t[s]
+                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, bk_stage_t)
                 c = ncopy[u]
                 t, b_ddr, _ = roofline(unit_time[u, k] / c, copy_bytes(w_copy, other_dram, u, c, k), f2[u, r],
                                        stacks[i] * hbm_bw, ddr_bw, hbm_e, ddr_e)
@@ -268,7 +283,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 ct[s, dead[y]] = 0.0
             stage_t[s] = max(row_max(ct, s, n), sd[s] / ddr_bw)
 
-        # --- hand-offs: move the flows of edges touching moved units, re-take maxima where touched ---
+        # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows ---
         n_edges = 0
         for x in range(n_moved):
             u = moved_list[x]
@@ -282,39 +297,61 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for k in range(n_edges):
             e = edge_list[k]
             s = edge_stage[e]
-            bk_edge_lat[e] = edge_lat[e]
+            bk_edge_lat[k] = edge_lat[e]
+            a, b = edge_src[e], edge_dst[e]
+            ca_old, cb_old = (1 if split else ncopy[a]), ncopy[b]
+            ca_new, cb_new = (1 if split else count2[a]), count2[b]
+            old_amount = edge_amount(edge_bytes[e], ca_old, cb_old, split)
+            new_amount = edge_amount(edge_bytes[e], ca_new, cb_new, split)
             for instance in range(2 if stage_repeat[s] > 1 else 1):
                 if not in_instance(edge_phase[e], instance):
                     continue
-                if not affected[s, instance]:
-                    affected[s, instance] = True
-                    for link in range(L):
-                        bk_loads[n_aff, link] = loads[s, instance, link]
-                    bk_comm[n_aff] = comm[s, instance]
-                    aff_list[n_aff, 0] = s
-                    aff_list[n_aff, 1] = instance
+                row = 2 * s + instance
+                slot = row_slot[row]
+                if slot < 0:        # first change of this row: work on a copy of it
+                    slot = n_aff
                     n_aff += 1
-                edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots, ncopy, split, n, pb, pair_ptr, route_links,
-                          pair_latency, pair_energy, loads, s, instance, -1.0)
-                edge_lat[e] = edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots2, count2, split, n, pb, pair_ptr,
-                                        route_links, pair_latency, pair_energy, loads, s, instance, 1.0)[0]
+                    row_slot[row] = slot
+                    aff_rows[slot] = row
+                    for link in range(L):
+                        new_loads[slot * LM + link] = loads[row * LM + link]
+                base = slot * LM
+                for ra in range(ca_old):
+                    i = slots[a, ra]
+                    for rb in range(cb_old):
+                        j = slots[b, rb]
+                        if i != j:
+                            p = pb + i * n + j
+                            for x in range(pair_ptr[p], pair_ptr[p + 1]):
+                                new_loads[base + route_links[x]] -= old_amount
+                longest = 0.0
+                for ra in range(ca_new):
+                    i = slots2[a, ra]
+                    for rb in range(cb_new):
+                        j = slots2[b, rb]
+                        if i != j:
+                            p = pb + i * n + j
+                            longest = max(longest, pair_latency[p])
+                            for x in range(pair_ptr[p], pair_ptr[p + 1]):
+                                new_loads[base + route_links[x]] += new_amount
+                edge_lat[e] = longest
         for k in range(n_aff):
-            s, instance = aff_list[k, 0], aff_list[k, 1]
-            comm[s, instance] = stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, L)
+            s, instance = aff_rows[k] // 2, aff_rows[k] % 2
+            bk_comm[k] = comm[s, instance]
+            comm[s, instance] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+                                 + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
-                                           chain, stage_t, comm, ct, n, finish, cps, in_scen, busy)
+                                         chain, stage_t, comm, ct, n, finish, cps, in_scen, busy, order)
 
         # --- undo: the workspace holds the intact design again ---
         for k in range(n_aff):
-            s, instance = aff_list[k, 0], aff_list[k, 1]
-            for link in range(L):
-                loads[s, instance, link] = bk_loads[k, link]
+            s, instance = aff_rows[k] // 2, aff_rows[k] % 2
             comm[s, instance] = bk_comm[k]
-            affected[s, instance] = False
+            row_slot[aff_rows[k]] = -1
         for k in range(n_edges):
             e = edge_list[k]
-            edge_lat[e] = bk_edge_lat[e]
+            edge_lat[e] = bk_edge_lat[k]
             seen[e] = False
         for x in range(n_dirty):
             s = dirty_list[x]
@@ -325,15 +362,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             dirty[s] = False
         for x in range(n_a):
             in_a[a_list[x]] = False
-        _clear_moved(dead, n_dead, chip_ptr, item_u, moved)
+        restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+        for x in range(n_dead):
+            is_dead[dead[x]] = False
         out[k_set, 0] = expected
         out[k_set, 1] = p99
         out[k_set, 2] = short
-
-
-@nb.njit(cache=True)
-def _clear_moved(dead, n_dead, chip_ptr, item_u, moved):
-    for x in range(n_dead):
-        d = dead[x]
-        for y in range(chip_ptr[d], chip_ptr[d + 1]):
-            moved[item_u[y]] = False

@@ -26,10 +26,12 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
 
 Failures are evaluated by deltas against this intact pass (dse.failures).
 
-Implementation note (speed): the kernels that evaluate one design (`base_pass`, dse.failures) take the
-table tuples (T, R, W) once and bind the arrays they use to locals; the helpers they call in loops take
-only arrays and scalars. A helper given a whole namedtuple costs, per call, either a copy of every array
-in it (an ordinary call) or a reference-count update of every array in it (an inlined one).
+Implementation note (speed): a population is evaluated in one call (dse.evaluator.evaluate_arrays). The
+per-design kernels (`base_pass`, dse.failures.failures_latency) take the table tuples (T, R, W) once,
+bind the arrays they use to locals, and call nothing but ``inline="always"`` helpers: a kernel that calls
+another compiled function with array arguments pays a reference-count update of each of its own arrays
+on every call, which at thousands of designs per second was a third of the time. Link loads are one
+flat row of ``LM`` floats per (stage, instance): ``loads[(2 s + instance) LM + link]``.
 """
 from __future__ import annotations
 
@@ -53,12 +55,12 @@ Workspace = namedtuple("Workspace", [
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
     "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "item_u",
     "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
-    # one failure (dse.failures)
-    "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "dirty", "dirty_list",
-    "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "affected", "aff_list", "bk_loads",
-    "bk_comm", "dead",
+    # one failure set (dse.failures)
+    "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
+    "dirty", "dirty_list", "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
+    "aff_rows", "new_loads", "bk_comm",
     # scenarios
-    "finish", "cps", "in_scen", "busy"])
+    "finish", "cps", "in_scen", "busy", "order"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
 
@@ -76,31 +78,31 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     return Workspace(
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
         stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
-        ar_time=f(U), f=f(U, max_copies), loads=f(S, 2, max_links), edge_lat=f(E), stored=f(max_chips),
+        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), stored=f(max_chips),
         overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items), item_r=i64(items),
         cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items),
         buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
         slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
-        dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E),
-        edge_list=i64(E), bk_edge_lat=f(E), affected=b(S, 2), aff_list=i64(2 * S, 2), bk_loads=f(2 * S, max_links),
-        bk_comm=f(2 * S), dead=i64(max_chips),
-        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips))
+        is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S),
+        bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E), row_slot=np.full(2 * S, -1, np.int64),
+        aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
+        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), order=i64(n_scen))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def item_size(capacity_u, kv_u, c, split):
     """Bytes one of c copies (or shards) of a unit stores: weights and its share of the KV cache."""
     return (capacity_u / c if split else capacity_u) + kv_u / c
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def copy_bytes(w_copy, other_dram, u, c, k):
     """DRAM bytes one of c copies of unit u moves per layer instance on a chiplet of kind k."""
     return w_copy[u, c] + other_dram[u, k] / c
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def roofline(compute_s, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e):
     """(time, DDR bytes, DRAM energy) of a copy computing for ``compute_s`` while moving ``bytes_``, a
     fraction f of them from DDR (all of them when the chiplet has no HBM)."""
@@ -112,7 +114,20 @@ def roofline(compute_s, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e):
     return max(compute_s, t_mem), bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def placement_is_trivial(capacity, stored):
+    """A chiplet without HBM keeps everything in DDR, one whose copies fit keeps everything in HBM:
+    no density order is needed (memory.placement.spill_first_n)."""
+    return capacity <= 0.0 or stored <= capacity
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def trivial_spill(capacity, size):
+    """DDR fraction of a copy of ``size`` bytes on a chiplet whose placement is trivial."""
+    return 1.0 if capacity <= 0.0 and size > 0.0 else 0.0
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def place_chiplet(hbm_capacity, kind_i, item_u, item_r, start, n_items, ncopy, split, unit_capacity, unit_kv,
                   w_copy, other_dram, read_scale, buf_size, buf_read, buf_density, buf_order, buf_spill, frac):
     """Put a chiplet's copies (units ``item_u``, copy indices ``item_r``, from ``start``) into its HBM
@@ -131,7 +146,7 @@ def place_chiplet(hbm_capacity, kind_i, item_u, item_r, start, n_items, ncopy, s
     return stored, spilled
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_bw):
     """(time, byte-hops, energy) of the ring all-reduce of D bytes over the c shards of unit u.
 
@@ -158,55 +173,41 @@ def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_b
     return steps * (lat + per_step / link_bw), steps * per_step * hops, steps * per_step * energy
 
 
-@nb.njit(cache=True, inline="always")
-def edge_flow(a, b, size, slots, ncopy, split, n, pb, pair_ptr, route_links, pair_latency, pair_energy, loads, s,
-              instance, sign):
-    """Add ``sign`` x the ``size`` bytes unit a hands unit b to the links their routes cross
-    (``loads[s, instance]``). Shards of a one-to-many unit all-reduce first and one of them sends; every
-    shard of the receiver needs the whole input; copies of a replicated unit share the bytes evenly.
-    Returns (longest route latency, byte-hops, network energy in joules)."""
-    ca = 1 if split else ncopy[a]
-    cb = ncopy[b]
-    amount = sign * size / ca / (1.0 if split else cb)
-    longest = 0.0
-    net = 0.0
-    energy = 0.0
-    for ra in range(ca):
-        i = slots[a, ra]
-        for rb in range(cb):
-            j = slots[b, rb]
-            if i != j:
-                p = pb + i * n + j
-                longest = max(longest, pair_latency[p])
-                start, end = pair_ptr[p], pair_ptr[p + 1]
-                for x in range(start, end):
-                    loads[s, instance, route_links[x]] += amount
-                net += amount * (end - start)
-                energy += amount * pair_energy[p]
-    return longest, net, energy
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def edge_amount(size, ca, cb, split):
+    """Bytes each (sending copy, receiving copy) pair of an edge carries: shards of a one-to-many unit
+    all-reduce first and one of them sends, every receiving shard needs the whole input; copies of a
+    replicated unit share the bytes evenly."""
+    return size / (1 if split else ca) / (1.0 if split else cb)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def in_instance(phase, instance):
     """Edge phases: 0 runs before every instance of its stage, 1 only before the first (entry from the
     previous group of layers), 2 before all but the first (a layer feeding the next identical layer)."""
     return phase == 0 or (phase == 1 and instance == FIRST) or (phase == 2 and instance == REST)
 
 
-@nb.njit(cache=True, inline="always")
-def stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, n_links):
-    """Hand-off time of one instance of stage s: its longest route plus its busiest link's bytes / bandwidth."""
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
+    """The longest route latency among the hand-offs into one instance of stage s."""
     longest = 0.0
     for e in range(edge_start[s], edge_start[s + 1]):
         if in_instance(edge_phase[e], instance):
             longest = max(longest, edge_lat[e])
+    return longest
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def busiest_link(row, base, link_inv_bw, lb, n_links):
+    """Serialisation time of the busiest link of the load row starting at ``row[base]``."""
     busiest = 0.0
     for link in range(n_links):
-        busiest = max(busiest, loads[s, instance, link] * link_inv_bw[lb + link])
-    return longest + busiest
+        busiest = max(busiest, row[base + link] * link_inv_bw[lb + link])
+    return busiest
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def row_max(a, s, n):
     """max(a[s, :n]) without making a view."""
     m = a[s, 0]
@@ -215,9 +216,21 @@ def row_max(a, s, n):
     return m
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def sort_by_value(values, order, n):
+    """``order[:n]`` = indices of ``values[:n]`` in ascending order (insertion sort, stable, no allocation)."""
+    for x in range(n):
+        v = values[x]
+        k = x
+        while k > 0 and values[order[k - 1]] > v:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = x
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain, stage_t, comm, ct,
-                     n, finish, cps, in_scen, busy):
+                     n, finish, cps, in_scen, busy, order):
     """(expected, p99) over scenarios of each scenario's makespan.
 
     A scenario's makespan is the longer of its critical path through the stage DAG and the busiest
@@ -255,7 +268,7 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
         expected += scen_prob[k] * cps[k]
     if n_scen == 1:
         return expected, cps[0]
-    order = np.argsort(cps[:n_scen])
+    sort_by_value(cps, order, n_scen)
     acc = 0.0
     p99 = cps[order[n_scen - 1]]
     for x in range(n_scen):
@@ -266,7 +279,7 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
     return expected, p99
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
     """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
     for i in range(n + 1):
@@ -285,7 +298,7 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
             cursor[i] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     """Evaluate the intact design, leaving per-stage and per-copy figures in ``W``; returns the shortfall."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
@@ -297,20 +310,40 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw = R.link_inv_bw
     pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
-    ct, loads, edge_lat, f = W.ct, W.loads, W.edge_lat, W.f
+    ct, loads, edge_lat, f, comm = W.ct, W.loads, W.edge_lat, W.f, W.comm
+    LM = loads.shape[0] // (2 * stage_repeat.shape[0])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
-    chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
+    chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
+    buf_size, buf_read, buf_density, buf_order, buf_spill = W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill
+    sd_, stage_t = W.sd, W.stage_t
+    stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net = (
+        W.stage_e_compute, W.stage_e_dram, W.stage_dram, W.stage_net, W.stage_e_net)
 
+    # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
     index_items(n, slots, ncopy, chip_ptr, W.cursor, item_u, item_r)
     spill = 0.0
     for i in range(n):
         a, b = chip_ptr[i], chip_ptr[i + 1]
-        W.stored[i], W.overflow[i] = place_chiplet(
-            stacks[i] * hbm_cap, kind[i], item_u, item_r, a, b - a, ncopy, split, unit_capacity, unit_kv, w_copy,
-            other_dram, read_scale, W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill, f)
-        spill += W.overflow[i]
+        total = 0.0
+        for y in range(a, b):
+            u = item_u[y]
+            total += item_size(unit_capacity[u], unit_kv[u], ncopy[u], split)
+        cap = stacks[i] * hbm_cap
+        if placement_is_trivial(cap, total):
+            for y in range(a, b):
+                u = item_u[y]
+                f[u, item_r[y]] = trivial_spill(cap, item_size(unit_capacity[u], unit_kv[u], ncopy[u], split))
+            stored[i] = total
+            overflow[i] = total if cap <= 0.0 and total > 0.0 else 0.0
+        else:
+            stored[i], overflow[i] = place_chiplet(cap, kind[i], item_u, item_r, a, b - a, ncopy, split, unit_capacity,
+                                                   unit_kv, w_copy, other_dram, read_scale, buf_size, buf_read,
+                                                   buf_density, buf_order, buf_spill, f)
+        spill += overflow[i]
     short = max(spill - ddr * T.ddr_cap, 0.0)
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
+
+    # --- compute per stage, then the hand-offs into it ---
     for s in range(stage_repeat.shape[0]):
         for i in range(n):
             ct[s, i] = 0.0
@@ -336,41 +369,59 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 dram += b
                 e_compute += unit_energy[u, k] / c
                 e_dram += ed
-        W.sd[s] = sd
-        W.stage_t[s] = max(row_max(ct, s, n), sd / ddr_bw)
+        sd_[s] = sd
+        stage_t[s] = max(row_max(ct, s, n), sd / ddr_bw)
         repeat = stage_repeat[s]
-        W.comm[s, REST] = 0.0
+        comm[s, REST] = 0.0
         hand_off_net = 0.0
         hand_off_e = 0.0
         for e in range(edge_start[s], edge_start[s + 1]):
             edge_lat[e] = 0.0
         for instance in range(2 if repeat > 1 else 1):
+            base = (2 * s + instance) * LM
             for link in range(L):
-                loads[s, instance, link] = 0.0
+                loads[base + link] = 0.0
             hops = 0.0
             energy = 0.0
             for e in range(edge_start[s], edge_start[s + 1]):
-                if in_instance(edge_phase[e], instance):
-                    edge_lat[e], h, en = edge_flow(edge_src[e], edge_dst[e], edge_bytes[e], slots, ncopy, split, n,
-                                                   pb, pair_ptr, route_links, pair_latency, pair_energy, loads, s,
-                                                   instance, 1.0)
-                    hops += h
-                    energy += en
-            W.comm[s, instance] = stage_comm(edge_start, edge_phase, edge_lat, loads, s, instance, link_inv_bw, lb, L)
+                if not in_instance(edge_phase[e], instance):
+                    continue
+                a, b = edge_src[e], edge_dst[e]
+                ca = 1 if split else ncopy[a]
+                cb = ncopy[b]
+                amount = edge_amount(edge_bytes[e], ca, cb, split)
+                longest = h = en = 0.0
+                for ra in range(ca):
+                    i = slots[a, ra]
+                    for rb in range(cb):
+                        j = slots[b, rb]
+                        if i != j:
+                            p = pb + i * n + j
+                            longest = max(longest, pair_latency[p])
+                            start, end = pair_ptr[p], pair_ptr[p + 1]
+                            for x in range(start, end):
+                                loads[base + route_links[x]] += amount
+                            h += amount * (end - start)
+                            en += amount * pair_energy[p]
+                edge_lat[e] = longest
+                hops += h
+                energy += en
+            comm[s, instance] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+                                 + busiest_link(loads, base, link_inv_bw, lb, L))
             times = 1.0 if instance == FIRST else repeat - 1.0
             hand_off_net += times * hops
             hand_off_e += times * energy
         # per instance of the stage, except the network: byte-hops and joules of the whole step
-        W.stage_e_compute[s] = e_compute
-        W.stage_e_dram[s] = e_dram
-        W.stage_dram[s] = dram
-        W.stage_net[s] = net * repeat + hand_off_net
-        W.stage_e_net[s] = e_net * repeat + hand_off_e
+        stage_e_compute[s] = e_compute
+        stage_e_dram[s] = e_dram
+        stage_dram[s] = dram
+        stage_net[s] = net * repeat + hand_off_net
+        stage_e_net[s] = e_net * repeat + hand_off_e
     return short
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def design_latency(T, W, n):
     """(expected, p99) latency of the design whose stage figures ``W`` holds (see `scenario_latency`)."""
     return scenario_latency(T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr, T.after_ids, T.stage_repeat,
-                            T.chain, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy)
+                            T.chain, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy, W.order)

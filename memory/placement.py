@@ -84,9 +84,10 @@ def spill_by_density(size, read, capacity, density, order, spill):
     return spill_first_n(size.shape[0], size, read, capacity, density, order, spill)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def spill_first_n(n, size, read, capacity, density, order, spill):
-    """`spill_by_density` on the first n items of the arrays (no slicing, for hot loops)."""
+    """`spill_by_density` on the first n items of the arrays (no slicing, for hot loops; inlined, so a
+    kernel calling it stays free of calls that take arrays)."""
     total = 0.0
     for j in range(n):
         total += size[j]
