@@ -23,6 +23,8 @@ Per design (the step model is in dse.perf_model):
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numba as nb
 import numpy as np
 import pandas as pd
@@ -288,7 +290,7 @@ class Evaluator:
     """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
 
     def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int, monte_carlo=None):
-        self.tables, self.space, self.link = tables, space, package.link
+        self.tables, self.space, self.link, self.topology = tables, space, package.link, package.topology
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
         self.row_range, self.col_range = package.mesh.rows, package.mesh.cols
@@ -366,9 +368,8 @@ class Evaluator:
         if not ok:
             return None
         placement = {u: [int(x) for x in new_slots[i, : count[i]]] for i, u in enumerate(self.tables.unit_names)}
-        return Design(rows=design.rows, cols=design.cols, chiplets=list(design.chiplets),
-                      hbm_stacks=list(design.hbm_stacks), ddr_channels=design.ddr_channels, link=design.link,
-                      mapping=design.mapping, placement=placement)
+        return dataclasses.replace(design, chiplets=list(design.chiplets), hbm_stacks=list(design.hbm_stacks),
+                                   placement=placement)
 
     def designs(self, X: np.ndarray) -> list[Design]:
         rows, cols, kind, stacks, ddr, slots, ncopy, _ = self.decode(X)
@@ -379,7 +380,7 @@ class Evaluator:
             placement = {u: [int(s) for s in slots[p, i, : ncopy[p, i]]] for i, u in enumerate(self.tables.unit_names)}
             out.append(Design(rows=int(rows[p]), cols=int(cols[p]), chiplets=[names[k] for k in kind[p, :n]],
                               hbm_stacks=[int(s) for s in stacks[p, :n]], ddr_channels=int(ddr[p]), link=self.link,
-                              mapping=self.space.mapping, placement=placement))
+                              mapping=self.space.mapping, placement=placement, topology=self.topology))
         return out
 
 

@@ -235,6 +235,9 @@ def _units_text(units: list[str], kinds: dict[str, str], one_group: bool, width:
     return "\n".join(" ".join(names[i:i + width]) for i in range(0, len(names), width))
 
 
+WRAP_BULGE = 0.2        # how far a torus wrap-around arc leaves the chiplet edge (chiplet side = 1)
+
+
 def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, title: str = "") -> Figure:
     """The mesh of one design: chiplets coloured by kind, with the units (experts) each holds, its HBM
     (GiB stored / GiB of HBM) and busy share of the step (dse.breakdown); each directed link coloured by
@@ -289,7 +292,13 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
             ax.add_patch(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
                                     dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
                                     length_includes_head=True, color=cmap(norm(u)), ec="black", lw=0.3))
-        else:                                       # wrap-around or long link: an arc over the chiplets
+        elif r1 == r2 or c1 == c2:                  # torus wrap-around: an arc along the gap beside the line
+            ex, ey = (0.0, size / 2 if dx > 0 else -size / 2) if r1 == r2 else (size / 2 if dy < 0 else -size / 2, 0.0)
+            rad = -2 * WRAP_BULGE / abs(dx + dy)    # arc3 bulges rad/2 x the chord: outwards for either direction
+            ax.add_patch(FancyArrowPatch((x1 + ex, y1 + ey), (x1 + dx + ex, y1 + dy + ey),
+                                         connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>,head_width=4,head_length=6",
+                                         lw=2.5, color=cmap(norm(u)), alpha=0.85, zorder=3))
+        else:                                       # a long link of a graph package: an arc over the chiplets
             ax.add_patch(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=cmap(norm(u)),
                                          alpha=0.85, zorder=3))
@@ -300,8 +309,9 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     handles = [Rectangle((0, 0), 1, 1, fc=colour[k], ec="black") for k in kind_names]
     ax.legend(handles, kind_names, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=legend_cols,
               fontsize=8, frameon=False, title="chiplet kind", title_fontsize=8)
-    ax.set_xlim(-0.2, C * pitch - gap + 0.2)
-    ax.set_ylim(-(R - 1) * pitch - 0.2, size + 0.2)
+    margin = WRAP_BULGE + 0.1
+    ax.set_xlim(-margin, C * pitch - gap + margin)
+    ax.set_ylim(-(R - 1) * pitch - margin, size + margin)
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(f"{title or 'design'}\n{R} x {C} {prepared.study.hardware.package.topology}, "

@@ -15,6 +15,8 @@ from pathlib import Path
 import markdown
 import pandas as pd
 
+import noc
+
 from .breakdown import chiplet_table
 from .knee import knee_index
 from .plots import BETTER, DISPLAY, column, write_plots
@@ -65,6 +67,19 @@ def _kinds_summary(row: pd.Series, kind_names: list[str]) -> str:
     return ", ".join(f"{int(row[f'n_{k}'])} {k}" for k in kind_names if f"n_{k}" in row and row[f"n_{k}"])
 
 
+def package_line(package) -> str:
+    """The package the study explores: topology (or topologies), shape range, link technologies, routing."""
+    links = " or ".join(f"`{name}` links ({tech.bandwidth_Bps / 1e9:.4g} GB/s per direction, "
+                        f"{tech.hop_latency_s * 1e9:.3g} ns per hop)"
+                        for name, tech in ((n, noc.link_tech(n)) for n in package.link_choices))
+    mesh = package.mesh
+    shape = (f"a graph of {mesh.rows[0] * mesh.cols[0]} chiplets and {len(package.links)} links"
+             if package.topology == "graph" else f"a {' or '.join(package.topology_choices)} of "
+             f"{mesh.rows[0]}-{mesh.rows[1]} rows by {mesh.cols[0]}-{mesh.cols[1]} columns of chiplets")
+    return (f"- **Package**: {shape}, {links}, "
+            f"{'XY' if package.routing_algorithm == 'xy' else 'shortest-path'} routing.")
+
+
 def inputs_section(result, prepared) -> list[str]:
     s = result.study
     w, hw = s.workload, s.hardware
@@ -83,10 +98,7 @@ def inputs_section(result, prepared) -> list[str]:
              f"{w.precision}{routing_text}; {t.tokens_per_step} tokens per step. It is cut into "
              f"{len(t.unit_names)} placement units ({', '.join(f'{n} {k}' for k, n in kinds.items())}): "
              "the search decides which chiplet(s) hold each unit.",
-             f"- **Package**: a mesh of {hw.package.mesh.rows[0]}-{hw.package.mesh.rows[1]} rows by "
-             f"{hw.package.mesh.cols[0]}-{hw.package.mesh.cols[1]} columns of chiplets, "
-             f"`{hw.package.link}` links ({t.link.bandwidth_Bps / 1e9:.4g} GB/s per direction, "
-             f"{t.link.hop_latency_s * 1e9:.3g} ns per hop), XY routing.",
+             package_line(hw.package),
              "- **Memory**: " + "; ".join(
                  f"{' or '.join(m.kinds)} {m.count_range[0]}-{m.count_range[1]} {'stacks' if m.is_hbm else 'channels'}"
                  for m in hw.memory) + " (HBM stacks are spread over the chiplets, DDR is shared).",

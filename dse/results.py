@@ -39,7 +39,7 @@ def design_columns(designs: list[Design], kind_names: list[str]) -> pd.DataFrame
         for name in kind_names:
             row[f"n_{name}"] = d.chiplets.count(name)
         row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
-                   **{k: v for k, v in (("hbm_kind", d.hbm_kind), ("ddr_kind", d.ddr_kind)) if v is not None},
+                   **d.package_choices(),
                    chiplets=",".join(d.chiplets),
                    placement=";".join(f"{u}={'+'.join(map(str, s))}" for u, s in d.placement.items()))
         rows.append(row)

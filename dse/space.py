@@ -102,19 +102,33 @@ class Design:
     link: str
     mapping: str
     placement: dict[str, list[int]]     # unit -> slots holding it (copies or shards)
+    topology: str | None = None         # mesh, torus or graph (None: the study's)
     hbm_kind: str | None = None         # when the study lets the search choose memory kinds
     ddr_kind: str | None = None
 
     def to_dict(self) -> dict:
-        extra = {k: v for k, v in (("hbm_kind", self.hbm_kind), ("ddr_kind", self.ddr_kind)) if v is not None}
         return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
-                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping, **extra,
+                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping, **self.package_choices(),
                     placement={u: list(s) for u, s in self.placement.items()})
+
+    def package_choices(self) -> dict[str, str]:
+        """Topology and memory kinds where the design names them."""
+        return {k: v for k, v in (("topology", self.topology), ("hbm_kind", self.hbm_kind),
+                                  ("ddr_kind", self.ddr_kind)) if v is not None}
 
 
 def check_design(design: Design, study: Study, tables: EvalTables, source: str | None = None) -> None:
     """Raise a `StudyError` naming the design key when ``design`` cannot be evaluated under ``study``."""
-    mesh = study.hardware.package.mesh
+    package = study.hardware.package
+    hbm = next((m.kinds for m in study.hardware.memory if m.is_hbm), [])
+    ddr = next((m.kinds for m in study.hardware.memory if not m.is_hbm), [])
+    for key, value, allowed in (("topology", design.topology, package.topology_choices),
+                                ("link", design.link, package.link_choices),
+                                ("hbm_kind", design.hbm_kind, hbm), ("ddr_kind", design.ddr_kind, ddr)):
+        if value is not None and value not in allowed:
+            raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(allowed) or 'none'}",
+                             key=key, source=source)
+    mesh = package.mesh
     for key, value, (low, high) in (("rows", design.rows, mesh.rows), ("cols", design.cols, mesh.cols)):
         if not low <= value <= high:
             raise StudyError(f"{value} is outside the study's mesh range {low}..{high} "

@@ -54,16 +54,17 @@ class Study(StrictModel):
                 raise StudyError(str(exc), key=f"workload.{key}", source=source) from None
 
     def variants(self) -> list[tuple[str, "Study"]]:
-        """The concrete packages the study's choices span: one study per combination of link technology
-        and memory kinds (``link: [..]``, ``memory[i].kind: [..]``), with a label naming the choice."""
-        links = self.hardware.package.link_choices
+        """The concrete packages the study's choices span: one study per combination of topology, link
+        technology and memory kinds (``topology: [..]``, ``link: [..]``, ``memory[i].kind: [..]``), with a
+        label naming the choice ("topology link memory-kinds")."""
+        package = self.hardware.package
         kinds = [m.kinds for m in self.hardware.memory]
         out = []
-        for link, *chosen in itertools.product(links, *kinds):
+        for topology, link, *chosen in itertools.product(package.topology_choices, package.link_choices, *kinds):
             memory = [m.model_copy(update={"kind": k}) for m, k in zip(self.hardware.memory, chosen)]
-            package = self.hardware.package.model_copy(update={"link": link})
-            hardware = self.hardware.model_copy(update={"memory": memory, "package": package})
-            out.append((" ".join([link, *chosen]), self.model_copy(update={"hardware": hardware})))
+            concrete = package.model_copy(update={"topology": topology, "link": link})
+            hardware = self.hardware.model_copy(update={"memory": memory, "package": concrete})
+            out.append((" ".join([topology, link, *chosen]), self.model_copy(update={"hardware": hardware})))
         return out
 
     def resolved(self) -> dict:

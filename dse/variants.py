@@ -1,8 +1,9 @@
-"""Package variants: link technology and memory kinds chosen by the search.
+"""Package variants: topology, link technology and memory kinds chosen by the search.
 
-A study may list several link technologies (``hardware.package.link: [a, b]``) or several kinds for a
-memory (``hardware.memory[i].kind: [hbm3, hbm3e]``). Each combination is a *variant* (`Study.variants`):
-a concrete study with its own memory and link tables and route bank, hence its own `Evaluator`. The
+A study may list several topologies (``hardware.package.topology: [mesh, torus]``), link technologies
+(``hardware.package.link: [a, b]``) or kinds for a memory (``hardware.memory[i].kind: [hbm3, hbm3e]``).
+Each combination is a *variant* (`Study.variants`): a concrete study with its own memory and link
+tables and route bank, hence its own `Evaluator`. The
 design space gains one gene, ``variant``; `VariantEvaluator` sends each design to its variant's
 evaluator and puts the results back in order. Operator costs do not depend on the variant: the workload
 is extracted once and shared.
@@ -37,12 +38,13 @@ class VariantEvaluator:
         return np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)[:, self.gene]
 
     def variant_for(self, design: Design) -> int:
-        """The variant a design names by its link and memory kinds (unnamed kinds match any)."""
+        """The variant a design names by its topology, link and memory kinds (unnamed ones match any)."""
         for v, (ev, (hbm, ddr)) in enumerate(zip(self.evaluators, self.kinds)):
-            if design.link == ev.link and design.hbm_kind in (None, hbm) and design.ddr_kind in (None, ddr):
+            if (design.link == ev.link and design.topology in (None, ev.topology)
+                    and design.hbm_kind in (None, hbm) and design.ddr_kind in (None, ddr)):
                 return v
-        raise ValueError(f"no variant of the study has link {design.link!r}, HBM {design.hbm_kind!r} and DDR "
-                         f"{design.ddr_kind!r}; variants: {'; '.join(self.labels)}")
+        raise ValueError(f"no variant of the study has topology {design.topology!r}, link {design.link!r}, "
+                         f"HBM {design.hbm_kind!r} and DDR {design.ddr_kind!r}; variants: {'; '.join(self.labels)}")
 
     def _by_variant(self, variant: np.ndarray, run) -> np.ndarray:
         out = np.empty((len(variant), len(METRICS)))
@@ -80,7 +82,4 @@ class VariantEvaluator:
         return self.evaluators[self.variant_for(design)].failure_report(design)
 
     def remapped(self, design: Design, failed: list[int]) -> Design | None:
-        after = self.evaluators[self.variant_for(design)].remapped(design, failed)
-        if after is not None:
-            after.hbm_kind, after.ddr_kind = design.hbm_kind, design.ddr_kind
-        return after
+        return self.evaluators[self.variant_for(design)].remapped(design, failed)

@@ -52,7 +52,7 @@ def test_torus_graph_and_per_link_technology(tiny_dict):
     ({"mesh": {"rows": 2, "cols": 2}, "links": [{"between": [0, 3], "tech": "ucie-standard"}]},
      "hardware.package.links[0].between", "not neighbours on the 2 x 2 mesh"),
     ({"mesh": {"rows": 2, "cols": 2}, "links": [{"between": [0, 1]}]}, "hardware.package.links[0].tech", "needs 'tech'"),
-    ({"mesh": {"rows": 2, "cols": 2}, "topology": "ring"}, "hardware.package.topology", "'mesh', 'torus' or 'graph'"),
+    ({"mesh": {"rows": 2, "cols": 2}, "topology": "ring"}, "hardware.package.topology", "allowed: mesh, torus, graph"),
     ({"mesh": {"rows": 2, "cols": 2}, "link": "pigeon"}, "hardware.package.link", "allowed: ucie-advanced"),
 ])
 def test_bad_package_names_the_key(tiny_dict, package, key, message):

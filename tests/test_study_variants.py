@@ -1,4 +1,5 @@
-"""Link technology and memory kinds left open by the study: one package variant each, chosen by a gene."""
+"""Topology, link technology and memory kinds left open by the study: one package variant each, chosen by
+a gene."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,8 +18,8 @@ def open_study():
 
 def test_every_combination_is_a_variant(open_study):
     labels = [label for label, _ in open_study.variants()]
-    assert labels == ["ucie-advanced hbm3 ddr5", "ucie-advanced hbm3e ddr5", "organic-substrate hbm3 ddr5",
-                      "organic-substrate hbm3e ddr5"]
+    assert labels == ["mesh ucie-advanced hbm3 ddr5", "mesh ucie-advanced hbm3e ddr5",
+                      "mesh organic-substrate hbm3 ddr5", "mesh organic-substrate hbm3e ddr5"]
     prepared = dse.prepare(open_study)
     assert prepared.space.upper[prepared.space.slices["variant"]][0] == 3
 
@@ -33,7 +34,7 @@ def test_each_variant_evaluates_as_its_own_concrete_study(open_study):
     variants = open_study.variants()
     for x, design, (_, row) in zip(X, designs, metrics.iterrows()):
         label, concrete = variants[x[space.slices["variant"]][0]]
-        assert (design.link, design.hbm_kind, design.ddr_kind) == tuple(label.split())
+        assert (design.topology, design.link, design.hbm_kind, design.ddr_kind) == tuple(label.split())
         alone = dse.prepare(concrete).evaluator.evaluate_designs([design]).iloc[0]
         pd.testing.assert_series_equal(row, alone, check_names=False)
     # the variants really differ: faster HBM, a slower and dearer-to-bond link
@@ -59,6 +60,9 @@ def test_run_records_the_choices(open_study, tmp_path):
     ("memory.0.kind", ["hbm3", "hbm7"], "hardware.memory[0]", "unknown memory kind 'hbm7'"),
     ("package.link", ["ucie-advanced", "tin-cans"], "hardware.package.link", "unknown link technology 'tin-cans'"),
     ("package.link", [], "hardware.package.link", "at least one technology"),
+    ("package.topology", [], "hardware.package.topology", "distinct choices among mesh, torus"),
+    ("package.topology", ["mesh", "graph"], "hardware.package.topology", "distinct choices among mesh, torus"),
+    ("package.topology", "ring", "hardware.package.topology", "unknown topology; allowed"),
 ])
 def test_bad_choices_name_the_key(tiny_dict, path, value, key, words):
     node = tiny_dict["hardware"]
@@ -69,3 +73,34 @@ def test_bad_choices_name_the_key(tiny_dict, path, value, key, words):
     with pytest.raises(dse.StudyError) as err:
         dse.Study.from_dict(tiny_dict)
     assert err.value.key.startswith(key) and words in str(err.value), str(err.value)
+
+
+def test_topology_is_a_choice_too(tiny_dict):
+    """Mesh or torus: on a 3 x 3 package the torus's wrap links shorten routes, so the same design's
+    hand-offs cross fewer links (network energy falls) and each variant equals its concrete study."""
+    tiny_dict["hardware"]["package"].update(topology=["mesh", "torus"], mesh={"rows": 3, "cols": 3})
+    study = dse.Study.from_dict(tiny_dict)
+    assert [label.split()[0] for label, _ in study.variants()] == ["mesh", "torus"]
+    prepared = dse.prepare(study)
+    space = prepared.space
+    X = np.random.default_rng(5).integers(space.lower, space.upper + 1, size=(40, space.n_var))
+    X[:, space.slices["variant"]] = 0
+    mesh_designs = prepared.evaluator.designs(X)
+    X[:, space.slices["variant"]] = 1
+    torus_designs = prepared.evaluator.designs(X)
+    assert {d.topology for d in mesh_designs} == {"mesh"} and {d.topology for d in torus_designs} == {"torus"}
+    mesh, torus = prepared.evaluator.evaluate_designs(mesh_designs), prepared.evaluator.evaluate_designs(torus_designs)
+    assert (torus["energy_network_j_per_token"] <= mesh["energy_network_j_per_token"] * (1 + 1e-12)).all()
+    assert (torus["energy_network_j_per_token"] < mesh["energy_network_j_per_token"]).any()
+    concrete = dse.prepare(study.variants()[1][1]).evaluator.evaluate_designs(torus_designs)
+    pd.testing.assert_frame_equal(torus, concrete)
+
+
+def test_a_design_outside_the_studys_choices_is_named(tiny_dict):
+    study = dse.Study.from_dict(tiny_dict)
+    prepared = dse.prepare(study)
+    design = prepared.evaluator.designs(prepared.space.lower[None, :])[0]
+    design.topology = "torus"
+    with pytest.raises(dse.StudyError) as err:
+        dse.space.check_design(design, study, prepared.tables)
+    assert err.value.key == "topology" and "allowed: mesh" in str(err.value)

@@ -262,10 +262,12 @@ class PackageSpec(StrictModel):
 
     ``mesh`` gives the chiplet slots (rows x cols, row-major ids) of every topology; a ``graph`` package
     has a fixed size and lists its ``links``; on a mesh or torus ``links`` override the technology of
-    some links. Routing defaults to ``xy`` on grids and ``shortest`` on graphs.
+    some links. Routing defaults to ``xy`` on grids and ``shortest`` on graphs. ``topology`` and ``link``
+    may list several choices (``[mesh, torus]``): each combination is a package variant the search
+    chooses among (`dse.study.Study.variants`); `network` and `route_bank` need a single choice of each.
     """
 
-    topology: Literal["mesh", "torus", "graph"] = "mesh"
+    topology: str | list[str] = "mesh"          # mesh | torus | graph, or a list of mesh and torus
     mesh: MeshSpec
     link: str | list[str] = "ucie-advanced"      # or several technologies for the search to choose among
     links: list[LinkSpec] = Field(default_factory=list)
@@ -280,9 +282,23 @@ class PackageSpec(StrictModel):
             return [_known_tech(v) for v in value]
         return _known_tech(value)
 
+    @field_validator("topology")
+    @classmethod
+    def _known_topology(cls, value):
+        if isinstance(value, list):
+            if not value or any(v not in ("mesh", "torus") for v in value) or len(set(value)) < len(value):
+                raise ValueError(f"a list of topologies holds distinct choices among mesh, torus, got {value}")
+        elif value not in ("mesh", "torus", "graph"):
+            raise ValueError("unknown topology; allowed: mesh, torus, graph, or a list of mesh and torus")
+        return value
+
     @property
     def link_choices(self) -> list[str]:
         return list(self.link) if isinstance(self.link, list) else [self.link]
+
+    @property
+    def topology_choices(self) -> list[str]:
+        return list(self.topology) if isinstance(self.topology, list) else [self.topology]
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -313,22 +329,30 @@ class PackageSpec(StrictModel):
                                list(spec.between))
             seen[key] = i
             if self.topology != "graph":
+                grids = " or ".join(self.topology_choices)
                 if spec.tech is None:
-                    raise _invalid(("links", i, "tech"), f"on a {self.topology} a links entry overrides a link's "
+                    raise _invalid(("links", i, "tech"), f"on a {grids} a links entry overrides a link's "
                                    f"technology and needs 'tech' (one of {', '.join(noc.link_kinds())})",
                                    spec.model_dump())
-                for r, c in self.mesh.shapes():
-                    if max(a, b) < r * c and not _neighbours(a, b, r, c, self.topology == "torus"):
-                        raise _invalid(loc, f"chiplets {a} and {b} are not neighbours on the {r} x {c} "
-                                       f"{self.topology}", list(spec.between))
+                for topology in self.topology_choices:
+                    for r, c in self.mesh.shapes():
+                        if max(a, b) < r * c and not _neighbours(a, b, r, c, topology == "torus"):
+                            raise _invalid(loc, f"chiplets {a} and {b} are not neighbours on the {r} x {c} "
+                                           f"{topology}", list(spec.between))
         return self
 
     @property
     def routing_algorithm(self) -> str:
         return self.routing or ("shortest" if self.topology == "graph" else "xy")
 
+    def _single(self) -> None:
+        if len(self.topology_choices) > 1 or len(self.link_choices) > 1:
+            raise ValueError(f"package with topology {self.topology} and link {self.link} is several packages: "
+                             "choose one (Study.variants)")
+
     def network(self, rows: int, cols: int) -> noc.Topology:
         """The package network of one rows x cols design."""
+        self._single()
         if self.topology == "graph":
             links = [(s.between[0], s.between[1], s.tech) if s.tech else tuple(s.between) for s in self.links]
             return noc.from_links(rows * cols, links, self.link)
@@ -338,6 +362,7 @@ class PackageSpec(StrictModel):
 
     def route_bank(self) -> noc.RouteBank:
         """Route tables of every package shape the study allows (see noc.bank)."""
+        self._single()
         return noc.route_bank([self.network(r, c) for r, c in self.mesh.shapes()], self.routing_algorithm)
 
 
