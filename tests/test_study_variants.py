@@ -96,6 +96,15 @@ def test_topology_is_a_choice_too(tiny_dict):
     pd.testing.assert_frame_equal(torus, concrete)
 
 
+def test_validate_lists_the_variants(tiny_dict, tmp_path, dse_cli):
+    tiny_dict["hardware"]["package"]["link"] = ["ucie-advanced", "organic-substrate"]
+    path = tmp_path / "open.yaml"
+    path.write_text(yaml.safe_dump(tiny_dict))
+    code, out, _ = dse_cli("validate", path)
+    assert code == 0
+    assert "2 package variants (mesh ucie-advanced hbm3 ddr5; mesh organic-substrate hbm3 ddr5)" in out
+
+
 def test_a_design_outside_the_studys_choices_is_named(tiny_dict):
     study = dse.Study.from_dict(tiny_dict)
     prepared = dse.prepare(study)

@@ -16,4 +16,5 @@ def validate(study_file: str) -> None:
     p = prepare(study)
     click.echo(f"ok: study '{study.name}': {study.workload.label} {study.workload.phase}, "
                f"{p.tables.n_units} placement units, {len(p.tables.kind_names)} chiplet kinds, "
-               f"{p.space.n_var} decision variables")
+               f"{p.space.n_var} decision variables"
+               + (f", {len(p.variants)} package variants ({'; '.join(p.evaluator.labels)})" if p.variants else ""))
