@@ -18,8 +18,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .perf_model import (allreduce, copy_bytes, edge_amount, in_instance, item_size, longest_edge, busiest_link,
-                         place_chiplet, roofline, row_max, scenario_latency)
+from .perf_model import (allreduce, busiest_link, copy_bytes, edge_amount, in_instance, item_size, longest_edge,
+                         nowrap, place_chiplet, roofline, row_max, scenario_latency)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -166,7 +166,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
     dirty, dirty_list, bk_ct, bk_sd, bk_stage_t = W.dirty, W.dirty_list, W.bk_ct, W.bk_sd, W.bk_stage_t
-    seen, edge_list, bk_edge_lat = W.seen, W.edge_list, W.bk_edge_lat
+    seen, edge_list, bk_edge_lat, edge_amt = W.seen, W.edge_list, W.bk_edge_lat, W.edge_amt
     row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
     overflow, overflow2 = W.overflow, W.overflow2
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
@@ -301,8 +301,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             a, b = edge_src[e], edge_dst[e]
             ca_old, cb_old = (1 if split else ncopy[a]), ncopy[b]
             ca_new, cb_new = (1 if split else count2[a]), count2[b]
-            old_amount = edge_amount(edge_bytes[e], ca_old, cb_old, split)
-            new_amount = edge_amount(edge_bytes[e], ca_new, cb_new, split)
+            old_amount = edge_amt[e]
+            new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
+                edge_bytes[e], ca_new, cb_new, split)
             for instance in range(2 if stage_repeat[s] > 1 else 1):
                 if not in_instance(edge_phase[e], instance):
                     continue
@@ -314,7 +315,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                     row_slot[row] = slot
                     aff_rows[slot] = row
                     for link in range(L):
-                        new_loads[slot * LM + link] = loads[row * LM + link]
+                        new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
                 base = slot * LM
                 for ra in range(ca_old):
                     i = slots[a, ra]
@@ -323,7 +324,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         if i != j:
                             p = pb + i * n + j
                             for x in range(pair_ptr[p], pair_ptr[p + 1]):
-                                new_loads[base + route_links[x]] -= old_amount
+                                new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
                 longest = 0.0
                 for ra in range(ca_new):
                     i = slots2[a, ra]
@@ -333,7 +334,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                             p = pb + i * n + j
                             longest = max(longest, pair_latency[p])
                             for x in range(pair_ptr[p], pair_ptr[p + 1]):
-                                new_loads[base + route_links[x]] += new_amount
+                                new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
                 edge_lat[e] = longest
         for k in range(n_aff):
             s, instance = aff_rows[k] // 2, aff_rows[k] % 2

@@ -53,8 +53,8 @@ KernelTables = namedtuple("KernelTables", [
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
-    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "item_u",
-    "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
+    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "edge_amt", "stored", "overflow", "chip_ptr",
+    "item_u", "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
     # one failure set (dse.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
     "dirty", "dirty_list", "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
@@ -63,6 +63,10 @@ Workspace = namedtuple("Workspace", [
     "finish", "cps", "in_scen", "busy", "order"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
+
+# Hot loops index arrays with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index
+# (a shift, a mask and an add per access, and loops left unvectorised). Only for indices never negative.
+nowrap = nb.uintp
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -78,7 +82,8 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     return Workspace(
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
         stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
-        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), stored=f(max_chips),
+        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), edge_amt=f(E),
+        stored=f(max_chips),
         overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items), item_r=i64(items),
         cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items),
         buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
@@ -203,7 +208,7 @@ def busiest_link(row, base, link_inv_bw, lb, n_links):
     """Serialisation time of the busiest link of the load row starting at ``row[base]``."""
     busiest = 0.0
     for link in range(n_links):
-        busiest = max(busiest, row[base + link] * link_inv_bw[lb + link])
+        busiest = max(busiest, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
     return busiest
 
 
@@ -310,7 +315,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw = R.link_inv_bw
     pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
-    ct, loads, edge_lat, f, comm = W.ct, W.loads, W.edge_lat, W.f, W.comm
+    ct, loads, edge_lat, edge_amt, f, comm = W.ct, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
     LM = loads.shape[0] // (2 * stage_repeat.shape[0])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
     chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
@@ -380,7 +385,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
         for instance in range(2 if repeat > 1 else 1):
             base = (2 * s + instance) * LM
             for link in range(L):
-                loads[base + link] = 0.0
+                loads[nowrap(base + link)] = 0.0
             hops = 0.0
             energy = 0.0
             for e in range(edge_start[s], edge_start[s + 1]):
@@ -390,6 +395,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 ca = 1 if split else ncopy[a]
                 cb = ncopy[b]
                 amount = edge_amount(edge_bytes[e], ca, cb, split)
+                edge_amt[e] = amount
                 longest = h = en = 0.0
                 for ra in range(ca):
                     i = slots[a, ra]
@@ -400,7 +406,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                             longest = max(longest, pair_latency[p])
                             start, end = pair_ptr[p], pair_ptr[p + 1]
                             for x in range(start, end):
-                                loads[base + route_links[x]] += amount
+                                loads[nowrap(base + route_links[nowrap(x)])] += amount
                             h += amount * (end - start)
                             en += amount * pair_energy[p]
                 edge_lat[e] = longest
