@@ -295,47 +295,47 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                     n_edges += 1
         n_aff = 0
         for k in range(n_edges):
-            e = edge_list[k]
-            s = edge_stage[e]
-            bk_edge_lat[k] = edge_lat[e]
-            a, b = edge_src[e], edge_dst[e]
-            ca_old, cb_old = (1 if split else ncopy[a]), ncopy[b]
-            ca_new, cb_new = (1 if split else count2[a]), count2[b]
-            old_amount = edge_amt[e]
+            e = edge_list[nowrap(k)]
+            s = edge_stage[nowrap(e)]
+            bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
+            a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+            ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
+            ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
+            old_amount = edge_amt[nowrap(e)]
             new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
-                edge_bytes[e], ca_new, cb_new, split)
-            for instance in range(2 if stage_repeat[s] > 1 else 1):
-                if not in_instance(edge_phase[e], instance):
+                edge_bytes[nowrap(e)], ca_new, cb_new, split)
+            for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
+                if not in_instance(edge_phase[nowrap(e)], instance):
                     continue
                 row = 2 * s + instance
-                slot = row_slot[row]
+                slot = row_slot[nowrap(row)]
                 if slot < 0:        # first change of this row: work on a copy of it
                     slot = n_aff
                     n_aff += 1
-                    row_slot[row] = slot
-                    aff_rows[slot] = row
+                    row_slot[nowrap(row)] = slot
+                    aff_rows[nowrap(slot)] = row
                     for link in range(L):
                         new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
                 base = slot * LM
                 for ra in range(ca_old):
-                    i = slots[a, ra]
+                    i = slots[nowrap(a), nowrap(ra)]
                     for rb in range(cb_old):
-                        j = slots[b, rb]
+                        j = slots[nowrap(b), nowrap(rb)]
                         if i != j:
                             p = pb + i * n + j
-                            for x in range(pair_ptr[p], pair_ptr[p + 1]):
+                            for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
                                 new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
                 longest = 0.0
                 for ra in range(ca_new):
-                    i = slots2[a, ra]
+                    i = slots2[nowrap(a), nowrap(ra)]
                     for rb in range(cb_new):
-                        j = slots2[b, rb]
+                        j = slots2[nowrap(b), nowrap(rb)]
                         if i != j:
                             p = pb + i * n + j
-                            longest = max(longest, pair_latency[p])
-                            for x in range(pair_ptr[p], pair_ptr[p + 1]):
+                            longest = max(longest, pair_latency[nowrap(p)])
+                            for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
                                 new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
-                edge_lat[e] = longest
+                edge_lat[nowrap(e)] = longest
         for k in range(n_aff):
             s, instance = aff_rows[k] // 2, aff_rows[k] % 2
             bk_comm[k] = comm[s, instance]
