@@ -143,9 +143,12 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, 
 
 
 @nb.njit(cache=True, error_model="numpy")
-def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, n_sets, W, out):
+def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, n_sets, W, out,
+                     short_limit):
     """Per failure set k < n_sets (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
-    latency, p99, capacity shortfall) after it. Infinite when nothing survives.
+    latency, p99, capacity shortfall) after it. Infinite when nothing survives; latencies NaN (not computed)
+    when the shortfall exceeds ``short_limit`` (the evaluator counts such a failure as lost whatever its
+    latency; ``np.inf``: always computed).
 
     Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
     tables are bound once per design rather than once per failure.
@@ -238,6 +241,15 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for i in range(n):
             spill += overflow2[nowrap(i)]
         short = max(spill - ddr * ddr_cap, 0.0)
+        if short > short_limit:
+            for x in range(n_a):
+                in_a[nowrap(a_list[nowrap(x)])] = False
+            restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+            for x in range(n_dead):
+                is_dead[nowrap(dead[nowrap(x)])] = False
+            out[nowrap(k_set), nowrap(0)] = out[nowrap(k_set), nowrap(1)] = np.nan
+            out[nowrap(k_set), nowrap(2)] = short
+            continue
 
         # --- compute: take out the moved copies and put in their new ones; re-cost copies whose DDR share moved ---
         n_dirty = 0
@@ -319,18 +331,18 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
                 base = slot * LM
                 for ra in range(ca_old):
-                    i = slots[nowrap(a),  nowrap(ra)]
+                    i = slots[nowrap(a), nowrap(ra)]
                     for rb in range(cb_old):
-                        j = slots[nowrap(b),  nowrap(rb)]
+                        j = slots[nowrap(b), nowrap(rb)]
                         if i != j:
                             p = pb + i * n + j
                             for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
                                 new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
                 longest = 0.0
                 for ra in range(ca_new):
-                    i = slots2[nowrap(a),  nowrap(ra)]
+                    i = slots2[nowrap(a), nowrap(ra)]
                     for rb in range(cb_new):
-                        j = slots2[nowrap(b),  nowrap(rb)]
+                        j = slots2[nowrap(b), nowrap(rb)]
                         if i != j:
                             p = pb + i * n + j
                             longest = max(longest, pair_latency[nowrap(p)])
