@@ -11,7 +11,8 @@ copies are re-placed in HBM/DDR (and those of their copies whose DDR fraction ch
 hand-offs of edges touching a moved unit are re-routed (link loads by subtraction and addition); and
 stage maxima are re-taken only where something changed. Every change is undone afterwards, so the
 workspace again holds the intact design. The result equals a full evaluation of the re-mapped design
-(tests/test_evaluator_faults.py).
+(tests/test_evaluator_faults.py). A failure that leaves a larger capacity shortfall than the intact
+design counts as lost whatever its latency, so the evaluator skips its latency (``short_limit``).
 """
 from __future__ import annotations
 
