@@ -183,7 +183,8 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         size[singles + m] = min(k_max, n)
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, singles + samples, W, after)
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, singles + samples, W, after,
+                     short)     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
 
     kept_sum = 0.0
     worst = 1.0
@@ -250,7 +251,8 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     out[n, 0] = design_latency(T, W, n)[0]
     sets = np.arange(n).reshape(n, 1)
     after = np.empty((n, 3))
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), n, W, after)
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), n, W, after,
+                     np.inf)
     out[:n, 0] = after[:, 0]
     out[:n, 1] = after[:, 2]
     return out

@@ -30,8 +30,10 @@ Implementation note (speed): a population is evaluated in one call (dse.evaluato
 per-design kernels (`base_pass`, dse.failures.failures_latency) take the table tuples (T, R, W) once,
 bind the arrays they use to locals, and call nothing but ``inline="always"`` helpers: a kernel that calls
 another compiled function with array arguments pays a reference-count update of each of its own arrays
-on every call, which at thousands of designs per second was a third of the time. Link loads are one
-flat row of ``LM`` floats per (stage, instance): ``loads[(2 s + instance) LM + link]``.
+on every call, which at thousands of designs per second was a third of the time. Array indices are
+cast to unsigned (``nowrap``): Numba then leaves out its negative-index wrap-around, a shift, mask and add
+on every access that cost a fifth of the time. Link loads are one flat row of ``LM`` floats per (stage,
+instance): ``loads[(2 s + instance) LM + link]``.
 """
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ KernelTables = namedtuple("KernelTables", [
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
     "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
-    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "stored", "overflow", "chip_ptr", "item_u",
-    "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
+    "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "edge_amt", "stored", "overflow", "chip_ptr",
+    "item_u", "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
     # one failure set (dse.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
     "dirty", "dirty_list", "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
@@ -63,6 +65,10 @@ Workspace = namedtuple("Workspace", [
     "finish", "cps", "in_scen", "busy", "order"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
+
+# Hot loops index arrays with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index
+# (a shift, a mask and an add per access, and loops left unvectorised). Only for indices never negative.
+nowrap = nb.uintp
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -78,7 +84,8 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     return Workspace(
         ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
         stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
-        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), stored=f(max_chips),
+        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), edge_amt=f(E),
+        stored=f(max_chips),
         overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items), item_r=i64(items),
         cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items),
         buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
@@ -99,7 +106,7 @@ def item_size(capacity_u, kv_u, c, split):
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def copy_bytes(w_copy, other_dram, u, c, k):
     """DRAM bytes one of c copies of unit u moves per layer instance on a chiplet of kind k."""
-    return w_copy[u, c] + other_dram[u, k] / c
+    return w_copy[nowrap(u), nowrap(c)] + other_dram[nowrap(u), nowrap(k)] / c
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -135,14 +142,14 @@ def place_chiplet(hbm_capacity, kind_i, item_u, item_r, start, n_items, ncopy, s
     Returns (bytes stored, bytes spilled to DDR)."""
     stored = 0.0
     for x in range(n_items):
-        u = item_u[start + x]
-        c = ncopy[u]
-        buf_size[x] = item_size(unit_capacity[u], unit_kv[u], c, split)
-        buf_read[x] = copy_bytes(w_copy, other_dram, u, c, kind_i) * read_scale[u]
-        stored += buf_size[x]
+        u = item_u[nowrap(start + x)]
+        c = ncopy[nowrap(u)]
+        buf_size[nowrap(x)] = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c, split)
+        buf_read[nowrap(x)] = copy_bytes(w_copy, other_dram, u, c, kind_i) * read_scale[nowrap(u)]
+        stored += buf_size[nowrap(x)]
     spilled = spill_first_n(n_items, buf_size, buf_read, hbm_capacity, buf_density, buf_order, buf_spill)
     for x in range(n_items):
-        frac[item_u[start + x], item_r[start + x]] = buf_spill[x]
+        frac[nowrap(item_u[nowrap(start + x)]), nowrap(item_r[nowrap(start + x)])] = buf_spill[nowrap(x)]
     return stored, spilled
 
 
@@ -159,13 +166,13 @@ def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_b
     energy = 0.0
     crosses = False
     for r in range(c):
-        a, b = slots[u, r], slots[u, (r + 1) % c]
+        a, b = slots[nowrap(u), nowrap(r)], slots[nowrap(u), nowrap((r + 1) % c)]
         if a != b:
             crosses = True
             p = pb + a * n + b
-            lat = max(lat, pair_latency[p])
-            hops += pair_ptr[p + 1] - pair_ptr[p]
-            energy += pair_energy[p]
+            lat = max(lat, pair_latency[nowrap(p)])
+            hops += pair_ptr[nowrap(p + 1)] - pair_ptr[nowrap(p)]
+            energy += pair_energy[nowrap(p)]
     if not crosses:             # every shard on one chiplet: the reduction never leaves it
         return 0.0, 0.0, 0.0
     per_step = d / c
@@ -192,9 +199,9 @@ def in_instance(phase, instance):
 def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
     """The longest route latency among the hand-offs into one instance of stage s."""
     longest = 0.0
-    for e in range(edge_start[s], edge_start[s + 1]):
-        if in_instance(edge_phase[e], instance):
-            longest = max(longest, edge_lat[e])
+    for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+        if in_instance(edge_phase[nowrap(e)], instance):
+            longest = max(longest, edge_lat[nowrap(e)])
     return longest
 
 
@@ -203,16 +210,16 @@ def busiest_link(row, base, link_inv_bw, lb, n_links):
     """Serialisation time of the busiest link of the load row starting at ``row[base]``."""
     busiest = 0.0
     for link in range(n_links):
-        busiest = max(busiest, row[base + link] * link_inv_bw[lb + link])
+        busiest = max(busiest, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
     return busiest
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def row_max(a, s, n):
     """max(a[s, :n]) without making a view."""
-    m = a[s, 0]
+    m = a[nowrap(s), nowrap(0)]
     for i in range(1, n):
-        m = max(m, a[s, i])
+        m = max(m, a[nowrap(s), nowrap(i)])
     return m
 
 
@@ -220,12 +227,12 @@ def row_max(a, s, n):
 def sort_by_value(values, order, n):
     """``order[:n]`` = indices of ``values[:n]`` in ascending order (insertion sort, stable, no allocation)."""
     for x in range(n):
-        v = values[x]
+        v = values[nowrap(x)]
         k = x
-        while k > 0 and values[order[k - 1]] > v:
-            order[k] = order[k - 1]
+        while k > 0 and values[nowrap(order[nowrap(k - 1)])] > v:
+            order[nowrap(k)] = order[nowrap(k - 1)]
             k -= 1
-        order[k] = x
+        order[nowrap(k)] = x
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -237,44 +244,44 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
     chiplet's total work in it (the two classic lower bounds of a schedule: stages on parallel branches
     that share a chiplet cannot overlap). For a chain of stages the critical path always binds.
     """
-    S = stage_t.shape[0]
-    n_scen = scen_prob.shape[0]
+    S = stage_t.shape[nowrap(0)]
+    n_scen = scen_prob.shape[nowrap(0)]
     for k in range(n_scen):
         for s in range(S):
-            in_scen[s] = False
-        for x in range(scen_ptr[k], scen_ptr[k + 1]):
-            in_scen[scen_stages[x]] = True
+            in_scen[nowrap(s)] = False
+        for x in range(scen_ptr[nowrap(k)], scen_ptr[nowrap(k + 1)]):
+            in_scen[nowrap(scen_stages[nowrap(x)])] = True
         longest = 0.0
         for i in range(n):
-            busy[i] = 0.0
+            busy[nowrap(i)] = 0.0
         for s in range(S):       # stages are numbered in topological order
             start = 0.0
-            for x in range(after_ptr[s], after_ptr[s + 1]):
-                start = max(start, finish[after_ids[x]])
+            for x in range(after_ptr[nowrap(s)], after_ptr[nowrap(s + 1)]):
+                start = max(start, finish[nowrap(after_ids[nowrap(x)])])
             w = 0.0
-            if in_scen[s]:
-                r = stage_repeat[s]
-                w = r * stage_t[s] + comm[s, FIRST] + (r - 1.0) * comm[s, REST]
+            if in_scen[nowrap(s)]:
+                r = stage_repeat[nowrap(s)]
+                w = r * stage_t[nowrap(s)] + comm[nowrap(s), nowrap(FIRST)] + (r - 1.0) * comm[nowrap(s), nowrap(REST)]
                 if not chain:
                     for i in range(n):
-                        busy[i] += r * ct[s, i]
-            finish[s] = start + w
-            longest = max(longest, finish[s])
+                        busy[nowrap(i)] += r * ct[nowrap(s), nowrap(i)]
+            finish[nowrap(s)] = start + w
+            longest = max(longest, finish[nowrap(s)])
         for i in range(n):
-            longest = max(longest, busy[i])
-        cps[k] = longest
+            longest = max(longest, busy[nowrap(i)])
+        cps[nowrap(k)] = longest
     expected = 0.0
     for k in range(n_scen):
-        expected += scen_prob[k] * cps[k]
+        expected += scen_prob[nowrap(k)] * cps[nowrap(k)]
     if n_scen == 1:
-        return expected, cps[0]
+        return expected, cps[nowrap(0)]
     sort_by_value(cps, order, n_scen)
     acc = 0.0
-    p99 = cps[order[n_scen - 1]]
+    p99 = cps[nowrap(order[nowrap(n_scen - 1)])]
     for x in range(n_scen):
-        acc += scen_prob[order[x]]
+        acc += scen_prob[nowrap(order[nowrap(x)])]
         if acc >= 0.99 - 1e-12:
-            p99 = cps[order[x]]
+            p99 = cps[nowrap(order[nowrap(x)])]
             break
     return expected, p99
 
@@ -283,19 +290,19 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
 def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
     """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
     for i in range(n + 1):
-        chip_ptr[i] = 0
-    for u in range(slots.shape[0]):
-        for r in range(ncopy[u]):
-            chip_ptr[slots[u, r] + 1] += 1
+        chip_ptr[nowrap(i)] = 0
+    for u in range(slots.shape[nowrap(0)]):
+        for r in range(ncopy[nowrap(u)]):
+            chip_ptr[nowrap(slots[nowrap(u), nowrap(r)] + 1)] += 1
     for i in range(n):
-        chip_ptr[i + 1] += chip_ptr[i]
-        cursor[i] = chip_ptr[i]
-    for u in range(slots.shape[0]):
-        for r in range(ncopy[u]):
-            i = slots[u, r]
-            item_u[cursor[i]] = u
-            item_r[cursor[i]] = r
-            cursor[i] += 1
+        chip_ptr[nowrap(i + 1)] += chip_ptr[nowrap(i)]
+        cursor[nowrap(i)] = chip_ptr[nowrap(i)]
+    for u in range(slots.shape[nowrap(0)]):
+        for r in range(ncopy[nowrap(u)]):
+            i = slots[nowrap(u), nowrap(r)]
+            item_u[nowrap(cursor[nowrap(i)])] = u
+            item_r[nowrap(cursor[nowrap(i)])] = r
+            cursor[nowrap(i)] += 1
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -309,9 +316,9 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw = R.link_inv_bw
-    pb, lb, L = R.pair_base[sh], R.link_base[sh], R.n_links[sh]
-    ct, loads, edge_lat, f, comm = W.ct, W.loads, W.edge_lat, W.f, W.comm
-    LM = loads.shape[0] // (2 * stage_repeat.shape[0])
+    pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
+    ct, loads, edge_lat, edge_amt, f, comm = W.ct, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
+    LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
     chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
     buf_size, buf_read, buf_density, buf_order, buf_spill = W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill
@@ -323,100 +330,104 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     index_items(n, slots, ncopy, chip_ptr, W.cursor, item_u, item_r)
     spill = 0.0
     for i in range(n):
-        a, b = chip_ptr[i], chip_ptr[i + 1]
+        a, b = chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]
         total = 0.0
         for y in range(a, b):
-            u = item_u[y]
-            total += item_size(unit_capacity[u], unit_kv[u], ncopy[u], split)
-        cap = stacks[i] * hbm_cap
+            u = item_u[nowrap(y)]
+            total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+        cap = stacks[nowrap(i)] * hbm_cap
         if placement_is_trivial(cap, total):
             for y in range(a, b):
-                u = item_u[y]
-                f[u, item_r[y]] = trivial_spill(cap, item_size(unit_capacity[u], unit_kv[u], ncopy[u], split))
-            stored[i] = total
-            overflow[i] = total if cap <= 0.0 and total > 0.0 else 0.0
+                u = item_u[nowrap(y)]
+                size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+                f[nowrap(u), nowrap(item_r[nowrap(y)])] = trivial_spill(cap, size)
+            stored[nowrap(i)] = total
+            overflow[nowrap(i)] = total if cap <= 0.0 and total > 0.0 else 0.0
         else:
-            stored[i], overflow[i] = place_chiplet(cap, kind[i], item_u, item_r, a, b - a, ncopy, split, unit_capacity,
-                                                   unit_kv, w_copy, other_dram, read_scale, buf_size, buf_read,
-                                                   buf_density, buf_order, buf_spill, f)
-        spill += overflow[i]
+            stored_i, overflow_i = place_chiplet(cap, kind[nowrap(i)], item_u, item_r, a, b - a, ncopy, split,
+                                                 unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                 buf_read, buf_density, buf_order, buf_spill, f)
+            stored[nowrap(i)], overflow[nowrap(i)] = stored_i, overflow_i
+        spill += overflow[nowrap(i)]
     short = max(spill - ddr * T.ddr_cap, 0.0)
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
 
     # --- compute per stage, then the hand-offs into it ---
-    for s in range(stage_repeat.shape[0]):
+    for s in range(stage_repeat.shape[nowrap(0)]):
         for i in range(n):
-            ct[s, i] = 0.0
+            ct[nowrap(s), nowrap(i)] = 0.0
         sd = e_compute = e_dram = dram = net = e_net = 0.0
-        for u in range(stage_start[s], stage_start[s + 1]):
-            c = ncopy[u]
-            ar_time[u] = 0.0
+        for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
+            c = ncopy[nowrap(u)]
+            ar_time[nowrap(u)] = 0.0
             if split and c > 1:
-                t_ar, hops, e_ar = allreduce(u, slots, c, out_bytes[u], n, pb, pair_ptr, pair_latency, pair_energy,
-                                             link_bw)
-                ar_time[u] = t_ar
+                t_ar, hops, e_ar = allreduce(u, slots, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency,
+                                             pair_energy, link_bw)
+                ar_time[nowrap(u)] = t_ar
                 net += hops
                 e_net += e_ar
             for r in range(c):
-                i = slots[u, r]
-                k = kind[i]
+                i = slots[nowrap(u), nowrap(r)]
+                k = kind[nowrap(i)]
                 b = copy_bytes(w_copy, other_dram, u, c, k)
-                t, b_ddr, ed = roofline(unit_time[u, k] / c, b, f[u, r], stacks[i] * hbm_bw, ddr_bw, hbm_e, ddr_e)
-                copy_time[u, r] = t + ar_time[u]
-                copy_ddr[u, r] = b_ddr
-                ct[s, i] += copy_time[u, r]
+                t, b_ddr, ed = roofline(unit_time[nowrap(u), nowrap(k)] / c, b, f[nowrap(u), nowrap(r)],
+                                        stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
+                copy_ddr[nowrap(u), nowrap(r)] = b_ddr
+                ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
                 sd += b_ddr
                 dram += b
-                e_compute += unit_energy[u, k] / c
+                e_compute += unit_energy[nowrap(u), nowrap(k)] / c
                 e_dram += ed
-        sd_[s] = sd
-        stage_t[s] = max(row_max(ct, s, n), sd / ddr_bw)
-        repeat = stage_repeat[s]
-        comm[s, REST] = 0.0
+        sd_[nowrap(s)] = sd
+        stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
+        repeat = stage_repeat[nowrap(s)]
+        comm[nowrap(s), nowrap(REST)] = 0.0
         hand_off_net = 0.0
         hand_off_e = 0.0
-        for e in range(edge_start[s], edge_start[s + 1]):
-            edge_lat[e] = 0.0
+        for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+            edge_lat[nowrap(e)] = 0.0
         for instance in range(2 if repeat > 1 else 1):
             base = (2 * s + instance) * LM
             for link in range(L):
-                loads[base + link] = 0.0
+                loads[nowrap(base + link)] = 0.0
             hops = 0.0
             energy = 0.0
-            for e in range(edge_start[s], edge_start[s + 1]):
-                if not in_instance(edge_phase[e], instance):
+            for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+                if not in_instance(edge_phase[nowrap(e)], instance):
                     continue
-                a, b = edge_src[e], edge_dst[e]
-                ca = 1 if split else ncopy[a]
-                cb = ncopy[b]
-                amount = edge_amount(edge_bytes[e], ca, cb, split)
+                a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+                ca = 1 if split else ncopy[nowrap(a)]
+                cb = ncopy[nowrap(b)]
+                amount = edge_amount(edge_bytes[nowrap(e)], ca, cb, split)
+                edge_amt[nowrap(e)] = amount
                 longest = h = en = 0.0
                 for ra in range(ca):
-                    i = slots[a, ra]
+                    i = slots[nowrap(a), nowrap(ra)]
                     for rb in range(cb):
-                        j = slots[b, rb]
+                        j = slots[nowrap(b), nowrap(rb)]
                         if i != j:
                             p = pb + i * n + j
-                            longest = max(longest, pair_latency[p])
-                            start, end = pair_ptr[p], pair_ptr[p + 1]
+                            longest = max(longest, pair_latency[nowrap(p)])
+                            start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
                             for x in range(start, end):
-                                loads[base + route_links[x]] += amount
+                                loads[nowrap(base + route_links[nowrap(x)])] += amount
                             h += amount * (end - start)
-                            en += amount * pair_energy[p]
-                edge_lat[e] = longest
+                            en += amount * pair_energy[nowrap(p)]
+                edge_lat[nowrap(e)] = longest
                 hops += h
                 energy += en
-            comm[s, instance] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+            comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
                                  + busiest_link(loads, base, link_inv_bw, lb, L))
             times = 1.0 if instance == FIRST else repeat - 1.0
             hand_off_net += times * hops
             hand_off_e += times * energy
         # per instance of the stage, except the network: byte-hops and joules of the whole step
-        stage_e_compute[s] = e_compute
-        stage_e_dram[s] = e_dram
-        stage_dram[s] = dram
-        stage_net[s] = net * repeat + hand_off_net
-        stage_e_net[s] = e_net * repeat + hand_off_e
+        stage_e_compute[nowrap(s)] = e_compute
+        stage_e_dram[nowrap(s)] = e_dram
+        stage_dram[nowrap(s)] = dram
+        stage_net[nowrap(s)] = net * repeat + hand_off_net
+        stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
     return short
 
 

@@ -12,6 +12,16 @@ import numba as nb
 import numpy as np
 
 
+@nb.njit(cache=True, inline="always")
+def modulo(x, n):
+    """x mod n (n > 0) without an integer division in the usual case 0 <= x < 2n."""
+    if 0 <= x < n:
+        return x
+    if n <= x < 2 * n:
+        return x - n
+    return x % n
+
+
 @nb.njit(cache=True)
 def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies, max_slots, n_units, max_copies,
                       unit_is_expert, exclusive_experts):
@@ -25,6 +35,7 @@ def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies
     ncopy = np.ones((P, n_units), np.int64)
     unplaced = np.zeros(P, np.int64)
     taken = np.zeros(max_slots, np.bool_)
+    stride_of = np.ones(max_copies + 1, np.int64)       # slots between copies, per copy count
     for p in range(P):
         rows[p] = X[p, o_rows]
         cols[p] = X[p, o_cols]
@@ -36,21 +47,23 @@ def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies
             stacks[p, s] = h // n + (1 if s < h % n else 0)
         ddr[p] = X[p, o_ddr]
         taken[:] = False
+        for c in range(1, max_copies + 1):
+            stride_of[c] = max(n // c, 1)
         for u in range(n_units):
-            first = X[p, o_place + u] % n
+            first = modulo(X[p, o_place + u], n)
             c = min(X[p, o_copies + u], n, max_copies)
             if exclusive_experts and unit_is_expert[u]:
                 c = 1
                 probe = 0
-                while probe < n and taken[(first + probe) % n]:
+                while probe < n and taken[modulo(first + probe, n)]:
                     probe += 1
                 if probe == n:
                     unplaced[p] += 1
                 else:
-                    first = (first + probe) % n
+                    first = modulo(first + probe, n)
                     taken[first] = True
             ncopy[p, u] = c
-            stride = max(n // c, 1)
+            stride = stride_of[c]
             for r in range(c):
-                slots[p, u, r] = (first + r * stride) % n
+                slots[p, u, r] = modulo(first + r * stride, n)
     return rows, cols, kind, stacks, ddr, slots, ncopy, unplaced

@@ -30,6 +30,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+# `spill_first_n` indexes with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index.
+nowrap = nb.uintp
+
 
 @nb.njit(cache=True)
 def _density_order(size: np.ndarray, read: np.ndarray) -> np.ndarray:
@@ -90,31 +93,31 @@ def spill_first_n(n, size, read, capacity, density, order, spill):
     kernel calling it stays free of calls that take arrays)."""
     total = 0.0
     for j in range(n):
-        total += size[j]
+        total += size[nowrap(j)]
     if total <= capacity or capacity <= 0.0:
         spill_all = capacity <= 0.0 and total > capacity
         for j in range(n):
-            spill[j] = 1.0 if spill_all and size[j] > 0.0 else 0.0
+            spill[nowrap(j)] = 1.0 if spill_all and size[nowrap(j)] > 0.0 else 0.0
         return total if spill_all else 0.0
     for j in range(n):
-        density[j] = read[j] / size[j] if size[j] > 0.0 else np.inf
+        density[nowrap(j)] = read[nowrap(j)] / size[nowrap(j)] if size[nowrap(j)] > 0.0 else np.inf
         k = j
-        while k > 0 and density[order[k - 1]] < density[j]:
-            order[k] = order[k - 1]
+        while k > 0 and density[nowrap(order[nowrap(k - 1)])] < density[nowrap(j)]:
+            order[nowrap(k)] = order[nowrap(k - 1)]
             k -= 1
-        order[k] = j
+        order[nowrap(k)] = j
     free = capacity
     overflow = 0.0
     for x in range(n):
-        j = order[x]
-        if size[j] <= 0.0:
-            spill[j] = 0.0
-        elif free >= size[j]:
-            spill[j] = 0.0
-            free -= size[j]
+        j = order[nowrap(x)]
+        if size[nowrap(j)] <= 0.0:
+            spill[nowrap(j)] = 0.0
+        elif free >= size[nowrap(j)]:
+            spill[nowrap(j)] = 0.0
+            free -= size[nowrap(j)]
         else:
-            left = size[j] - max(free, 0.0)
-            spill[j] = left / size[j]
+            left = size[nowrap(j)] - max(free, 0.0)
+            spill[nowrap(j)] = left / size[nowrap(j)]
             overflow += left
             free = 0.0
     return overflow
