@@ -11,10 +11,12 @@ Per design (the step model is in dse.perf_model):
 * cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR by
   capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
 * power_w: peak = static + every PE busy + memories at full bandwidth;
-* fault_tolerance_frac: fraction of throughput kept, averaged over every single-chiplet failure after
-  re-mapping (dse.perf_model.remap), capped at 1; a failure after which some unit cannot be held
-  (memory short) or no chiplet is left keeps 0. worst_retained_frac: the least kept.
-  all_served_frac: fraction of single failures after which every unit is still served.
+* fault_tolerance_frac: fraction of throughput kept, averaged over every single failure after
+  re-mapping (dse.failures.remap), capped at 1: every chiplet and, with the study's ``faults.links``,
+  every physical link (routes detour around it; dse.routes). A failure after which some unit cannot be
+  held (memory short), no chiplet is left or two survivors can no longer reach each other keeps 0.
+  worst_retained_frac: the least kept. all_served_frac: fraction of single failures after which every
+  unit is still served.
 * mc_retained_frac / mc_survival_frac: the same over Monte Carlo sets of several failed chiplets
   (study ``faults.monte_carlo``; the same failure sets for every design of a size: common random
   numbers), NaN when off.
@@ -32,10 +34,11 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from .failures import failures_latency, remap, restore
+from .failures import failures_latency, remap, rerouted_failures, restore
 from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
-from .routes import RouteTables, build_route_tables, shape_index
+from .routes import RouteTables, build_route_tables, physical_links, shape_index
+from .schema.faults import FaultsSpec
 from .schema.hardware import PackageSpec
 from .space import Design, Space
 from .tables import UNIT_KINDS, EvalTables
@@ -156,10 +159,27 @@ def _retained(latency, short, lat_f, short_f):
 
 
 @nb.njit(cache=True, inline="always")
-def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, sets,
-                     size, after, out):
-    """Every metric of one design into ``out``; ``sets`` / ``size`` / ``after`` are scratch for its
-    failure sets (inlined into `evaluate_arrays`, so the tables are not passed per design)."""
+def _single_sets(n, node_alt, link_alt, links, sets, size, routes):
+    """The single failures of an n-chiplet design into ``sets`` / ``size`` / ``routes`` (see
+    dse.failures.failures_latency): each chiplet (with its router when ``node_alt`` >= 0, dse.routes), then
+    each of its ``links`` physical links. Returns (chiplet failures, link failures)."""
+    chips = n if n > 1 else 0
+    for i in range(chips):
+        sets[i, 0] = i
+        size[i] = 1
+        routes[i] = node_alt + i if node_alt >= 0 else -1
+    for j in range(links):
+        size[chips + j] = 0
+        routes[chips + j] = link_alt + j
+    return chips, links
+
+
+@nb.njit(cache=True, inline="always")
+def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, W2,
+                     sets, size, routes, after, out):
+    """Every metric of one design into ``out``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
+    its failure sets, ``W2`` for failures evaluated in full (inlined into `evaluate_arrays`, so the tables
+    are not passed per design)."""
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     latency, p99 = design_latency(T, W, n)
     e_compute = e_dram = dram = net = e_net = 0.0
@@ -172,19 +192,25 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         e_net += T.stage_prob[s] * W.stage_e_net[s]
     area, package, cost, power, static = _package(T, n, kind, stacks, ddr)
 
-    # failure sets: every single chiplet, then the Monte Carlo sets of this package size
-    samples = mc_sets.shape[1] if with_faults else 0
-    singles = n if (with_faults and n > 1) else 0
+    # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
+    singles = 0
+    samples = 0
+    if with_faults:
+        chips, links = _single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+        singles = chips + links
+        samples = mc_sets.shape[1]
     k_max = mc_sets.shape[2]
-    for i in range(singles):
-        sets[i, 0] = i
-        size[i] = 1
     for m in range(samples):
         size[singles + m] = min(k_max, n)
+        routes[singles + m] = R.mc_alt[sh] + m if R.mc_alt[sh] >= 0 else -1
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, singles + samples, W, after,
-                     short)     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
+    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
+                     after, short)
+    if with_faults and (R.node_alt[sh] >= 0 or R.n_phys[sh] > 0):     # (Monte Carlo sets reroute only then too)
+        rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
+                          W2, after, short)
 
     kept_sum = 0.0
     worst = 1.0
@@ -217,9 +243,9 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
     out[9] = package
     out[10] = cost
     out[11] = power
-    out[12] = kept_sum / n if singles else 0.0
+    out[12] = kept_sum / singles if singles else 0.0
     out[13] = worst if singles else 0.0
-    out[14] = served / n if singles else 0.0
+    out[14] = served / singles if singles else 0.0
     out[15] = mc_kept
     out[16] = mc_survive
     out[17] = short
@@ -230,31 +256,37 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
 
 @nb.njit(cache=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets,
-                    W):
+                    W, W2):
     P = rows.shape[0]
     out = np.zeros((P, 21))
-    n_sets = kind.shape[1] + mc_sets.shape[1]
+    n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
     sets = np.zeros((n_sets, max(mc_sets.shape[2], 1)), np.int64)
     size = np.zeros(n_sets, np.int64)
+    routes = np.zeros(n_sets, np.int64)
     after = np.zeros((n_sets, 3))
     for p in range(P):
         _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, mc_sets, W, sets, size, after, out[p])
+                         unplaced[p], with_faults, mc_sets, W, W2, sets, size, routes, after, out[p])
     return out
 
 
 @nb.njit(cache=True)
-def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
-    """Per failed chiplet: (latency after the failure, capacity shortfall after it); row n: intact design."""
-    out = np.zeros((n + 1, 2))
-    out[n, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    out[n, 0] = design_latency(T, W, n)[0]
-    sets = np.arange(n).reshape(n, 1)
-    after = np.empty((n, 3))
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, np.ones(n, np.int64), n, W, after,
-                     np.inf)
-    out[:n, 0] = after[:, 0]
-    out[:n, 1] = after[:, 2]
+def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
+    """Per single failure (`_single_sets`: chiplets, then links): (latency after it, capacity shortfall
+    after it); the last row: the intact design."""
+    sets = np.zeros((n + R.n_phys[sh], 1), np.int64)
+    size = np.zeros(sets.shape[0], np.int64)
+    routes = np.zeros(sets.shape[0], np.int64)
+    chips, links = _single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+    k = chips + links
+    out = np.zeros((k + 1, 2))
+    out[k, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    out[k, 0] = design_latency(T, W, n)[0]
+    after = np.empty((k, 3))
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf)
+    rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)
+    out[:k, 0] = after[:, 0]
+    out[:k, 1] = after[:, 2]
     return out
 
 
@@ -291,19 +323,28 @@ def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> 
 class Evaluator:
     """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
 
-    def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int, monte_carlo=None):
+    def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int,
+                 faults: FaultsSpec | None = None):
         self.tables, self.space, self.link, self.topology = tables, space, package.link, package.topology
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
+        self.package = package
         self.row_range, self.col_range = package.mesh.rows, package.mesh.cols
-        self.routes: RouteTables = build_route_tables(package)
-        mc = monte_carlo
-        self.mc_sets = monte_carlo_sets(space.max_slots, mc.samples, mc.failures, mc.seed) if mc and mc.samples \
+        faults = faults or FaultsSpec()
+        mc = faults.monte_carlo
+        self.mc_sets = monte_carlo_sets(space.max_slots, mc.samples, mc.failures, mc.seed) if mc.samples \
             else np.zeros((space.max_slots + 1, 0, 1), np.int64)
+        self.routes: RouteTables = build_route_tables(package, links=faults.links,
+                                                      routers_fail=faults.failed_router == "fails",
+                                                      mc_sets=self.mc_sets)
 
     def _workspace(self, copies: int):
         """Scratch arrays of one evaluation call (a fresh set per call keeps the evaluator thread-safe)."""
         return make_workspace(self.kernel, self.space.max_slots, int(self.routes.n_links.max()), copies)
+
+    def _workspaces(self, copies: int):
+        """The intact design's workspace and one for failures evaluated in full (dse.failures)."""
+        return self._workspace(copies), self._workspace(copies)
 
     def decode(self, X: np.ndarray):
         X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
@@ -322,7 +363,7 @@ class Evaluator:
     def _run(self, rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults) -> np.ndarray:
         return evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
                                slots, ncopy, self.space.split, unplaced, with_faults, self.mc_sets,
-                               self._workspace(slots.shape[2]))
+                               *self._workspaces(slots.shape[2]))
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
@@ -349,14 +390,28 @@ class Evaluator:
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""
+        report = self._single_report(design)
+        return report[report["failed_link"] == ""].drop(columns="failed_link").reset_index(drop=True)
+
+    def link_failure_report(self, design: Design) -> pd.DataFrame:
+        """The same per physical link ("a-b"), when the study's ``faults.links`` asks for link failures."""
+        report = self._single_report(design)
+        return report[report["failed_link"] != ""].drop(columns="failed_chiplet").reset_index(drop=True)
+
+    def _single_report(self, design: Design) -> pd.DataFrame:
         rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
                                                                     self.max_copies)
         n = int(rows[0] * cols[0])
-        res = single_failures(self.kernel, self.routes, self._shapes(rows, cols)[0], n, kind[0], stacks[0], ddr[0],
-                              slots[0], ncopy[0], self.space.split, self._workspace(slots.shape[2]))
-        latency, short = res[n]
-        kept = [float(_retained(latency, short, lat, s)) for lat, s in res[:n]]
-        return pd.DataFrame({"failed_chiplet": range(n), "latency_s": res[:n, 0], "retained_frac": kept,
+        sh = self._shapes(rows, cols)[0]
+        res = single_failures(self.kernel, self.routes, sh, n, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
+                              self.space.split, *self._workspaces(slots.shape[2]))
+        latency, short = res[-1]
+        kept = [float(_retained(latency, short, lat, s)) for lat, s in res[:-1]]
+        chips = n if n > 1 else 0
+        links = [f"{a}-{b}" for a, b in physical_links(self.package.network(int(rows[0]), int(cols[0])))] \
+            if self.routes.n_phys[sh] else []
+        return pd.DataFrame({"failed_chiplet": list(range(chips)) + [-1] * len(links),
+                             "failed_link": [""] * chips + links, "latency_s": res[:-1, 0], "retained_frac": kept,
                              "all_served": [k > 0 for k in kept]})
 
     def remapped(self, design: Design, failed: list[int]) -> Design | None:

@@ -2,8 +2,9 @@
 
 Re-mapping (`remap`): surviving copies of a replicated unit take over its tokens; a unit (or shard)
 left without a chiplet moves to the survivor with the most free HBM (lowest index on ties), unit by
-unit in order. A failed chiplet's compute and memory are lost; the package network keeps routing
-through it (its router and links are assumed intact).
+unit in order. A failed chiplet's compute and memory are lost. Its router either keeps forwarding
+(the routes stay as they are) or fails with it (study ``faults.failed_router``); a failed link takes
+its two channels down. Failures that change routes use the route tables after them (dse.routes).
 
 Evaluation (`failures_latency`): starting from `dse.perf_model.base_pass` of the intact design, only
 what the failure changes is recomputed: the moved units' copies; the chiplets that lost or gained
@@ -11,7 +12,8 @@ copies are re-placed in HBM/DDR (and those of their copies whose DDR fraction ch
 hand-offs of edges touching a moved unit are re-routed (link loads by subtraction and addition); and
 stage maxima are re-taken only where something changed. Every change is undone afterwards, so the
 workspace again holds the intact design. The result equals a full evaluation of the re-mapped design
-(tests/test_evaluator_faults.py). A failure that leaves a larger capacity shortfall than the intact
+(tests/test_evaluator_faults.py). Failures that change routes (`rerouted_failures`) are evaluated in
+full instead, on the route table after them, in a second workspace. A failure that leaves a larger capacity shortfall than the intact
 design counts as lost whatever its latency, so the evaluator skips its latency (``short_limit``).
 """
 from __future__ import annotations
@@ -19,8 +21,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .perf_model import (allreduce, busiest_link, copy_bytes, edge_amount, in_instance, item_size, longest_edge,
-                         nowrap, place_chiplet, roofline, row_max, scenario_latency)
+from .perf_model import (allreduce, base_pass, busiest_link, copy_bytes, design_latency, edge_amount, in_instance,
+                         item_size, longest_edge, nowrap, place_chiplet, roofline, row_max, scenario_latency)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -144,12 +146,14 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, 
 
 
 @nb.njit(cache=True, error_model="numpy")
-def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, n_sets, W, out,
-                     short_limit):
+def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W,
+                     out, short_limit):
     """Per failure set k < n_sets (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
     latency, p99, capacity shortfall) after it. Infinite when nothing survives; latencies NaN (not computed)
     when the shortfall exceeds ``short_limit`` (the evaluator counts such a failure as lost whatever its
     latency; ``np.inf``: always computed).
+
+    Only sets with ``set_routes[k]`` = -1 (the routes stay as they are); `rerouted_failures` does the others.
 
     Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
     tables are bound once per design rather than once per failure.
@@ -185,6 +189,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for r in range(slots.shape[nowrap(1)]):
             slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
     for k_set in range(n_sets):
+        if set_routes[nowrap(k_set)] >= 0:      # routes change: `rerouted_failures`
+            continue
         n_dead = set_size[nowrap(k_set)]
         for x in range(n_dead):
             dead[nowrap(x)] = sets[nowrap(k_set), nowrap(x)]
@@ -383,3 +389,40 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         out[nowrap(k_set), nowrap(0)] = expected
         out[nowrap(k_set), nowrap(1)] = p99
         out[nowrap(k_set), nowrap(2)] = short
+
+
+@nb.njit(cache=True, error_model="numpy")
+def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W, W2,
+                      out, short_limit):
+    """`failures_latency` for the failure sets that change routes (``set_routes[k]`` >= 0: the route table
+    after the failure, dse.routes): the re-mapped design is evaluated in full on that table, in ``W2``.
+    Needs `base_pass` of the intact design in ``W`` (for `remap`) and leaves it there."""
+    todo = False
+    for k_set in range(n_sets):
+        todo = todo or set_routes[k_set] >= 0
+    if not todo:
+        return
+    slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
+    slots2[:, :] = slots
+    count2[:] = ncopy
+    for k_set in range(n_sets):
+        if set_routes[k_set] < 0:
+            continue
+        n_dead = set_size[k_set]
+        for x in range(n_dead):
+            dead[x] = sets[k_set, x]
+            is_dead[dead[x]] = True
+        n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split,
+                            stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list)
+        expected = p99 = short = np.inf
+        if ok:
+            short = base_pass(T, R, set_routes[k_set], n, kind, stacks, ddr, slots2, count2, split, W2)
+            expected = p99 = np.nan
+            if short <= short_limit:
+                expected, p99 = design_latency(T, W2, n)
+        restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+        for x in range(n_dead):
+            is_dead[dead[x]] = False
+        out[k_set, 0] = expected
+        out[k_set, 1] = p99
+        out[k_set, 2] = short

@@ -67,7 +67,7 @@ def prepare(study: Study) -> Prepared:
 
 def _evaluator(study: Study, tables: EvalTables, space: Space) -> Evaluator:
     return Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
-                     monte_carlo=study.faults.monte_carlo)
+                     faults=study.faults)
 
 
 def run_study(study: Study, seed: int | None = None,

@@ -81,5 +81,8 @@ class VariantEvaluator:
     def failure_report(self, design: Design) -> pd.DataFrame:
         return self.evaluators[self.variant_for(design)].failure_report(design)
 
+    def link_failure_report(self, design: Design) -> pd.DataFrame:
+        return self.evaluators[self.variant_for(design)].link_failure_report(design)
+
     def remapped(self, design: Design, failed: list[int]) -> Design | None:
         return self.evaluators[self.variant_for(design)].remapped(design, failed)

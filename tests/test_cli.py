@@ -96,6 +96,8 @@ BAD_STUDIES = [
     ("mapping.kind", "all-to-all", "mapping.kind", "'one-to-one'"),
     ("name", _DELETE, "name", "required key is missing"),
     ("hardware.memory.1.stacks", [1, 2], "hardware.memory[1]", "ddr5 is counted in channels, not stacks"),
+    ("faults", {"failed_router": "sometimes"}, "faults.failed_router", "'forwards' or 'fails'"),
+    ("faults", {"links": "often"}, "faults.links", "valid boolean"),
 ]
 
 

@@ -1,6 +1,8 @@
 """Study schema: the ``faults`` section (which failures fault tolerance is measured over)."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from .common import StrictModel
@@ -15,4 +17,10 @@ class MonteCarloSpec(StrictModel):
 
 
 class FaultsSpec(StrictModel):
+    """Single failures are every chiplet and, with ``links``, every physical link of the package (each
+    equally likely). ``failed_router``: a failed chiplet's router keeps forwarding (``forwards``, as on
+    an active interposer that survives the die) or fails with it (``fails``: routes through it detour)."""
+
+    links: bool = False
+    failed_router: Literal["forwards", "fails"] = "forwards"
     monte_carlo: MonteCarloSpec = MonteCarloSpec()
