@@ -49,6 +49,24 @@ def test_table_output(dse_cli, tiny_path, tmp_path, prepared):
     assert "latency_s" in out and "retained_if_lost" in out
 
 
+def test_link_failures_are_listed_when_the_study_asks(dse_cli, tiny_dict, tmp_path, prepared):
+    """A 1 x 2 package has one link: when it fails the two chiplets, which hand units to each other,
+    cannot talk any more, so the design keeps nothing; the fault tolerance averages it in."""
+    tiny_dict["faults"] = {"links": True}
+    study = tmp_path / "links.yaml"
+    study.write_text(yaml.safe_dump(tiny_dict))
+    code, out, err = dse_cli("evaluate", study, "--design", _write(tmp_path, _design(prepared)), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert [row["failed_link"] for row in result["link_failures"]] == ["0-1"]
+    assert result["link_failures"][0]["retained_frac"] == 0.0 and not result["link_failures"][0]["all_served"]
+    kept = [row["retained_if_lost"] for row in result["chiplets"]] + [0.0]
+    assert sum(kept) / len(kept) == pytest.approx(result["metrics"]["fault_tolerance_frac"])
+    code, out, err = dse_cli("evaluate", study, "--design", _write(tmp_path, _design(prepared)))
+    assert code == 0, err
+    assert "per link failure" in out and "0-1" in out
+
+
 @pytest.mark.parametrize("change,key,words", [
     ({"rows": 3, "chiplets": ["big"] * 6, "hbm_stacks": [1] * 6}, "rows", "outside the study's mesh range 1..2"),
     ({"chiplets": ["big", "huge"]}, "chiplets", "chiplet kind 'huge' is not in the study's library"),

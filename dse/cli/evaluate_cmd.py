@@ -33,11 +33,13 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     chiplets = chiplet_table(design, prepared, float(metrics["latency_s"]))
     failures = ev.failure_report(design)
     chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy()
+    links = ev.link_failure_report(design)
     if as_json:
         click.echo(json.dumps({
             "study": study.name, "design": design.to_dict(),
             "metrics": {k: _plain(v) for k, v in metrics.items()},
-            "chiplets": [{k: _plain(v) for k, v in row.items()} for row in chiplets.to_dict(orient="records")]},
+            "chiplets": [{k: _plain(v) for k, v in row.items()} for row in chiplets.to_dict(orient="records")],
+            "link_failures": [{k: _plain(v) for k, v in row.items()} for row in links.to_dict(orient="records")]},
             indent=1))
         return
     console = Console(width=max(Console().width, 150))     # the per-chiplet table is wide
@@ -55,6 +57,13 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     for _, row in chiplets.iterrows():
         per_chip.add_row(*[_cell(row[c]) for c in columns])
     console.print(per_chip)
+    if len(links):
+        per_link = Table(title="per link failure (faults.links: the link's traffic detours)")
+        for c in ("failed_link", "latency_s", "retained_frac", "all_served"):
+            per_link.add_column(c, justify="right")
+        for _, row in links.iterrows():
+            per_link.add_row(*[_cell(row[c]) for c in ("failed_link", "latency_s", "retained_frac", "all_served")])
+        console.print(per_link)
 
 
 def _plain(value):
