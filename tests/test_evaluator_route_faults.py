@@ -97,3 +97,12 @@ def test_a_failed_link_adds_the_detour_hops_to_each_crossing_hand_off():
     every = np.concatenate([report["retained_frac"], links["retained_frac"]])
     assert metrics["fault_tolerance_frac"] == pytest.approx(every.mean(), rel=1e-12)
     assert metrics["worst_retained_frac"] == pytest.approx(every.min(), rel=1e-12)
+
+
+def test_too_many_route_tables_is_a_study_error(monkeypatch):
+    """Every Monte Carlo set needs its own route table per shape when routers fail: beyond the cap the
+    study is refused, naming the key, before anything is built."""
+    monkeypatch.setattr(dse.routes, "MAX_FAULT_PAIRS", 1_000)
+    with pytest.raises(dse.StudyError) as err:
+        _prepare("tiny_moe", failed_router="fails", monte_carlo={"samples": 50})
+    assert err.value.key == "faults" and "lower monte_carlo.samples" in str(err.value)
