@@ -13,8 +13,9 @@ hand-offs of edges touching a moved unit are re-routed (link loads by subtractio
 stage maxima are re-taken only where something changed. Every change is undone afterwards, so the
 workspace again holds the intact design. The result equals a full evaluation of the re-mapped design
 (tests/test_evaluator_faults.py). Failures that change routes (`rerouted_failures`) are evaluated in
-full instead, on the route table after them, in a second workspace. A failure that leaves a larger capacity shortfall than the intact
-design counts as lost whatever its latency, so the evaluator skips its latency (``short_limit``).
+full instead, on the route table after them, in a second workspace. A failure that leaves a larger
+capacity shortfall than the intact design counts as lost whatever its latency, so the evaluator skips
+its latency (``short_limit``).
 """
 from __future__ import annotations
 

@@ -82,8 +82,9 @@ def _check_size(intact: list[noc.Routes], links: bool, routers_fail: bool, sampl
         pairs += t.n * t.n * ((t.n + samples if routers_fail else 0) + (len(physical_links(t)) if links else 0))
     if pairs > MAX_FAULT_PAIRS:
         raise StudyError(f"the route tables after each failure would hold {pairs:,} chiplet pairs (at most "
-                         f"{MAX_FAULT_PAIRS:,}): with failed_router: fails every Monte Carlo sample needs its own "
-                         "table per package shape; lower monte_carlo.samples or narrow the mesh ranges", key="faults")
+                         f"{MAX_FAULT_PAIRS:,}): every failed router, link and (with failed_router: fails) Monte "
+                         "Carlo set needs its own table per package shape; lower monte_carlo.samples, turn off "
+                         "links or narrow the mesh ranges", key="faults")
 
 
 def _pack(tables: list[noc.Routes]) -> dict:
