@@ -10,12 +10,13 @@ Typical use in Python::
     result = dse.load_results("results/quickstart")   # a results folder read back
 """
 from .errors import StudyError
-from .evaluator import METRICS, Evaluator
-from .results import StudyResult, write_results
-from .results_folder import load_results, read_design
-from .runner import prepare, run_study
-from .space import Design
-from .study import Study, load_study
+from .model.evaluator import METRICS, Evaluator
+from .model.prepare import prepare
+from .results.folder import load_results, read_design, write_results
+from .results.result import StudyResult
+from .results.run import run_study
+from .study.space import Design
+from .study.spec import Study, load_study
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

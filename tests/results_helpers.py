@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 import dse
-from dse.results_folder import read_design
+from dse.results.folder import read_design
 
 DATA = Path(__file__).parent / "data"
 DESIGN_ID = "dtiny"

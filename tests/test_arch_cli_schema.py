@@ -90,7 +90,7 @@ def test_bad_chiplet_entries_name_the_key(dse_cli, tiny_dict, tmp_path, entry, k
 
 
 def test_tables_cost_every_kind(tiny_dict):
-    from dse.tables import build_tables
+    from dse.model.tables import build_tables
     study = _study(tiny_dict, [{"preset": "h100-like"}, {"preset": "sa-fission-128"}, {"preset": "zen4-ccd-like"},
                                {"name": "sa", "kind": "systolic", "array": [16, 16], "sram_mb": 2, "freq_ghz": 1.0,
                                 "node": "7nm", "overrides": {"wafer_cost_usd": 12000}}])

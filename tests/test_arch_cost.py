@@ -26,7 +26,7 @@ def test_dies_per_wafer_with_scribe_lane_and_edge_loss_by_hand():
 
 
 def test_kgd_cost_keeps_its_numba_signature_for_the_evaluator():
-    # dse/evaluator.py calls kgd_cost(area, wafer_cost, d0, alpha, wafer_diameter) from Numba code
+    # dse/model/evaluator.py calls kgd_cost(area, wafer_cost, d0, alpha, wafer_diameter) from Numba code
     import numba as nb
 
     @nb.njit

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.space import Design
+from dse.study.space import Design
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_population_matches_one_by_one(prepared):
 
 
 def test_largest_die_holds_its_hbm_phys_and_the_reticle_is_a_constraint(prepared):
-    from dse.objectives import constraint_matrix, constraint_names
+    from dse.model.objectives import constraint_matrix, constraint_names
     t = prepared.tables
     d = _design(t.unit_names, 1, 2, ["big", "small"], [2, 0], lambda u: [0])
     m = prepared.evaluator.evaluate_designs([d])

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.space import Design
+from dse.study.space import Design
 
 CHIPLET = {"name": "c", "kind": "systolic", "array": [64, 64], "dataflow": "ws", "sram_mb": 8, "freq_ghz": 1.0,
            "node": "7nm"}

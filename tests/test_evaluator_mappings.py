@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.space import Design
+from dse.study.space import Design
 
 MODEL = "tests/data/moe-2e/config.json"
 

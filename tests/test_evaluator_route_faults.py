@@ -7,7 +7,7 @@ import yaml
 
 import dse
 import noc
-from dse.schema import FaultsSpec
+from dse.study.schema import FaultsSpec
 
 FT = ["fault_tolerance_frac", "worst_retained_frac", "all_served_frac", "mc_retained_frac", "mc_survival_frac"]
 
@@ -102,7 +102,7 @@ def test_a_failed_link_adds_the_detour_hops_to_each_crossing_hand_off():
 def test_too_many_route_tables_is_a_study_error(monkeypatch):
     """Every Monte Carlo set needs its own route table per shape when routers fail: beyond the cap the
     study is refused, naming the key, before anything is built."""
-    monkeypatch.setattr(dse.routes, "MAX_FAULT_PAIRS", 1_000)
+    monkeypatch.setattr(dse.model.routes, "MAX_FAULT_PAIRS", 1_000)
     with pytest.raises(dse.StudyError) as err:
         _prepare("tiny_moe", failed_router="fails", monte_carlo={"samples": 50})
     assert err.value.key == "faults" and "lower monte_carlo.samples" in str(err.value)

@@ -169,7 +169,7 @@ def test_torus_package_exports_its_wrap_links(tmp_path, tiny_dict):
 
     import dse
     from dse.errors import StudyError
-    from dse.traffic import link_loads
+    from dse.model.traffic import link_loads
 
     tiny_dict["hardware"]["package"].update(topology="torus", mesh={"rows": [1, 1], "cols": [3, 3]})
     study = dse.Study.from_dict(tiny_dict)

@@ -6,10 +6,10 @@ import pytest
 
 from arch.area_cost import dies_per_wafer_nb, negative_binomial_yield
 from dse.exports import export_design
-from dse.runner import prepare
-from dse.space import Design
+from dse.model.prepare import prepare
+from dse.study.space import Design
 from dse.study import load_study
-from dse.traffic import chiplet_traffic
+from dse.model.traffic import chiplet_traffic
 from noc.mesh import xy_hops, xy_link_loads
 from results_helpers import DATA, DESIGN_ID, read_json, tiny_design, tiny_results_folder
 

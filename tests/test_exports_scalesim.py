@@ -58,7 +58,7 @@ def test_round_trip_reproduces_kinds_and_placement(exported):
 
 
 def test_gemm_rows_are_the_workload_operators(exported):
-    from dse.runner import prepare
+    from dse.model.prepare import prepare
     ops = prepare(load_study(DATA / "tiny.yaml")).tables.workload.ops
     rows = read_gemms(exported / "chiplet2_gemm.csv")
     ffn = ops[(ops["unit"] == "L0-11.ffn") & (ops["engine"] == "matrix")]

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import dse
-from dse.mapping import affinity_clustering, greedy_by_load
-from dse.space import Design
+from dse.model.heuristics import affinity_clustering, greedy_by_load
+from dse.study.space import Design
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_greedy_by_load_beats_random_placement(prepared):
 def test_greedy_gives_hot_experts_a_second_copy(prepared):
     t = prepared.tables
     placement = greedy_by_load(t, 9, [0] * 9, [1] * 9, copies=2)
-    experts = [u for u, k in zip(t.unit_names, t.unit_kind) if k == dse.tables.UNIT_KINDS.index("expert")]
+    experts = [u for u, k in zip(t.unit_names, t.unit_kind) if k == dse.model.tables.UNIT_KINDS.index("expert")]
     doubled = [u for u in experts if len(placement[u]) == 2]
     hottest = max(experts, key=lambda u: t.unit_selection[t.unit_names.index(u)])
     assert hottest in doubled and len(doubled) < len(experts)

@@ -12,7 +12,7 @@ import yaml
 
 import dse
 import memory
-from dse.space import Design
+from dse.study.space import Design
 
 STACK_GIB = 0.05
 TINY = Path(__file__).parent / "data" / "tiny.yaml"

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 import dse
-from dse import results as results_mod
+from dse.results import folder as results_folder
 
 
 def test_interrupted_write_keeps_previous_results(tmp_path, monkeypatch):
@@ -15,7 +15,7 @@ def test_interrupted_write_keeps_previous_results(tmp_path, monkeypatch):
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(results_mod, "summary_markdown", interrupted)
+    monkeypatch.setattr(results_folder, "summary_markdown", interrupted)
     with pytest.raises(KeyboardInterrupt):
         dse.write_results(result, out)
     assert (out / "pareto.csv").read_text() == before

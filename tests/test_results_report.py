@@ -8,9 +8,9 @@ import yaml
 
 import dse
 from dse.errors import StudyError
-from dse.knee import knee_index
-from dse.plots import convergence_table, hypervolume_by_generation
-from dse.results_folder import load_results, read_design
+from dse.results.knee import knee_index
+from dse.results.plots import convergence_table, hypervolume_by_generation
+from dse.results.folder import load_results, read_design
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""dse.traffic and dse.breakdown: chiplet traffic, link loads and per-chiplet busy time of a design."""
+"""dse.model.traffic and dse.model.breakdown: chiplet traffic, link loads and per-chiplet busy time of a design."""
 import numpy as np
 import pytest
 
 import dse
-from dse.breakdown import chiplet_table
-from dse.runner import prepare
-from dse.space import Design
-from dse.traffic import chiplet_traffic, link_loads, link_utilisation, unit_flows
+from dse.model.breakdown import chiplet_table
+from dse.model.prepare import prepare
+from dse.study.space import Design
+from dse.model.traffic import chiplet_traffic, link_loads, link_utilisation, unit_flows
 from noc.mesh import xy_hops
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import dse
-from dse.algorithms import reference_directions
-from dse.hypervolume import costs
-from dse.objectives import constraint_matrix
-from dse.schema import ALGORITHMS
+from dse.search.algorithms import reference_directions
+from dse.search.hypervolume import costs
+from dse.model.objectives import constraint_matrix
+from dse.study.schema import ALGORITHMS
 from dse.search import run_search
-from dse.variables import GeneCrossover, GeneMutation, enumerate_batch, space_size
+from dse.search.variables import GeneCrossover, GeneMutation, enumerate_batch, space_size
 from pymoo.core.problem import Problem
 from pymoo.indicators.hv import HV
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import dse
-from dse import checkpoint
-from dse.runner import resume_study
+from dse.search import checkpoint
+from dse.results.run import resume_study
 
 
 class Stop(KeyboardInterrupt):

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import dse
-import dse.distributed
-from dse.distributed import DaskEngine, evaluation_engine
+import dse.search.distributed
+from dse.search.distributed import DaskEngine, evaluation_engine
 from dse.search import run_search
 
 
@@ -41,7 +41,7 @@ def test_dask_runs_equal_the_serial_run(tmp_path):
 
 
 def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr("dse.distributed.CONNECT_TIMEOUT", "0.5s")
+    monkeypatch.setattr("dse.search.distributed.CONNECT_TIMEOUT", "0.5s")
     study = dse.load_study("tests/data/tiny.yaml")
     with pytest.raises(dse.StudyError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         with evaluation_engine(dse.prepare(study).evaluator, scheduler="tcp://127.0.0.1:9"):

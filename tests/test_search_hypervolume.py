@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import dse
-from dse.hypervolume import Convergence, costs, from_cost, reference_point, to_cost
-from dse.objectives import constraint_matrix, objective_matrix
+from dse.search.hypervolume import Convergence, costs, from_cost, reference_point, to_cost
+from dse.model.objectives import constraint_matrix, objective_matrix
 
 
 def _box_union_volume(points: np.ndarray) -> float:

@@ -111,5 +111,5 @@ def test_a_design_outside_the_studys_choices_is_named(tiny_dict):
     design = prepared.evaluator.designs(prepared.space.lower[None, :])[0]
     design.topology = "torus"
     with pytest.raises(dse.StudyError) as err:
-        dse.space.check_design(design, study, prepared.tables)
+        prepared.check_design(design)
     assert err.value.key == "topology" and "allowed: mesh" in str(err.value)

@@ -8,11 +8,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..breakdown import chiplet_table
-from ..results_folder import read_design
-from ..runner import prepare
-from ..space import check_design
-from ..study import load_study
+from ..model.breakdown import chiplet_table
+from ..model.prepare import prepare
+from ..results.folder import read_design
+from ..study.spec import load_study
 from .common import cli
 
 
@@ -27,7 +26,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     study = load_study(study_file)
     design = read_design(design_file)
     prepared = prepare(study)
-    check_design(design, study, prepared.tables, source=design_file)
+    prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
     metrics = ev.evaluate_designs([design]).iloc[0]
     chiplets = chiplet_table(design, prepared, float(metrics["latency_s"]))

@@ -8,13 +8,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .. import checkpoint
-from ..results import OBJECTIVE_COLUMNS, write_results
-from ..runner import prepare, resume_study, run_study
-from ..search import GenerationReport
-from ..study import load_study
+from ..model.objectives import OBJECTIVE_COLUMNS
+from ..model.prepare import prepare
+from ..results.folder import write_results
+from ..results.run import resume_study, run_study
+from ..search import checkpoint
+from ..search.loop import GenerationReport
+from ..study.spec import load_study
 from .common import cli
-
 
 HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM", "ddr_channels": "DDR",
            "latency_s": "latency s", "throughput_tok_s": "tok/s", "energy_j_per_token": "J/token",
@@ -125,8 +126,8 @@ WHY = {
 
 def _why_infeasible(result) -> str:
     """The constraints the evaluated designs broke most often, in words."""
-    from ..objectives import constraint_matrix, constraint_names
-    from ..evaluator import METRICS
+    from ..model.evaluator import METRICS
+    from ..model.objectives import constraint_matrix, constraint_names
     G = constraint_matrix(result.evaluations[METRICS], result.study)
     broken = (G > 0).mean(axis=0)
     names = constraint_names(result.study)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..runner import prepare
-from ..study import load_study
+from ..model.prepare import prepare
+from ..study.spec import load_study
 from .common import cli
 
 

@@ -12,8 +12,8 @@ from rich.table import Table
 
 import workloads
 
-from ..study import load_study
-from ..tables import build_workload
+from ..model.tables import build_workload
+from ..study.spec import load_study
 from .common import cli
 
 SUMMARY_ROWS = [("total_params", "parameters", 1e9, "B"), ("active_params_per_token", "active per token", 1e9, "B"),

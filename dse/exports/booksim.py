@@ -5,7 +5,7 @@
   graph) whose latency is that link's PHY-to-PHY latency in network cycles (its technology);
 * ``<id>.cfg``: anynet with minimal routing (BookSim's anynet builds shortest-path tables; on a mesh
   every XY route is a shortest path), one-flit packets of the link width, and as ``injection_rate`` the
-  design's mean injection in flits per node per cycle over one step (dse.traffic); BookSim's synthetic
+  design's mean injection in flits per node per cycle over one step (dse.model.traffic); BookSim's synthetic
   ``uniform`` pattern stands in for the design's own traffic, which ``traffic_matrix.csv`` lists;
 * ``traffic_matrix.csv``: bytes per step from chiplet i (row) to chiplet j (column).
 """

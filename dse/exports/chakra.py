@@ -12,7 +12,7 @@ order. On each chiplet (NPU), in that order:
   one-to-many unit all-reduce with a ring of send/receive pairs.
 
 Sends and receives carry ``comm_src`` / ``comm_dst`` (NPU ids = mesh slots, row-major), ``comm_size``
-(expected bytes of the hand-off, dse.traffic) and a ``comm_tag`` shared by the pair. Each node depends
+(expected bytes of the hand-off, dse.model.traffic) and a ``comm_tag`` shared by the pair. Each node depends
 on the previous node of its chiplet (a chiplet runs one thing at a time, as in the evaluator).
 Stages that run with probability below one (ensembles) are written as if they always run.
 Written with the Chakra schema of the PyPI package ``mlc-chakra`` (et_def.proto, protolib).
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StudyError
-from ..space import SPLIT_MAPPINGS
-from ..traffic import unit_flows
+from ..model.traffic import unit_flows
+from ..study.space import SPLIT_MAPPINGS
 from .common import ExportContext, write_readme
 
 TOOL = "ASTRA-sim (Chakra execution traces)"

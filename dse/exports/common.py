@@ -10,10 +10,11 @@ import pandas as pd
 import yaml
 
 from ..errors import StudyError
-from ..results_folder import design_path, read_design
-from ..space import Design
-from ..study import Study
-from ..traffic import chiplet_traffic
+from ..model.prepare import prepare
+from ..model.traffic import chiplet_traffic
+from ..results.folder import design_path, read_design
+from ..study.space import Design
+from ..study.spec import Study
 
 
 @dataclass
@@ -23,8 +24,8 @@ class ExportContext:
     design_id: str
     design: Design
     study: Study
-    prepared: object                 # dse.runner.Prepared
-    metrics: pd.Series               # dse.evaluator.METRICS of the design under its study
+    prepared: object                 # dse.model.prepare.Prepared
+    metrics: pd.Series               # dse.model.evaluator.METRICS of the design under its study
 
     @property
     def n(self) -> int:
@@ -54,13 +55,13 @@ class ExportContext:
         return self.prepared.tables.link.bandwidth_Bps / self.noc_freq_hz
 
     def traffic_bytes(self) -> np.ndarray:
-        """Expected bytes per step between chiplets (dse.traffic)."""
+        """Expected bytes per step between chiplets (dse.model.traffic)."""
         return chiplet_traffic(self.design, self.prepared.tables)
 
     def network(self):
-        """(topology, routes) of the design's package network (dse.traffic.package_routes)."""
+        """(topology, routes) of the design's package network (dse.model.traffic.package_routes)."""
         if getattr(self, "_network", None) is None:
-            from ..traffic import package_routes
+            from ..model.traffic import package_routes
             self._network = package_routes(self.design, self.study.hardware.package)
         return self._network
 
@@ -91,7 +92,6 @@ def load_context(results_dir: str | Path, design_id: str) -> ExportContext:
 
     Only ``study.yaml`` and ``designs/<id>.yaml`` are read: a hand-written design dropped into
     ``designs/`` exports like a searched one."""
-    from ..runner import prepare
 
     folder = Path(results_dir)
     design = read_design(design_path(folder, design_id))
@@ -103,7 +103,7 @@ def load_context(results_dir: str | Path, design_id: str) -> ExportContext:
     if missing:
         raise StudyError(f"the design places no copy of unit {missing[0]!r} of the study's workload",
                          key="placement", source=str(design_path(folder, design_id)))
-    prepared = prepared.for_design(design)          # the design's package variant (dse.variants)
+    prepared = prepared.for_design(design)          # the design's package variant (dse.model.variants)
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     return ExportContext(design_id=design_id, design=design, study=prepared.study, prepared=prepared,
                          metrics=metrics)

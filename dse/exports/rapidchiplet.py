@@ -16,7 +16,7 @@ How the design maps onto RapidChiplet's inputs:
   ``bump_pitch`` here is the effective pitch at which its bump-limited width equals the study's link
   bandwidth per network cycle (not a physical pitch);
 * routing table: dimension-order (XY) next hops, as the evaluator routes;
-* traffic: the design's expected chiplet-to-chiplet traffic (dse.traffic) in bits per network cycle
+* traffic: the design's expected chiplet-to-chiplet traffic (dse.model.traffic) in bits per network cycle
   over one step, so RapidChiplet's aggregate throughput over the offered load is the headroom of the
   busiest link; packaging yield = the study's bonding yield over every die and HBM stack.
 

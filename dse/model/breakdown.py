@@ -1,0 +1,75 @@
+"""Per-chiplet view of one design: units held, memory held against HBM, busy time, traffic in and out.
+
+Busy time is the evaluator's own (dse.model.perf_model.base_pass on the intact design): each unit copy on
+chiplet i takes ``max(compute, memory)`` per layer instance (perf_model.copy_cost), shards add their ring
+all-reduce, and a stage's time on the chiplet (``W.ct``) is repeated for identical layers and weighted by
+the stage's probability. ``busy_share`` is busy time / the design's step latency: 1.0 is the chiplet on
+the critical path of every stage; the rest of the step it waits for other chiplets, the network or DDR.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..study.space import SPLIT_MAPPINGS, Design
+from .evaluator import design_arrays
+from .perf_model import base_pass
+from .routes import shape_index
+from .traffic import chiplet_traffic
+
+GIB = 2**30
+
+
+def design_state(design: Design, prepared):
+    """Run the evaluator's intact-design pass on one design; returns (workspace, kernel arrays)."""
+    prepared = prepared.for_design(design)
+    ev = prepared.evaluator
+    arrays = design_arrays([design], prepared.tables, prepared.space.max_slots, ev.max_copies)
+    rows, cols, kind, stacks, ddr, slots, ncopy = arrays
+    n = design.rows * design.cols
+    W = ev._workspace(slots.shape[2])
+    sh = shape_index(design.rows, design.cols, ev.row_range, ev.col_range)
+    base_pass(ev.kernel, ev.routes, sh, n, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
+              design.mapping in SPLIT_MAPPINGS, W)
+    return W, arrays
+
+
+def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
+    """(compute time, busy time) per chiplet per step: compute alone, and ``max(compute, memory)`` per copy
+    plus all-reduces, as the evaluator charges them."""
+    prepared = prepared.for_design(design)
+    T = prepared.evaluator.kernel
+    tables = prepared.tables
+    n = design.rows * design.cols
+    W, (_, _, kind, _, _, slots, ncopy) = design_state(design, prepared)
+    weight = T.stage_repeat * T.stage_prob
+    busy = weight @ W.ct[:, :n]
+    compute = np.zeros(n)
+    for u in range(len(tables.unit_names)):
+        s = tables.unit_stage[u]
+        c = ncopy[0, u]
+        for r in range(c):
+            i = slots[0, u, r]
+            compute[i] += weight[s] * T.unit_time[u, kind[0, i]] / c
+    return compute, busy
+
+
+def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
+    """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic."""
+    prepared = prepared.for_design(design)
+    tables = prepared.tables
+    T = prepared.evaluator.kernel
+    n = design.rows * design.cols
+    W, _ = design_state(design, prepared)
+    stored = W.stored[:n].copy()
+    compute, busy = chiplet_busy_s(design, prepared)
+    traffic = chiplet_traffic(design, tables)
+    held = [[u for u in tables.unit_names if i in design.placement[u]] for i in range(n)]
+    return pd.DataFrame({
+        "slot": np.arange(n), "row": np.arange(n) // design.cols, "col": np.arange(n) % design.cols,
+        "kind": design.chiplets, "hbm_stacks": design.hbm_stacks[:n],
+        "units": [" ".join(h) for h in held], "n_units": [len(h) for h in held],
+        "stored_GiB": stored / GIB, "hbm_GiB": np.asarray(design.hbm_stacks[:n]) * T.hbm_cap / GIB,
+        "spill_GiB": np.maximum(stored - np.asarray(design.hbm_stacks[:n]) * T.hbm_cap, 0.0) / GIB,
+        "compute_s": compute, "busy_s": busy, "busy_share": busy / latency_s,
+        "sent_MB": traffic.sum(axis=1) / 1e6, "received_MB": traffic.sum(axis=0) / 1e6})

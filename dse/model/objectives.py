@@ -1,0 +1,72 @@
+"""Objectives and constraints of a study as the matrices pymoo minimises, and the Pareto front.
+
+Objectives are minimised; those that are better high (throughput, fault tolerance) are negated for
+pymoo and reported with their natural sign. Memory capacity, unplaced experts and the study's budgets
+are pymoo constraints (``G <= 0`` feasible), so infeasible designs are ranked by violation, not hidden
+behind penalties.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+from arch.technology import reticle_limit_mm2
+
+from ..study.spec import Study
+
+#: objective name -> (metric column, sign for minimisation)
+OBJECTIVES = {
+    "latency": ("latency_s", 1.0),
+    "throughput": ("throughput_tok_s", -1.0),
+    "energy": ("energy_j_per_token", 1.0),
+    "area": ("area_mm2", 1.0),
+    "cost": ("cost_usd", 1.0),
+    "fault_tolerance": ("fault_tolerance_frac", -1.0),
+}
+
+#: metric column of each objective
+OBJECTIVE_COLUMNS = {name: column for name, (column, _) in OBJECTIVES.items()}
+
+GIB = 2**30
+_BUDGETS = (("area_mm2", "area_mm2"), ("power_w", "power_w"), ("cost_usd", "cost_usd"))
+
+
+def constraint_names(study: Study) -> list[str]:
+    """One name per column of `constraint_matrix`."""
+    c = study.constraints
+    return ["capacity_short_gib", "unplaced_experts", "reticle_over"] + \
+        [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None]
+
+
+def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
+    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, a die larger than the
+    lithography reticle (arch.technology.reticle_limit_mm2), budgets."""
+    c = study.constraints
+    cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
+            metrics["max_die_mm2"].to_numpy() / reticle_limit_mm2() - 1.0]
+    for budget, column in _BUDGETS:
+        limit = getattr(c, budget)
+        if limit is not None:
+            cols.append(metrics[column].to_numpy() / limit - 1.0)
+    return np.column_stack(cols)
+
+
+def objective_matrix(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:
+    """Objective values with the sign pymoo minimises."""
+    return np.column_stack([OBJECTIVES[o][1] * metrics[OBJECTIVES[o][0]].to_numpy() for o in objectives])
+
+
+def non_dominated(F: np.ndarray) -> np.ndarray:
+    """Indices of the distinct non-dominated rows of F (minimised; first of equal rows kept), sorted."""
+    if len(F) == 0:
+        return np.zeros(0, np.int64)
+    front = np.sort(np.asarray(NonDominatedSorting().do(F, only_non_dominated_front=True), dtype=np.int64))
+    _, first = np.unique(F[front], axis=0, return_index=True)
+    return np.sort(front[first])
+
+
+def pareto_front(F: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """Indices of feasible, non-dominated, distinct rows (first occurrence kept)."""
+    feasible = np.flatnonzero((G <= 0).all(axis=1))
+    return feasible[non_dominated(F[feasible])]

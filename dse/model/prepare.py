@@ -1,0 +1,70 @@
+"""A study made ready to evaluate: its workload tables, design space, heuristic seeds and evaluator.
+
+`prepare` is the one place a `Study` becomes something that can cost designs; the search, the results
+and the exports receive a `Prepared` (or build one with this function) rather than building their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import workloads
+
+from ..errors import StudyError
+from ..study.space import Design, Space, build_space, check_design
+from ..study.spec import Study
+from .evaluator import Evaluator
+from .heuristics import seed_vectors
+from .tables import EvalTables, build_tables
+from .variants import VariantEvaluator
+
+
+@dataclass
+class Prepared:
+    """A study made ready to evaluate: its workload tables, design space and evaluator."""
+
+    study: Study
+    tables: EvalTables
+    space: Space
+    evaluator: Evaluator | VariantEvaluator
+    variants: list["Prepared"] = field(default_factory=list)     # per package variant (dse.model.variants)
+
+    def for_design(self, design) -> "Prepared":
+        """The tables and evaluator of the package variant a design belongs to (itself without variants)."""
+        if not self.variants:
+            return self
+        return self.variants[self.evaluator.variant_for(design)]
+
+    def check_design(self, design: Design, source: str | None = None) -> None:
+        """A `StudyError` naming the design key when ``design`` cannot be evaluated under this study."""
+        check_design(design, self.study, self.tables.kind_names, self.tables.unit_names, source=source)
+
+
+def _tables(study: Study, workload=None) -> EvalTables:
+    try:
+        return build_tables(study, workload)
+    except workloads.WorkloadError as exc:
+        raise StudyError(str(exc), key="workload") from None
+
+
+def prepare(study: Study) -> Prepared:
+    """Extract the workload and build the tables, space and evaluator (one per package variant when the
+    study leaves link technology or memory kinds open); workload problems become StudyErrors."""
+    variants = study.variants()
+    tables = _tables(variants[0][1])
+    space = build_space(study, tables.kind_names, tables.unit_names, variants=len(variants))
+    space.seeds = seed_vectors(study, tables, space)
+    if len(variants) == 1:
+        return Prepared(study=study, tables=tables, space=space, evaluator=_evaluator(study, tables, space))
+    parts = []
+    for _, concrete in variants:
+        t = tables if concrete is variants[0][1] else _tables(concrete, tables.workload)
+        parts.append(Prepared(study=concrete, tables=t, space=space, evaluator=_evaluator(concrete, t, space)))
+    kinds = [(p.tables.hbm.kind if p.tables.hbm else None, p.tables.ddr.kind if p.tables.ddr else None)
+             for p in parts]
+    evaluator = VariantEvaluator([label for label, _ in variants], [p.evaluator for p in parts], kinds, space)
+    return Prepared(study=study, tables=tables, space=space, evaluator=evaluator, variants=parts)
+
+
+def _evaluator(study: Study, tables: EvalTables, space: Space) -> Evaluator:
+    return Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
+                     faults=study.faults)

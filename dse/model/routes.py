@@ -1,0 +1,114 @@
+"""Route tables of every package shape a study allows, flattened for the Numba evaluator.
+
+Built from the package's network (mesh, torus or graph topology, a technology per link, XY or
+shortest-path routing; noc.route). For each table: per ordered chiplet pair, the directed links its
+route crosses (CSR: ``pair_ptr`` / ``route_links``, link ids local to the shape), the pair's zero-load
+latency and energy per byte along the route (sums over its links and routers; infinite latency for
+pairs that cannot reach each other), and per link the inverse of its bandwidth. Tables are
+concatenated; ``pair_base[t]`` and ``link_base[t]`` say where table t's rows start.
+
+Tables 0 .. shapes-1 are the intact packages in `shape_index` order. After them come the packages
+after a failure that changes routes (noc.faults.fault_routes with detours: routes that avoid the
+failure are kept, the others take a minimum-hop detour over what survives), when the study asks for
+them (``faults.links``, ``faults.failed_router: fails``). Per intact shape s:
+
+* ``node_alt[s] + i``: chiplet i's router has failed with it (-1: routers keep forwarding);
+* ``link_alt[s] + j`` for j < ``n_phys[s]``: physical link j (both its channels, in `physical_links`
+  order) has failed (``n_phys[s]`` = 0: link failures are not studied);
+* ``mc_alt[s] + m``: the chiplets of Monte Carlo failure set m have failed with their routers (-1: none).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+import noc
+
+from ..errors import StudyError
+from ..study.schema.hardware import PackageSpec
+
+MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50 bytes each)
+
+RouteTables = namedtuple("RouteTables", ["pair_ptr", "route_links", "pair_latency", "pair_energy", "link_inv_bw",
+                                         "link_base", "pair_base", "n_links", "shape_rows", "shape_cols",
+                                         "node_alt", "link_alt", "n_phys", "mc_alt"])
+
+
+def shape_index(rows: int, cols: int, row_range: tuple[int, int], col_range: tuple[int, int]) -> int:
+    return (rows - row_range[0]) * (col_range[1] - col_range[0] + 1) + (cols - col_range[0])
+
+
+def physical_links(topology: noc.Topology) -> list[tuple[int, int]]:
+    """The package's physical links as (lower chiplet, higher chiplet), in channel order."""
+    return [(int(a), int(b)) for a, b in zip(topology.link_src, topology.link_dst) if a < b]
+
+
+def build_route_tables(package: PackageSpec, links: bool = False, routers_fail: bool = False,
+                       mc_sets: np.ndarray | None = None) -> RouteTables:
+    """Route tables of every shape of the package's mesh ranges, then those after the failures asked for:
+    each physical link (``links``), each chiplet with its router and each Monte Carlo set ``mc_sets[n, m]``
+    of an n-chiplet package (``routers_fail``)."""
+    shapes = package.mesh.shapes()
+    intact = [noc.route(package.network(r, c), package.routing_algorithm) for r, c in shapes]
+    tables = list(intact)
+    node_alt, link_alt, n_phys, mc_alt = [], [], [], []
+    samples = 0 if mc_sets is None else mc_sets.shape[1]
+    _check_size(intact, links, routers_fail, samples)
+    for routes in intact:
+        t = routes.topology
+        node_alt.append(len(tables) if routers_fail else -1)
+        if routers_fail:
+            tables += [noc.fault_routes(routes, failed_nodes=[i]) for i in range(t.n)]
+        phys = physical_links(t) if links else []
+        link_alt.append(len(tables))
+        n_phys.append(len(phys))
+        tables += [noc.fault_routes(routes, failed_links=[pair]) for pair in phys]
+        mc_alt.append(len(tables) if routers_fail and samples else -1)
+        if routers_fail:
+            tables += [noc.fault_routes(routes, failed_nodes=sorted(set(mc_sets[t.n, m].tolist())))
+                       for m in range(samples)]
+    packed = _pack(tables)
+    return RouteTables(**packed, shape_rows=np.array([r for r, _ in shapes], np.int64),
+                       shape_cols=np.array([c for _, c in shapes], np.int64),
+                       node_alt=np.array(node_alt, np.int64), link_alt=np.array(link_alt, np.int64),
+                       n_phys=np.array(n_phys, np.int64), mc_alt=np.array(mc_alt, np.int64))
+
+
+def _check_size(intact: list[noc.Routes], links: bool, routers_fail: bool, samples: int) -> None:
+    pairs = 0
+    for routes in intact:
+        t = routes.topology
+        pairs += t.n * t.n * ((t.n + samples if routers_fail else 0) + (len(physical_links(t)) if links else 0))
+    if pairs > MAX_FAULT_PAIRS:
+        raise StudyError(f"the route tables after each failure would hold {pairs:,} chiplet pairs (at most "
+                         f"{MAX_FAULT_PAIRS:,}): every failed router, link and (with failed_router: fails) Monte "
+                         "Carlo set needs its own table per package shape; lower monte_carlo.samples, turn off "
+                         "links or narrow the mesh ranges", key="faults")
+
+
+def _pack(tables: list[noc.Routes]) -> dict:
+    """Concatenate route tables into the flat arrays of `RouteTables`."""
+    pair_ptr, route_links, pair_latency, pair_energy, inv_bw = [np.zeros(1, np.int64)], [], [], [], []
+    link_base, pair_base, n_links = [], [], []
+    n_pairs = n_route = n_link = 0
+    for routes in tables:
+        t = routes.topology
+        n, L = t.n, t.n_links
+        pair_base.append(n_pairs)
+        link_base.append(n_link)
+        n_links.append(L)
+        pair_ptr.append(routes.route_ptr[1:] + n_route)
+        route_links.append(routes.route_links)
+        served = routes.hops.ravel() >= 0
+        pair_latency.append(np.where(served, routes.incidence @ t.link_hop_latency_s, np.inf))
+        pair_energy.append(np.where(served, routes.incidence @ t.link_hop_energy_j_per_byte, 0.0))
+        inv_bw.append(1.0 / t.link_bw_Bps)
+        n_pairs += n * n
+        n_route += int(routes.route_ptr[-1])
+        n_link += L
+    return dict(pair_ptr=np.concatenate(pair_ptr).astype(np.int64),
+                route_links=np.concatenate(route_links).astype(np.int64),
+                pair_latency=np.concatenate(pair_latency), pair_energy=np.concatenate(pair_energy),
+                link_inv_bw=np.concatenate(inv_bw), link_base=np.array(link_base, np.int64),
+                pair_base=np.array(pair_base, np.int64), n_links=np.array(n_links, np.int64))

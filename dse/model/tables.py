@@ -1,0 +1,169 @@
+"""Mapping-independent tables of a study, computed once: the arrays the evaluator reads.
+
+Operator costs do not depend on where a unit is placed, only on the chiplet kind, so the cost of every
+(unit, chiplet kind) pair is summed from the operator table here (arch.op_costs), weighted by each
+operator's probability of running. A design's evaluation is then lookups and sums (dse.model.evaluator).
+All per-unit figures are per *one* layer instance; ``stage_repeat`` says how often a stage runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+import arch
+import memory
+import noc
+import workloads
+
+from ..study.spec import Study
+
+UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head", "router", "composer")
+
+
+@dataclass
+class EvalTables:
+    """Arrays of one study (U units, K chiplet kinds, S stages, E edges). SI units."""
+
+    unit_names: list[str]
+    unit_kind: np.ndarray          # [U] index into UNIT_KINDS
+    unit_stage: np.ndarray         # [U]
+    unit_capacity_bytes: np.ndarray  # [U] weights of all the unit's layers
+    unit_kv_bytes: np.ndarray      # [U] KV cache of the step's batch and context, all layers
+    unit_weight_read: np.ndarray   # [U] expected weight bytes read per layer instance
+    unit_time_s: np.ndarray        # [U, K] expected compute time per layer instance
+    unit_energy_j: np.ndarray      # [U, K] expected compute + SRAM energy per layer instance
+    unit_other_dram: np.ndarray    # [U, K] expected non-weight DRAM bytes (KV, spills) per layer instance
+    unit_out_bytes: np.ndarray     # [U] output activation bytes per layer instance (for all-reduce)
+    unit_prob: np.ndarray          # [U] probability the unit runs in a step, given its stage runs
+    unit_selection: np.ndarray     # [U] per-token selection probability (1 for units every token visits)
+    unit_route_tokens: np.ndarray  # [U] tokens that may select the unit in a step (its model's tokens)
+    stage_repeat: np.ndarray       # [S]
+    stage_prob: np.ndarray         # [S] marginal probability the stage runs in a step
+    stage_after: list              # [S] tuples of predecessor stages (a DAG in topological order)
+    scenarios: list                # (probability, stages run together) pairs
+    edge_src: np.ndarray           # [E]
+    edge_dst: np.ndarray
+    edge_bytes: np.ndarray         # bytes per occurrence
+    edge_repeat: np.ndarray        # occurrences per step
+    kind_names: list[str]
+    kind_nodes: list[str]
+    kind_area_mm2: np.ndarray      # [K]
+    kind_cost_usd: np.ndarray
+    kind_static_w: np.ndarray
+    kind_peak_dynamic_w: np.ndarray
+    hbm: memory.MemorySpec | None
+    ddr: memory.MemorySpec | None
+    hbm_bw_Bps: float              # sustained per stack, streaming reads (memory.effective_bandwidth_Bps)
+    ddr_bw_Bps: float              # sustained per channel, streaming reads
+    link: noc.LinkTech
+    tokens_per_step: int
+    workload: workloads.Workload
+    kind_wafer_cost_usd: np.ndarray | None = None       # [K] per chiplet kind, with its technology overrides
+    kind_defect_density_per_cm2: np.ndarray | None = None   # [K]
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_names)
+
+
+def build_workload(study: Study) -> workloads.Workload:
+    """The study's workload section -> `workloads.extract` (one model) or `workloads.extract_ensemble`."""
+    w = study.workload
+    routing = w.routing.model_dump(exclude_none=True)
+    common = dict(phase=w.phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
+                  per_layer=w.per_layer, seed=w.routing.seed)
+    if w.ensemble is not None:
+        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios, **common)
+    return workloads.extract(w.model, tp=w.tp, **common)
+
+
+def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:
+    wl = workload or build_workload(study)
+    chiplets = study.hardware.library()
+    precision = study.workload.precision
+    costs = arch.op_costs(wl.ops, chiplets, precision)
+
+    units = wl.units
+    index = {u: i for i, u in enumerate(units)}
+    ops = wl.ops
+    op_unit = ops["unit"].map(index).to_numpy()
+    prob = ops["prob"].to_numpy(float)
+
+    def per_unit(values: np.ndarray) -> np.ndarray:
+        """Sum op rows into units, weighting by the probability each op runs."""
+        out = np.zeros((len(units),) + values.shape[1:])
+        np.add.at(out, op_unit, values * (prob if values.ndim == 1 else prob[:, None]))
+        return out
+
+    weight_read = per_unit(ops["weight_bytes"].to_numpy(float))
+    other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
+    nodes = wl.graph.nodes
+    out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
+    for a, _, d in wl.graph.edges(data=True):
+        out_bytes[index[a]] = max(out_bytes[index[a]], d["bytes"])
+    kv_bytes = np.array([nodes[u]["kv_bytes_per_token"] * wl.batch * wl.context for u in units])
+
+    edges = [(index[a], index[b], d["bytes"], d["repeat"]) for a, b, d in wl.graph.edges(data=True)]
+    e = np.array(edges, dtype=float).reshape(-1, 4)
+
+    mem = {m.kind: m.spec() for m in study.hardware.memory}
+    hbm = next((s for s in mem.values() if s.is_hbm), None)
+    ddr = next((s for s in mem.values() if not s.is_hbm), None)
+
+    kind_area = np.array([arch.chiplet_area_mm2(c, precision) for c in chiplets])
+    peak_dyn = np.array([arch.peak_dynamic_power_w(c, precision) for c in chiplets])
+    return EvalTables(
+        unit_names=units,
+        unit_kind=np.array([UNIT_KINDS.index(nodes[u]["kind"]) for u in units]),
+        unit_stage=np.array([nodes[u]["stage"] for u in units]),
+        unit_capacity_bytes=np.array([nodes[u]["weight_bytes"] for u in units], dtype=float),
+        unit_kv_bytes=kv_bytes,
+        unit_weight_read=weight_read,
+        unit_time_s=per_unit(costs.time_s),
+        unit_energy_j=per_unit(costs.energy_j),
+        unit_other_dram=other_dram,
+        unit_out_bytes=out_bytes,
+        unit_prob=np.array([nodes[u]["prob"] for u in units], dtype=float),
+        unit_selection=np.array([nodes[u]["selection_prob"] for u in units], dtype=float),
+        unit_route_tokens=np.array([_route_tokens(nodes[u], wl.tokens_per_step) for u in units], dtype=float),
+        stage_repeat=wl.stages["repeat"].to_numpy(float),
+        stage_prob=wl.stages["prob"].to_numpy(float),
+        stage_after=[tuple(a) for a in wl.stages["after"]],
+        scenarios=list(wl.scenarios),
+        edge_src=e[:, 0].astype(np.int64), edge_dst=e[:, 1].astype(np.int64),
+        edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(),
+        kind_names=[c.name for c in chiplets],
+        kind_nodes=[c.node for c in chiplets],
+        kind_area_mm2=kind_area,
+        kind_cost_usd=np.array([arch.chiplet_cost_usd(c, precision) for c in chiplets]),
+        kind_static_w=np.array([arch.static_power_w(c, precision) for c in chiplets]),
+        kind_peak_dynamic_w=peak_dyn,
+        hbm=hbm, ddr=ddr,
+        hbm_bw_Bps=memory.effective_bandwidth_Bps(hbm, 1) if hbm else 0.0,
+        ddr_bw_Bps=memory.effective_bandwidth_Bps(ddr, 1) if ddr else 0.0,
+        link=noc.link_tech(study.hardware.package.link),
+        tokens_per_step=wl.tokens_per_step,
+        workload=wl,
+        kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),
+        kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float))
+
+
+def _route_tokens(node: dict, default: float) -> float:
+    """Tokens that pass the unit's router in a step: its expected tokens over its selection probability
+    (an ensemble member sees only the requests routed to it)."""
+    q = node.get("selection_prob", 1.0)
+    if "tokens" in node and q > 0:
+        return float(node["tokens"]) / min(q, 1.0)
+    return float(default)
+
+
+def unit_table(t: EvalTables) -> pd.DataFrame:
+    """Readable per-unit view of the tables (for reports and notebooks)."""
+    df = pd.DataFrame({"unit": t.unit_names, "kind": [UNIT_KINDS[k] for k in t.unit_kind],
+                       "stage": t.unit_stage, "weight_GiB": t.unit_capacity_bytes / 2**30,
+                       "kv_GiB": t.unit_kv_bytes / 2**30, "prob": t.unit_prob})
+    for k, name in enumerate(t.kind_names):
+        df[f"time_us[{name}]"] = t.unit_time_s[:, k] * 1e6
+    return df

@@ -1,0 +1,98 @@
+"""Chiplet-to-chiplet traffic of one design in one step, from the workload graph and the placement.
+
+The model is the one the evaluator uses for hand-offs (dse.model.perf_model.hand_offs):
+
+* every graph edge ``a -> b`` carries ``bytes`` per occurrence, ``repeat`` occurrences per step, and
+  runs with the probability of the stage of ``b``;
+* a unit with c copies (replicas) splits what it sends evenly over its copies, and the receiving unit's
+  c' copies each take 1/c' of it; shards (one-to-many mappings) all-reduce first, so only the first
+  shard sends, and every shard of the receiver needs the whole input;
+* shards of a unit all-reduce their output with a ring: each shard sends ``2 (c - 1)`` chunks of
+  ``D / c`` bytes to the next shard, once per layer instance (D = the unit's output bytes).
+
+Bytes between copies on the same chiplet stay on the chiplet and never reach the package network.
+Link loads follow the package's routes (noc.route: XY on a mesh or torus, shortest paths on a graph).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+import noc
+
+from ..errors import StudyError
+from ..study.space import SPLIT_MAPPINGS, Design
+from .tables import EvalTables
+
+FLOW_COLUMNS = ["src_unit", "dst_unit", "src_slot", "dst_slot", "kind", "edge", "bytes_per_occurrence",
+                "occurrences_per_step", "bytes_per_step"]
+
+def _slots(design: Design, unit: str) -> list[int]:
+    try:
+        return list(design.placement[unit])
+    except KeyError:
+        raise StudyError(f"the design places no copy of unit {unit!r}; every unit of the workload needs a slot",
+                         key="placement") from None
+
+
+def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
+    """Every (sender copy, receiver copy) flow of one step, expected bytes (see module docstring).
+
+    ``edge`` is the flow's edge in the tables' edge arrays (-1 for an all-reduce)."""
+    split = design.mapping in SPLIT_MAPPINGS
+    names = tables.unit_names
+    rows = []
+    for e in range(len(tables.edge_src)):
+        a, b = names[tables.edge_src[e]], names[tables.edge_dst[e]]
+        src, dst = _slots(design, a), _slots(design, b)
+        senders = src[:1] if split else src
+        share = tables.edge_bytes[e] / len(senders) / (1.0 if split else len(dst))
+        occurrences = tables.edge_repeat[e] * tables.stage_prob[tables.unit_stage[tables.edge_dst[e]]]
+        for i in senders:
+            for j in dst:
+                rows.append((a, b, i, j, "hand-off", e, share, occurrences, share * occurrences))
+    if split:
+        for u, name in enumerate(names):
+            ring = _slots(design, name)
+            c = len(ring)
+            if c < 2:
+                continue
+            s = tables.unit_stage[u]
+            occurrences = tables.stage_repeat[s] * tables.stage_prob[s]
+            chunk_bytes = 2.0 * (c - 1) * tables.unit_out_bytes[u] / c
+            for r in range(c):
+                rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", -1, chunk_bytes, occurrences,
+                             chunk_bytes * occurrences))
+    return pd.DataFrame(rows, columns=FLOW_COLUMNS)
+
+
+def chiplet_traffic(design: Design, tables: EvalTables) -> np.ndarray:
+    """Expected bytes per step from chiplet i to chiplet j (N x N, zero diagonal)."""
+    n = design.rows * design.cols
+    traffic = np.zeros((n, n))
+    flows = unit_flows(design, tables)
+    off_chip = flows[flows["src_slot"] != flows["dst_slot"]]
+    np.add.at(traffic, (off_chip["src_slot"].to_numpy(int), off_chip["dst_slot"].to_numpy(int)),
+              off_chip["bytes_per_step"].to_numpy(float))
+    return traffic
+
+
+def package_routes(design: Design, package):
+    """The package network of the design's shape (``PackageSpec.network``) and its routes (noc.route)."""
+    topology = package.network(design.rows, design.cols)
+    return topology, noc.route(topology, package.routing_algorithm)
+
+
+def link_loads(design: Design, traffic: np.ndarray, package) -> pd.DataFrame:
+    """Bytes per step on every directed link of the package network (mesh, torus or graph of the
+    ``PackageSpec``, routed as the evaluator routes) and each link's bandwidth."""
+    topology, routes = package_routes(design, package)
+    loads = noc.route_link_loads(routes.route_ptr, routes.route_links, np.ascontiguousarray(traffic, dtype=float),
+                                 topology.n_links)
+    return pd.DataFrame({"src_slot": topology.link_src, "dst_slot": topology.link_dst, "bytes_per_step": loads,
+                         "bandwidth_Bps": topology.link_bw_Bps})
+
+
+def link_utilisation(loads: pd.DataFrame, step_s: float) -> pd.Series:
+    """Fraction of the step each link is busy: bytes / (link bandwidth x step time)."""
+    return loads["bytes_per_step"] / (loads["bandwidth_Bps"] * step_s)

@@ -1,0 +1,305 @@
+"""The study report: ``report.md`` and a self-contained ``report.html`` beside the results tables.
+
+It tells a reader who has not seen the study file what was explored (inputs), what was found (the
+front as a table and as plots), and which designs to look at first: the best design for each objective
+and the balanced knee design (dse.results.knee), each with a per-chiplet breakdown (dse.model.breakdown) and a
+floorplan. Every figure in it is read from the results tables or computed by the study's models.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+import markdown
+import pandas as pd
+
+import noc
+
+from ..model.breakdown import chiplet_table
+from ..model.objectives import OBJECTIVE_COLUMNS
+from .knee import knee_index
+from .plots import BETTER, DISPLAY, column, write_plots
+
+MAX_FRONT_ROWS = 50
+
+
+def picks(result) -> dict[str, str]:
+    """Designs to look at first: {design id: why} — the balanced design, then the best per objective."""
+    objectives = result.study.search.objectives
+    if result.pareto.empty:
+        return {}
+    out: dict[str, list[str]] = {}
+    k = knee_index(result.pareto, objectives)
+    out.setdefault(result.pareto["design_id"].iloc[k], []).append("balanced design")
+    for o in objectives:
+        out.setdefault(result.best(o)["design_id"], []).append(f"best {o}")
+    return {d: ", ".join(why) for d, why in out.items()}
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def table(df: pd.DataFrame) -> str:
+    """A markdown table (pipes in cells escaped)."""
+    if df.empty:
+        return "_none_"
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "".join("---:|" if pd.api.types.is_numeric_dtype(df[c]) else ":---|" for c in df.columns)
+    body = ["| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule] + body)
+
+
+def objective_columns(df: pd.DataFrame, objectives: list[str]) -> pd.DataFrame:
+    """Objectives in display units with their unit in the header."""
+    out = pd.DataFrame(index=df.index)
+    for o in objectives:
+        name, factor, unit = DISPLAY[column(o)]
+        out[f"{o} [{unit}]"] = df[column(o)].astype(float) * factor
+    return out
+
+
+def _kinds_summary(row: pd.Series, kind_names: list[str]) -> str:
+    return ", ".join(f"{int(row[f'n_{k}'])} {k}" for k in kind_names if f"n_{k}" in row and row[f"n_{k}"])
+
+
+def package_line(package) -> str:
+    """The package the study explores: topology (or topologies), shape range, link technologies, routing."""
+    links = " or ".join(f"`{name}` links ({tech.bandwidth_Bps / 1e9:.4g} GB/s per direction, "
+                        f"{tech.hop_latency_s * 1e9:.3g} ns per hop)"
+                        for name, tech in ((n, noc.link_tech(n)) for n in package.link_choices))
+    mesh = package.mesh
+    shape = (f"a graph of {mesh.rows[0] * mesh.cols[0]} chiplets and {len(package.links)} links"
+             if package.topology == "graph" else f"a {' or '.join(package.topology_choices)} of "
+             f"{mesh.rows[0]}-{mesh.rows[1]} rows by {mesh.cols[0]}-{mesh.cols[1]} columns of chiplets")
+    return (f"- **Package**: {shape}, {links}, "
+            f"{'XY' if package.routing_algorithm == 'xy' else 'shortest-path'} routing.")
+
+
+def inputs_section(result, prepared) -> list[str]:
+    s = result.study
+    w, hw = s.workload, s.hardware
+    t = prepared.tables
+    graph = t.workload.graph
+    kinds: dict[str, int] = {}
+    for u in t.unit_names:
+        kinds[graph.nodes[u]["kind"]] = kinds.get(graph.nodes[u]["kind"], 0) + 1
+    routing = getattr(w, "routing", None)
+    routing_text = ""
+    if routing is not None:
+        r = routing.model_dump() if hasattr(routing, "model_dump") else dict(routing)
+        routing_text = ", routing " + " ".join(f"{k}={v}" for k, v in r.items())
+    lines = ["## What was explored", "",
+             f"- **Workload**: `{w.model}`, {w.phase}, batch {w.batch}, context {w.context} tokens, "
+             f"{w.precision}{routing_text}; {t.tokens_per_step} tokens per step. It is cut into "
+             f"{len(t.unit_names)} placement units ({', '.join(f'{n} {k}' for k, n in kinds.items())}): "
+             "the search decides which chiplet(s) hold each unit.",
+             package_line(hw.package),
+             "- **Memory**: " + "; ".join(
+                 f"{' or '.join(m.kinds)} {m.count_range[0]}-{m.count_range[1]} {'stacks' if m.is_hbm else 'channels'}"
+                 for m in hw.memory) + " (HBM stacks are spread over the chiplets, DDR is shared).",
+             f"- **Mapping**: {s.mapping.kind}, up to {s.mapping.max_replicas} copies of a unit.",
+             f"- **Constraints**: " + (", ".join(f"{k} <= {v}" for k, v in s.constraints.model_dump().items()
+                                                if v is not None) or "none") + ".",
+             f"- **Search**: {s.search.algorithm}, population {s.search.population}, {s.search.generations} "
+             f"generations, seed {s.search.seed}; objectives: " +
+             ", ".join(f"{o} ({BETTER[o]} is better)" for o in s.search.objectives) + ".",
+             "", "Chiplet library (area and cost per die from the study's technology models):", ""]
+    lib = pd.DataFrame([{
+        "chiplet": c.name, "kind": c.kind, "array": "x".join(map(str, c.array)), "dataflow": c.dataflow,
+        "SRAM [MB]": c.sram_mb, "clock [GHz]": c.freq_ghz, "node": c.node,
+        "die area [mm²]": float(t.kind_area_mm2[i]), "die cost [$]": float(t.kind_cost_usd[i])}
+        for i, c in enumerate(hw.chiplets)])
+    return lines + [table(lib), ""]
+
+
+def glance_section(result, chosen: dict[str, str]) -> list[str]:
+    ev = result.evaluations
+    s = result.study
+    lines = ["## Results at a glance", "",
+             f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible (within memory and budgets), "
+             f"**{len(result.pareto)} on the Pareto front**: no other feasible design is at least as good in "
+             "every objective and better in one.", ""]
+    if not chosen:
+        return lines + ["_No feasible design was found: loosen the constraints or widen the ranges._", ""]
+    rows = result.pareto.set_index("design_id").loc[list(chosen)]
+    view = pd.concat([pd.DataFrame({"design": list(chosen), "why": list(chosen.values()),
+                                    "mesh": [f"{r.rows}x{r.cols}" for r in rows.itertuples()]}, index=rows.index),
+                      objective_columns(rows, s.search.objectives)], axis=1)
+    return lines + ["Designs to look at first (details below):", "", table(view), ""]
+
+
+PLOT_TEXT = {
+    "front": "Each dot is a design; red dots are the Pareto set (best trade-offs over all objectives), "
+             "the black line the trade-off in just these two, the star the balanced design.",
+    "scatter_matrix": "All pairs of objectives at once, and how the Pareto set spreads in each.",
+    "parallel_coordinates": "One line per Pareto design across every objective, best at the bottom of "
+                            "each axis: lines that stay low are good all-rounders.",
+    "convergence": "How the quality of the front grew with generations of the search; a curve still "
+                   "rising at the end means more generations could find better designs.",
+}
+
+
+def plots_section(figures: dict[str, str]) -> list[str]:
+    lines = ["## Plots", ""]
+    fronts = [n for n in figures if n.startswith("front_")]
+    if fronts:
+        lines += ["### Trade-offs between pairs of objectives", "", PLOT_TEXT["front"], ""]
+        lines += [f"![{n}]({figures[n]})" for n in fronts] + [""]
+    for name, heading in (("scatter_matrix", "All objectives"), ("parallel_coordinates", "Parallel coordinates"),
+                          ("convergence", "Search convergence")):
+        if name in figures:
+            lines += [f"### {heading}", "", PLOT_TEXT[name], "", f"![{name}]({figures[name]})", ""]
+    return lines
+
+
+def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str]) -> list[str]:
+    row = result.pareto.set_index("design_id").loc[design_id]
+    design = result.designs[design_id]
+    objectives = result.study.search.objectives
+    kinds = _kinds_summary(row, prepared.tables.kind_names)
+    metric_text = ", ".join(f"{o} {v:.4g} {DISPLAY[column(o)][2]}"
+                            for o, v in zip(objectives, objective_columns(row.to_frame().T, objectives).iloc[0]))
+    lines = [f"### `{design_id}`: {why}", "",
+             f"{design.rows} x {design.cols} mesh ({kinds}), {int(row['hbm_stacks'])} HBM stacks, "
+             f"{design.ddr_channels} DDR channels, {design.mapping} mapping. {metric_text}; "
+             f"cost ${row['cost_usd']:.4g}, peak power {row['power_w']:.4g} W. "
+             f"Design file: `designs/{design_id}.yaml`.", ""]
+    if f"floorplan_{design_id}" in figures:
+        lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
+    chips = chiplet_table(design, prepared, float(row["latency_s"]))
+    view = pd.DataFrame({
+        "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
+        "kind": chips["kind"], "units held": chips["units"].replace("", "-"),
+        "stored / HBM [GiB]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
+        "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
+        "compute [% of step]": 100 * chips["compute_s"] / float(row["latency_s"]),
+        "sent / received [MB per step]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["sent_MB"],
+                                                                               chips["received_MB"])]})
+    return lines + ["Per chiplet (busy = compute or memory-bound time of the units it holds; the rest of the "
+                    "step it waits for other chiplets, the network or DDR):", "", table(view), ""]
+
+
+def front_section(result, prepared) -> list[str]:
+    s = result.study
+    p = result.pareto
+    shown = p.head(MAX_FRONT_ROWS)
+    view = pd.concat([pd.DataFrame({
+        "design": shown["design_id"], "mesh": [f"{r}x{c}" for r, c in zip(shown["rows"], shown["cols"])],
+        "chiplets": [_kinds_summary(r, prepared.tables.kind_names) for _, r in shown.iterrows()],
+        "HBM stacks": shown["hbm_stacks"], "DDR ch.": shown["ddr_channels"]}),
+        objective_columns(shown, s.search.objectives)], axis=1)
+    more = f" (the first {MAX_FRONT_ROWS} of {len(p)}; all in `pareto.csv`)" if len(p) > MAX_FRONT_ROWS else ""
+    return [f"## The Pareto front{more}", "", f"Sorted by {s.search.objectives[0]}.", "", table(view), ""]
+
+
+FILES_TEXT = """## Files in this folder
+
+| file | what it holds |
+|---|---|
+| `pareto.csv` | the Pareto designs: decisions and every metric (units in column names) |
+| `evaluations.csv` | every evaluated design with its generation and `feasible` / `pareto` flags |
+| `designs/<id>.yaml` | each Pareto design; `dse export <this folder> --design <id> --to rapidchiplet` \
+(or booksim, gem5, scalesim, chakra) hands it to other tools |
+| `plots/` | every figure as PNG and SVG |
+| `study.yaml` | the study as run, defaults filled in |
+"""
+
+
+def report_markdown(result, prepared, figures: dict[str, str]) -> str:
+    """The report as markdown; ``figures`` maps figure names to paths relative to the report."""
+    s = result.study
+    chosen = picks(result)
+    lines = [f"# Study `{s.name}`: {s.workload.model} {s.workload.phase} on chiplet packages", "",
+             "Written by `dse run`. The search tried packages of compute chiplets, HBM and DDR, and which "
+             "chiplet serves which part of the model, then kept the designs that no other design beats in "
+             "every objective. Start with the table of designs to look at first, then the plots.", ""]
+    lines += glance_section(result, chosen)
+    lines += inputs_section(result, prepared)
+    if chosen:
+        lines += plots_section(figures)
+        lines += ["## Designs to look at first", ""]
+        for design_id, why in chosen.items():
+            lines += design_section(result, prepared, design_id, why, figures)
+    lines += front_section(result, prepared) if chosen else []
+    lines += [FILES_TEXT]
+    return "\n".join(lines)
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}th,td{border:1px solid #ccc;padding:3px 6px}
+th{background:#f0f0f0}img{max-width:100%;border:1px solid #eee;margin:0.3em 0}
+p>img:not(:only-child){max-width:49.5%}code{background:#f5f5f5;padding:0 3px}h1{font-size:1.6em}"""
+
+
+def report_html(md_text: str, folder: Path, title: str) -> str:
+    """The markdown report as one self-contained HTML page (figures embedded as PNG data)."""
+    body = markdown.markdown(md_text, extensions=["tables"])
+
+    def embed(match: re.Match) -> str:
+        src = match.group(1)
+        path = folder / src
+        if path.suffix == ".png" and path.exists():
+            data = base64.b64encode(path.read_bytes()).decode()
+            return f'src="data:image/png;base64,{data}"'
+        return match.group(0)
+
+    body = re.sub(r'src="([^"]+)"', embed, body)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
+
+
+def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
+    """Plots into ``folder/plots`` and ``report.md`` / ``report.html`` into ``folder``."""
+    folder = Path(folder)
+    prepared = prepared or result.prepare()
+    chosen = picks(result)
+    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen)
+    figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
+    md_text = report_markdown(result, prepared, figures)
+    (folder / "report.md").write_text(md_text)
+    (folder / "report.html").write_text(report_html(md_text, folder, f"Study {result.study.name}"))
+    return {"report.md": folder / "report.md", "report.html": folder / "report.html", **pngs}
+
+
+def summary_markdown(result: StudyResult) -> str:
+    s = result.study
+    ev = result.evaluations
+    cols = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
+        [OBJECTIVE_COLUMNS[o] for o in s.search.objectives]
+    lines = [f"# Study `{s.name}`", "",
+             f"- workload: {s.workload.label}, {s.workload.phase}, batch {s.workload.batch}, "
+             f"context {s.workload.context}, {s.workload.precision}",
+             f"- search: {s.search.algorithm}, population {s.search.population}, "
+             f"{s.search.generations} generations, seed {s.search.seed}",
+             f"- designs evaluated: {len(ev)}, feasible: {int(ev['feasible'].sum())}, "
+             f"on the Pareto front: {len(result.pareto)}", "",
+             "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
+    if len(result.pareto):
+        lines += ["## Best design per objective", ""]
+        for objective in s.search.objectives:
+            best = result.best(objective)
+            column = OBJECTIVE_COLUMNS[objective]
+            lines.append(f"- {objective}: `{best['design_id']}` ({column} = {best[column]:.4g})")
+    if result.convergence is not None and len(result.convergence):
+        last = result.convergence.iloc[-1]
+        ref = ", ".join(f"{OBJECTIVE_COLUMNS[o]} {v:.4g}" for o, v in result.reference_point.items())
+        lines += ["", "## Convergence", "",
+                  f"- normalised hypervolume of the front: {last['hypervolume']:.4f} after "
+                  f"{int(last['generation']) + 1} generations (convergence.csv has every generation)",
+                  f"- reference point: {ref}"]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_no feasible design found_"
+    head = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    body = ["| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
+            for row in df.itertuples(index=False)]
+    return "\n".join([head, rule] + body)

@@ -1,0 +1,102 @@
+"""Checkpoints of a running search, so that a long study can stop and resume where it was.
+
+The whole `dse.search.loop.Search` is pickled (with cloudpickle: some of pymoo's tournament functions are
+decorated closures plain pickle cannot name): the pymoo algorithm with its population and random
+generator, every evaluation so far and the convergence record; not the evaluator (Numba functions,
+rebuilt from the study on resume) nor a Dask client. A resumed search therefore draws the same random
+numbers and ends with the same evaluations and front as one that never stopped.
+
+The state of results folder ``DIR`` lives beside it in ``DIR.checkpoint/state.pkl``, so the results
+folder itself only ever changes by its atomic swap (dse.results.folder). Each save writes a temporary file
+in that folder, flushes it to disk and renames it over ``state.pkl`` (``os.replace`` is atomic on
+POSIX and Windows): a process killed at any moment leaves the previous checkpoint or the new one,
+never a torn file.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+
+import cloudpickle
+
+from ..errors import StudyError
+
+STATE_FILE = "state.pkl"
+SUFFIX = ".checkpoint"
+FORMAT = 1
+
+
+def path_for(out_dir: str | Path) -> Path:
+    """The checkpoint folder of results folder ``out_dir``."""
+    out = Path(out_dir)
+    return out.with_name(out.name + SUFFIX)
+
+
+def results_dir_of(checkpoint_dir: str | Path) -> Path:
+    """The results folder a checkpoint folder belongs to."""
+    d = Path(checkpoint_dir)
+    return d.with_name(d.name[: -len(SUFFIX)]) if d.name.endswith(SUFFIX) else d
+
+
+def locate(path: str | Path) -> Path:
+    """The checkpoint folder for ``path``: a results folder, its checkpoint folder, or the state file."""
+    p = Path(path)
+    for candidate in (p.parent if p.name == STATE_FILE else p, path_for(p)):
+        if (candidate / STATE_FILE).is_file():
+            return candidate
+    raise StudyError(f"no checkpoint to resume at {p} (looked for {path_for(results_dir_of(p)) / STATE_FILE}); "
+                     "a run that finished leaves none")
+
+
+def save(directory: str | Path, search) -> Path:
+    """Write ``search`` atomically to ``directory/state.pkl``; returns the file."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    payload = {"format": FORMAT, "search": search}
+    fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            cloudpickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, d / STATE_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(d)
+    for stale in d.glob(".state-*.tmp"):       # left by a process killed while saving
+        stale.unlink(missing_ok=True)
+    return d / STATE_FILE
+
+
+def load(path: str | Path):
+    """The `Search` saved for ``path`` (see `locate`), ready for `Search.attach` and more steps."""
+    d = locate(path)
+    try:
+        with open(d / STATE_FILE, "rb") as f:
+            payload = pickle.load(f)
+    except Exception as exc:            # unpicklable: written by another version of the toolkit
+        raise StudyError(f"cannot read checkpoint {d / STATE_FILE}: {exc}") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise StudyError(f"checkpoint {d / STATE_FILE} has an unknown format; start the study again")
+    return payload["search"]
+
+
+def remove(directory: str | Path) -> None:
+    """Delete a checkpoint folder (once its run's results are safely written)."""
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _fsync_dir(d: Path) -> None:
+    """Make the rename durable (no-op where directories cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

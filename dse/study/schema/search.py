@@ -1,0 +1,55 @@
+"""Study schema: the ``constraints`` and ``search`` sections (budgets, objectives, algorithm)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, ValidationInfo, field_validator
+
+from .common import StrictModel
+
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance")
+#: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
+ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
+
+
+class ConstraintsSpec(StrictModel):
+    area_mm2: PositiveFloat | None = None
+    power_w: PositiveFloat | None = None
+    cost_usd: PositiveFloat | None = None
+
+
+class SearchSpec(StrictModel):
+    objectives: list[Literal[OBJECTIVES]] = Field(
+        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=6)
+    algorithm: Literal[ALGORITHMS] = "nsga2"
+    population: int = Field(48, ge=4, le=100_000)
+    generations: int = Field(30, ge=1, le=100_000)
+    seed: int = 1
+    #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
+    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac); objectives left out are derived
+    #: (dse.search.hypervolume.reference_point)
+    reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
+    #: save the search state every this many generations (0: never); see dse.search.checkpoint
+    checkpoint_every: int = Field(5, ge=0)
+
+    @field_validator("objectives")
+    @classmethod
+    def _distinct(cls, value):
+        if len(set(value)) != len(value):
+            raise ValueError("objectives must not repeat")
+        return value
+
+    @field_validator("reference_point")
+    @classmethod
+    def _reference_of_objectives(cls, value, info: ValidationInfo):
+        objectives = info.data.get("objectives", [])
+        extra = [k for k in value if k not in objectives]
+        if extra:
+            raise ValueError(f"{', '.join(extra)} is not among the objectives ({', '.join(objectives)})")
+        for objective, bound in value.items():
+            if objective == "fault_tolerance" and not bound < 1.0:
+                raise ValueError("fault_tolerance is the fraction of throughput kept: its reference must be below 1"
+                                 f" (got {bound!r})")
+            if objective != "fault_tolerance" and not bound > 0.0:
+                raise ValueError(f"the reference {objective} must be greater than 0 (got {bound!r})")
+        return value

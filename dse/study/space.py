@@ -1,0 +1,160 @@
+"""The design space of a study as an integer decision vector, and its decoding into designs.
+
+Gene layout (every gene an inclusive integer range):
+
+==============  =====================  ==============================================================
+genes           range                  meaning
+==============  =====================  ==============================================================
+rows, cols      study mesh ranges      package mesh size; N = rows x cols chiplet slots
+kind[s]         0 .. K-1               chiplet kind of slot s (row-major; slots >= N are unused)
+hbm             study stack range      HBM stacks on the package, spread evenly over the N chiplets
+ddr             study channel range    DDR channels shared by the package
+place[u]        0 .. S_max-1           primary slot of unit u, taken modulo N
+copies[u]       1 .. max_replicas      copies (many-to-many) or shards (one-to-many) of unit u
+variant         0 .. V-1               link technology and memory kinds (only when the study lists
+                                       several: dse.model.variants)
+==============  =====================  ==============================================================
+
+Decoding is a repair: any vector in the bounds gives a valid design (dse.model.placement).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import StudyError
+from .spec import Study
+
+SPLIT_MAPPINGS = ("one-to-many",)
+COPY_MAPPINGS = ("one-to-many", "many-to-many")
+
+
+@dataclass
+class Space:
+    """Bounds and slices of the decision vector of one study."""
+
+    names: list[str]
+    lower: np.ndarray
+    upper: np.ndarray
+    max_slots: int
+    n_units: int
+    has_hbm: bool
+    has_ddr: bool
+    mapping: str
+    split: bool
+    exclusive_experts: bool
+    slices: dict = field(default_factory=dict)
+    seeds: np.ndarray | None = None     # heuristic designs the search starts from (dse.model.heuristics.seed_vectors)
+
+    @property
+    def n_var(self) -> int:
+        return len(self.lower)
+
+    def part(self, X: np.ndarray, name: str) -> np.ndarray:
+        return X[..., self.slices[name]]
+
+
+def build_space(study: Study, kind_names: list[str], unit_names: list[str], variants: int = 1) -> Space:
+    """The genes of ``study`` over its chiplet library variants ``kind_names`` and workload placement units
+    ``unit_names`` (both from dse.model.tables), with a ``variant`` gene when ``variants`` > 1."""
+    hw = study.hardware
+    mesh = hw.package.mesh
+    max_slots = mesh.rows[1] * mesh.cols[1]
+    K = len(kind_names)                 # library variants (chiplet options expanded)
+    U = len(unit_names)
+    names, lower, upper, slices = [], [], [], {}
+
+    def add(name: str, lo: int, hi: int, count: int = 1, labels=None):
+        start = len(names)
+        for i in range(count):
+            names.append(f"{name}[{labels[i] if labels else i}]" if count > 1 or labels else name)
+            lower.append(lo)
+            upper.append(hi)
+        slices[name] = slice(start, len(names))
+
+    add("rows", *mesh.rows)
+    add("cols", *mesh.cols)
+    add("kind", 0, K - 1, max_slots)
+    hbm = next((m for m in hw.memory if m.is_hbm), None)
+    ddr = next((m for m in hw.memory if not m.is_hbm), None)
+    add("hbm", *(hbm.count_range if hbm else (0, 0)))
+    add("ddr", *(ddr.count_range if ddr else (0, 0)))
+    add("place", 0, max_slots - 1, U, labels=unit_names)
+    copies = study.mapping.max_replicas if study.mapping.kind in COPY_MAPPINGS else 1
+    add("copies", 1, copies, U, labels=unit_names)
+    if variants > 1:                    # link technology and memory kinds the study leaves open (dse.model.variants)
+        add("variant", 0, variants - 1)
+    return Space(names=names, lower=np.array(lower), upper=np.array(upper), max_slots=max_slots, n_units=U,
+                 has_hbm=hbm is not None, has_ddr=ddr is not None, mapping=study.mapping.kind,
+                 split=study.mapping.kind in SPLIT_MAPPINGS,
+                 exclusive_experts=study.mapping.kind == "one-to-one", slices=slices)
+
+
+@dataclass
+class Design:
+    """One package and mapping, decoded from a decision vector; readable and writable as YAML."""
+
+    rows: int
+    cols: int
+    chiplets: list[str]                 # kind name per slot, row-major
+    hbm_stacks: list[int]               # per slot
+    ddr_channels: int
+    link: str
+    mapping: str
+    placement: dict[str, list[int]]     # unit -> slots holding it (copies or shards)
+    topology: str | None = None         # mesh, torus or graph (None: the study's)
+    hbm_kind: str | None = None         # when the study lets the search choose memory kinds
+    ddr_kind: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
+                    ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping, **self.package_choices(),
+                    placement={u: list(s) for u, s in self.placement.items()})
+
+    def package_choices(self) -> dict[str, str]:
+        """Topology and memory kinds where the design names them."""
+        return {k: v for k, v in (("topology", self.topology), ("hbm_kind", self.hbm_kind),
+                                  ("ddr_kind", self.ddr_kind)) if v is not None}
+
+
+def check_design(design: Design, study: Study, kind_names: list[str], unit_names: list[str],
+                 source: str | None = None) -> None:
+    """Raise a `StudyError` naming the design key when ``design`` cannot be evaluated under ``study``, whose
+    chiplet library variants are ``kind_names`` and whose workload has the placement units ``unit_names``."""
+    package = study.hardware.package
+    hbm = next((m.kinds for m in study.hardware.memory if m.is_hbm), [])
+    ddr = next((m.kinds for m in study.hardware.memory if not m.is_hbm), [])
+    for key, value, allowed in (("topology", design.topology, package.topology_choices),
+                                ("link", design.link, package.link_choices),
+                                ("hbm_kind", design.hbm_kind, hbm), ("ddr_kind", design.ddr_kind, ddr)):
+        if value is not None and value not in allowed:
+            raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(allowed) or 'none'}",
+                             key=key, source=source)
+    mesh = package.mesh
+    for key, value, (low, high) in (("rows", design.rows, mesh.rows), ("cols", design.cols, mesh.cols)):
+        if not low <= value <= high:
+            raise StudyError(f"{value} is outside the study's mesh range {low}..{high} "
+                             f"(hardware.package.mesh.{key})", key=key, source=source)
+    n = design.rows * design.cols
+    unknown = [k for k in design.chiplets if k not in kind_names]
+    if unknown:
+        raise StudyError(f"chiplet kind {unknown[0]!r} is not in the study's library; allowed: "
+                         f"{', '.join(kind_names)}", key="chiplets", source=source)
+    if len(design.hbm_stacks) != n or any(h < 0 for h in design.hbm_stacks):
+        raise StudyError(f"needs {n} whole numbers >= 0, one per chiplet slot", key="hbm_stacks", source=source)
+    if design.ddr_channels < 0:
+        raise StudyError("must be >= 0", key="ddr_channels", source=source)
+    units = set(unit_names)
+    extra = [u for u in design.placement if u not in units]
+    if extra:
+        raise StudyError(f"unit {extra[0]!r} is not in the workload; its units are {', '.join(unit_names[:4])}"
+                         f", ... ({len(units)} in all; `dse workload` lists them)", key="placement", source=source)
+    missing = [u for u in unit_names if u not in design.placement]
+    if missing:
+        raise StudyError(f"unit {missing[0]!r} has no chiplet ({len(missing)} units unplaced); every unit of the "
+                         "workload needs at least one slot", key="placement", source=source)
+    for unit, slots in design.placement.items():
+        if not slots or len(set(slots)) != len(slots) or any(not 0 <= x < n for x in slots):
+            raise StudyError(f"needs 1 to {n} distinct slots in 0..{n - 1}, got {slots}",
+                             key=f"placement.{unit}", source=source)

@@ -1,0 +1,144 @@
+"""The study file: a validated pydantic model of what to explore, and `load_study` to read one.
+
+Every problem in a study surfaces as one `StudyError` naming the YAML key (``search.population``),
+what was wrong, and what is allowed. Sections are defined in ``dse/study/schema/`` (one module each).
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+import workloads
+
+from ..errors import StudyError
+from .schema import (
+    ALGORITHMS,
+    MAPPINGS,
+    OBJECTIVES,
+    ConstraintsSpec,
+    FaultsSpec,
+    HardwareSpec,
+    MappingSpec,
+    SearchSpec,
+    WorkloadSpec,
+)
+from .schema.common import StrictModel
+
+__all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
+
+
+class Study(StrictModel):
+    """A validated study. Build one with `load_study` (file) or `Study.from_dict`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    workload: WorkloadSpec
+    hardware: HardwareSpec
+    mapping: MappingSpec = MappingSpec()
+    constraints: ConstraintsSpec = ConstraintsSpec()
+    faults: FaultsSpec = FaultsSpec()
+    search: SearchSpec = SearchSpec()
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> "Study":
+        if not isinstance(data, dict):
+            raise StudyError("a study is a YAML mapping with keys name, workload, hardware, search", source=source)
+        try:
+            study = cls.model_validate(data)
+        except ValidationError as exc:
+            raise _to_study_error(exc, source) from None
+        study._check_references(source)
+        return study
+
+    def _check_references(self, source: str | None) -> None:
+        """Checks that need the other packages: every model the workload names exists and parses."""
+        for key, model in self.workload.model_refs():
+            try:
+                workloads.load_model(model)
+            except workloads.WorkloadError as exc:
+                raise StudyError(str(exc), key=f"workload.{key}", source=source) from None
+
+    def variants(self) -> list[tuple[str, "Study"]]:
+        """The concrete packages the study's choices span: one study per combination of topology, link
+        technology and memory kinds (``topology: [..]``, ``link: [..]``, ``memory[i].kind: [..]``), with a
+        label naming the choice ("topology link memory-kinds")."""
+        package = self.hardware.package
+        kinds = [m.kinds for m in self.hardware.memory]
+        out = []
+        for topology, link, *chosen in itertools.product(package.topology_choices, package.link_choices, *kinds):
+            memory = [m.model_copy(update={"kind": k}) for m, k in zip(self.hardware.memory, chosen)]
+            concrete = package.model_copy(update={"topology": topology, "link": link})
+            hardware = self.hardware.model_copy(update={"memory": memory, "package": concrete})
+            out.append((" ".join([topology, link, *chosen]), self.model_copy(update={"hardware": hardware})))
+        return out
+
+    def resolved(self) -> dict:
+        """The study with every default filled in, as plain YAML-ready data."""
+        return self.model_dump(mode="json")
+
+
+def _key(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "tagged-union")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _fields_at(loc: tuple) -> list[str] | None:
+    """Field names allowed at a location of the study, to list in an unknown-key message."""
+    model: Any = Study
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return None
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", None)
+        if inner:   # list[X] or X | None
+            annotation = next((a for a in inner if hasattr(a, "model_fields")), annotation)
+        model = annotation
+    return list(model.model_fields) if hasattr(model, "model_fields") else None
+
+
+def _to_study_error(exc: ValidationError, source: str | None) -> StudyError:
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _fields_at(loc[:-1])
+        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
+        return StudyError(f"unknown key {loc[-1]!r}{hint}", key=_key(loc), source=source)
+    if kind == "missing":
+        return StudyError("required key is missing", key=_key(loc), source=source)
+    message = re.sub(r"^Value error, ", "", err["msg"])
+    if "input" in err and kind not in ("model_type",) and not isinstance(err["input"], dict):
+        message += f" (got {err['input']!r})"
+    return StudyError(message, key=_key(loc), source=source)
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise StudyError(f"study file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StudyError(f"cannot read study file {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise StudyError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+    return Study.from_dict(data, source=str(path))
