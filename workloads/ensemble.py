@@ -1,37 +1,16 @@
 """Ensembles of expert models (EoE): routers, expert LLMs and composers as one `Workload`.
 
-An ensemble is a DAG of nodes (``spec["nodes"]``, edges ``spec["edges"]``):
-
-* expert: a dense or MoE model (preset or config.json path, optional ``tp``);
-* router: a small model (``router: {model: gpt2}``: its forward pass plus a linear head over its
-  children) or a classifier (``router: {classifier: {in_features: F}}``: one linear layer F x children
-  on the pooled prompt). It sends each request to ``top_k`` of its children: edge probabilities (the
-  third item of an edge) for top-1, or Plackett-Luce weights for top_k > 1 (draw without replacement);
-  without probabilities the router's ``distribution`` rule (uniform, zipf s, dirichlet alpha) gives them.
-* composer: ``average`` (representation averaging: the final hidden states of its inputs are averaged
-  and one LM head runs) or ``weight_sum`` (weight summation: its input experts' weights are summed into
-  one model, which then runs; the inputs hold weights only and do not run themselves).
+The spec (nodes, edges, morphologies) is parsed in `ensemble_spec`; request paths and the batch
+scenarios in `ensemble_scenarios`. This module builds each node's workload and joins them.
 
 Sequential aggregation is an edge from an expert (or an ``average`` composer) to an expert: the child
 takes its parents' final hidden states (projected if the widths differ) as its input sequence, the
 parents' positions concatenated (Mixture-of-Agents: the aggregator's prompt holds every proposer's
 output), and its context is the sum of theirs. Only nodes without such a child run an LM head.
 
-Morphologies: ``chain`` (each node at most one parent and one child; edges default to the node order),
-``tree`` (one root, every other node one parent), ``graph`` (any DAG). Nodes without parents receive
-every request.
-
 Routing happens per request by default (``route_every: request``): routers (and weight-sum merges) run
 in the prefill step and the choice holds for the request's decode steps, so a decode step runs no router.
 ``route_every: token`` runs them in every step.
-
-Scenarios. A request's path is the set of nodes it visits; requests are independent, so for a batch of
-B the step runs the union of B paths. ``Workload.scenarios`` lists those unions (as stage sets) with
-their probabilities: exact (the distribution of B-fold unions, built by repeated convolution) when it has
-at most ``max_scenarios`` distinct sets; otherwise ``max_scenarios`` batches sampled with the seed, each
-of weight 1/max_scenarios (duplicates merged), an unbiased Monte-Carlo estimate of any step average.
-A stage's ``prob`` is the total probability of the scenarios holding it; ``after`` may name stages of
-nodes absent from a scenario, which the scenario's critical path skips.
 
 A member model runs on the requests routed to it: given it runs, ``B v / (1 - (1 - v)^B)`` of them in
 expectation (v its per-request visit probability); its operator rows and unit probabilities are those
@@ -41,229 +20,18 @@ member's context over the study's) so that ``kv_bytes_per_token x batch x contex
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import fields
 
 import networkx as nx
-import numpy as np
 import pandas as pd
 
 from .builder import Builder
-from .config import load_model
-from .errors import WorkloadError
+from .ensemble_scenarios import _scenarios, request_paths
+from .ensemble_spec import _error, _parse
 from .precision import bytes_per_element
-from .routing import selection_probabilities
 from .transformer import (SOFTMAX_FLOPS_PER_ELEMENT, RMSNORM_FLOPS_PER_ELEMENT, TOKEN_ID_BYTES, check_step,
-                          extract_transformer)
+                          extract_transformer, summarize)
 from .workload import OP_COLUMNS, Workload
-
-MORPHOLOGIES = ("chain", "tree", "graph")
-COMPOSERS = ("average", "weight_sum")
-ROUTE_EVERY = ("request", "token")
-MAX_REQUEST_PATHS = 4096
-MAX_EXACT_UNIONS = 4096
-NODE_KEYS = {"name", "model", "tp", "router", "composer", "top_k", "distribution", "s", "alpha"}
-
-
-def _error(msg: str) -> WorkloadError:
-    return WorkloadError(f"ensemble: {msg}")
-
-
-class _Node:
-    def __init__(self, index: int, raw: dict):
-        if not isinstance(raw, dict) or "name" not in raw:
-            raise _error(f"nodes[{index}] must be a mapping with a name and one of model, router, composer")
-        unknown = set(raw) - NODE_KEYS
-        if unknown:
-            raise _error(f"nodes[{index}]: unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(NODE_KEYS))}")
-        self.name = str(raw["name"])
-        if not self.name or "/" in self.name:
-            raise _error(f"nodes[{index}].name {self.name!r} must be non-empty and contain no '/'")
-        roles = [r for r in ("model", "router", "composer") if raw.get(r) is not None]
-        if len(roles) != 1:
-            raise _error(f"node {self.name!r} needs exactly one of model, router, composer (got {roles or 'none'})")
-        self.role = {"model": "expert", "router": "router", "composer": "composer"}[roles[0]]
-        self.raw = raw
-        self.tp = int(raw.get("tp", 1))
-        self.top_k = int(raw.get("top_k", 1))
-        self.cfg = None
-        if self.role == "expert":
-            self.cfg = load_model(raw["model"])
-        elif self.role == "router":
-            r = raw["router"]
-            if not isinstance(r, dict) or len([k for k in ("model", "classifier") if k in r]) != 1 or set(r) - {"model", "classifier"}:
-                raise _error(f"router {self.name!r}: give router.model (a small LM) or router.classifier "
-                             "({in_features: F})")
-            if "model" in r:
-                self.cfg = load_model(r["model"])
-            else:
-                c = r["classifier"]
-                if not isinstance(c, dict) or not isinstance(c.get("in_features"), int) or c["in_features"] < 1:
-                    raise _error(f"router {self.name!r}: classifier.in_features must be a whole number >= 1")
-                self.in_features = c["in_features"]
-        else:
-            if raw["composer"] not in COMPOSERS:
-                raise _error(f"composer {self.name!r}: unknown composition {raw['composer']!r}; "
-                             f"allowed: {', '.join(COMPOSERS)}")
-            self.kind = raw["composer"]
-
-
-def _parse(spec: dict):
-    if not isinstance(spec, dict):
-        raise _error("an ensemble is a mapping with nodes, edges, morphology")
-    unknown = set(spec) - {"name", "morphology", "nodes", "edges", "route_every"}
-    if unknown:
-        raise _error(f"unknown key {sorted(unknown)[0]!r}; allowed: name, morphology, nodes, edges, route_every")
-    morphology = spec.get("morphology", "graph")
-    if morphology not in MORPHOLOGIES:
-        raise _error(f"unknown morphology {morphology!r}; allowed: {', '.join(MORPHOLOGIES)}")
-    route_every = spec.get("route_every", "request")
-    if route_every not in ROUTE_EVERY:
-        raise _error(f"unknown route_every {route_every!r}; allowed: {', '.join(ROUTE_EVERY)}")
-    raw_nodes = spec.get("nodes") or []
-    if not raw_nodes:
-        raise _error("nodes is empty; list the experts, routers and composers")
-    nodes = [_Node(i, r) for i, r in enumerate(raw_nodes)]
-    by_name = {n.name: n for n in nodes}
-    if len(by_name) != len(nodes):
-        raise _error("node names must be unique")
-    raw_edges = spec.get("edges")
-    if raw_edges is None:
-        if morphology != "chain":
-            raise _error(f"morphology {morphology!r} needs edges: [[src, dst], [src, dst, prob], ...]")
-        raw_edges = [[a.name, b.name] for a, b in zip(nodes, nodes[1:])]
-    g = nx.DiGraph()
-    g.add_nodes_from(by_name)
-    for i, e in enumerate(raw_edges):
-        if not isinstance(e, (list, tuple)) or len(e) not in (2, 3):
-            raise _error(f"edges[{i}] must be [src, dst] or [src, dst, probability], got {e!r}")
-        src, dst = str(e[0]), str(e[1])
-        for end in (src, dst):
-            if end not in by_name:
-                raise _error(f"edges[{i}] names unknown node {end!r}; nodes: {', '.join(by_name)}")
-        if len(e) == 3:
-            if by_name[src].role != "router":
-                raise _error(f"edges[{i}]: only a router's edges take a probability ({src!r} is an {by_name[src].role})")
-            if not isinstance(e[2], (int, float)) or not e[2] >= 0:
-                raise _error(f"edges[{i}]: probability must be a number >= 0, got {e[2]!r}")
-        g.add_edge(src, dst, prob=None if len(e) == 2 else float(e[2]), order=i)
-    if not nx.is_directed_acyclic_graph(g):
-        raise _error("edges form a cycle; an ensemble is a DAG")
-    _check_morphology(g, morphology)
-    for n in nodes:
-        kids = list(g.successors(n.name))
-        if n.role == "router":
-            if not kids:
-                raise _error(f"router {n.name!r} has no children")
-            if not 1 <= n.top_k <= len(kids):
-                raise _error(f"router {n.name!r}: top_k {n.top_k} must be in 1..{len(kids)} (its children)")
-        if n.role == "composer":
-            parents = list(g.predecessors(n.name))
-            if not parents or any(by_name[p].role != "expert" for p in parents):
-                raise _error(f"composer {n.name!r} needs one or more expert inputs")
-    return nodes, by_name, g, morphology, route_every
-
-
-def _check_morphology(g: nx.DiGraph, morphology: str) -> None:
-    if morphology == "chain":
-        bad = [n for n in g if g.in_degree(n) > 1 or g.out_degree(n) > 1]
-        if bad or not nx.is_weakly_connected(g):
-            raise _error(f"a chain is one path: node {bad[0] if bad else next(iter(g))!r} breaks it")
-    elif morphology == "tree":
-        roots = [n for n in g if g.in_degree(n) == 0]
-        many = [n for n in g if g.in_degree(n) > 1]
-        if len(roots) != 1 or many or not nx.is_weakly_connected(g):
-            raise _error("a tree has one root and every other node exactly one parent"
-                         + (f" (node {many[0]!r} has {g.in_degree(many[0])})" if many else f" (roots: {roots})"))
-
-
-def _router_choices(node: _Node, g: nx.DiGraph, seed: int, index: int) -> list[tuple[frozenset, float]]:
-    """Distribution over the subsets of children a router sends one request to."""
-    kids = sorted(g.successors(node.name), key=lambda c: g.edges[node.name, c]["order"])
-    given = [g.edges[node.name, c]["prob"] for c in kids]
-    if any(p is not None for p in given):
-        if any(p is None for p in given):
-            raise _error(f"router {node.name!r}: give a probability on every edge or on none")
-        w = np.array(given, float)
-        if node.top_k == 1 and abs(w.sum() - 1.0) > 1e-6:
-            raise _error(f"router {node.name!r}: top-1 edge probabilities must sum to 1, got {w.sum():.6g}")
-    else:
-        raw = node.raw
-        w = selection_probabilities(len(kids), 1, raw.get("distribution", "uniform"), float(raw.get("s", 1.0)),
-                                    seed, index, float(raw.get("alpha", 1.0)))
-    if w.sum() <= 0:
-        raise _error(f"router {node.name!r}: probabilities are all zero")
-    w = w / w.sum()
-    out: dict[frozenset, float] = {}
-    if len(kids) ** node.top_k > 100_000:
-        raise _error(f"router {node.name!r}: top_k {node.top_k} of {len(kids)} children is too many paths")
-    for perm in itertools.permutations(range(len(kids)), node.top_k):
-        p, left = 1.0, 1.0
-        for i in perm:
-            if left <= 0:
-                p = 0.0
-                break
-            p *= w[i] / left
-            left -= w[i]
-        if p > 0:
-            key = frozenset(kids[i] for i in perm)
-            out[key] = out.get(key, 0.0) + p
-    return list(out.items())
-
-
-def request_paths(nodes, g: nx.DiGraph, seed: int = 0) -> list[tuple[frozenset, float]]:
-    """Every set of nodes one request can visit, with its probability (routers branch, others pass on)."""
-    choices = {n.name: _router_choices(n, g, seed, i) for i, n in enumerate(nodes) if n.role == "router"}
-    states: dict[tuple[frozenset, frozenset], float] = {(frozenset(), frozenset()): 1.0}
-    for name in nx.topological_sort(g):
-        new: dict[tuple[frozenset, frozenset], float] = {}
-        for (visited, reached), p in states.items():
-            if g.in_degree(name) and name not in reached:
-                options = [((visited, reached), 1.0)]
-            elif name in choices:
-                options = [((visited | {name}, reached | kids), q) for kids, q in choices[name]]
-            else:
-                options = [((visited | {name}, reached | set(g.successors(name))), 1.0)]
-            for key, q in options:
-                new[key] = new.get(key, 0.0) + p * q
-        if len(new) > MAX_REQUEST_PATHS:
-            raise _error(f"more than {MAX_REQUEST_PATHS} distinct request paths; use fewer routers or smaller top_k")
-        states = new
-    out: dict[frozenset, float] = {}
-    for (visited, _), p in states.items():
-        out[visited] = out.get(visited, 0.0) + p
-    return list(out.items())
-
-
-def batch_unions(paths: list[tuple[frozenset, float]], order: list[str], batch: int, max_scenarios: int,
-                 seed: int) -> tuple[list[tuple[float, frozenset]], str]:
-    """Distribution of the union of ``batch`` independent request paths (exact or sampled; module docs)."""
-    bit = {n: 1 << i for i, n in enumerate(order)}
-    masks = [sum(bit[n] for n in s) for s, _ in paths]
-    probs = np.array([p for _, p in paths])
-    probs = probs / probs.sum()
-    dist = {0: 1.0}
-    exact = True
-    for _ in range(int(batch)):
-        new: dict[int, float] = {}
-        for m, p in dist.items():
-            for o, po in zip(masks, probs):
-                key = m | o
-                new[key] = new.get(key, 0.0) + p * po
-        dist = new
-        if len(dist) > MAX_EXACT_UNIONS:
-            exact = False
-            break
-    if exact and len(dist) <= max_scenarios:
-        items = sorted(dist.items(), key=lambda kv: -kv[1])
-        return [(p, frozenset(n for n in order if m & bit[n])) for m, p in items], "exact"
-    rng = np.random.default_rng(seed)
-    member = np.array([[bool(m & bit[n]) for n in order] for m in masks])
-    draws = rng.choice(len(masks), size=(max_scenarios, int(batch)), p=probs)
-    unions = member[draws].any(axis=1)
-    rows, counts = np.unique(unions, axis=0, return_counts=True)
-    out = [(c / max_scenarios, frozenset(n for n, on in zip(order, row) if on)) for row, c in zip(rows, counts)]
-    return sorted(out, key=lambda x: -x[0]), "sampled"
 
 
 def _same_architecture(a, b) -> bool:
@@ -273,7 +41,7 @@ def _same_architecture(a, b) -> bool:
 def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context: int = 2048,
                      precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                      seed: int = 0, max_scenarios: int = 64) -> Workload:
-    """One step of an ensemble of expert models as a `Workload` (module docstring)."""
+    """One step of an ensemble of expert models as a `Workload` (see the module docs and `ensemble_spec`)."""
     check_step(phase, batch, context)
     if int(batch) != batch:
         raise _error(f"batch must be a whole number of requests, got {batch}")
@@ -549,33 +317,7 @@ def _assemble(parts, g, by_name, edges, phase, batch, context, precision, q_step
                     tokens_per_step=int(T), ops=ops, graph=graph, stages=pd.DataFrame(stages))
 
 
-def _scenarios(wl: Workload, paths, order, batch, max_scenarios, seed, routes_now, by_name) -> None:
-    unions, method = batch_unions(paths, order, batch, max_scenarios, seed)
-    stage_of_part = wl.stages.groupby("part")["stage"].apply(tuple).to_dict()
-    scen: dict[tuple, float] = {}
-    for p, members in unions:
-        st = []
-        for part, stage_ids in stage_of_part.items():
-            node = part.split("#")[0]
-            if node not in members:
-                continue
-            if not routes_now and (by_name[node].role == "router" or part.endswith("#merge")):
-                continue
-            st.extend(stage_ids)
-        key = tuple(sorted(st))
-        scen[key] = scen.get(key, 0.0) + p
-    total = sum(scen.values())
-    wl.scenarios = sorted(((float(p / total), tuple(int(x) for x in s)) for s, p in scen.items()),
-                          key=lambda x: -x[0])
-    prob = np.zeros(len(wl.stages))
-    for p, s in wl.scenarios:
-        prob[list(s)] += p
-    wl.stages["prob"] = prob
-    wl.summary["scenario_method"] = method
-
-
 def _summary(wl, spec, morphology, route_every, extra, nodes, visit) -> dict:
-    from .transformer import summarize
     method = wl.summary.get("scenario_method", "exact")
     logical = {}
     s = summarize(wl, None, logical, 0.0)
