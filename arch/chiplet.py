@@ -40,7 +40,14 @@ def _need(cond: bool, name: str, message: str) -> None:
 @dataclass(frozen=True, kw_only=True)
 class Chiplet:
     """Fields every kind has. ``memory_phys`` counts memory PHYs inside the die area (0 by default:
-    a study's evaluator adds one PHY per HBM stack it attaches)."""
+    a study's evaluator adds one PHY per HBM stack it attaches).
+
+    How the chiplet's operators run (calibrated per chiplet by `arch.calibrate`; the defaults are an
+    ideal machine): ``mem_efficiency`` is the fraction of the attached memory's sustained bandwidth its
+    kernels draw (A100 GEMV: 1.56 of 2.04 TB/s, Vidur's profiling); ``kernel_overhead_s`` the time each
+    operator (one kernel) adds that overlaps nothing: launch, pipeline fill and drain, the tail of the
+    last wave; ``dispatch_s`` the host's time to issue one operator, a floor on each operator's time
+    (an eager framework issues kernels at about one per 20 us: LLMCompass's fitted A100 overheads)."""
 
     kind: ClassVar[str] = "base"
     name: str
@@ -51,9 +58,15 @@ class Chiplet:
     memory_phys: int = 0
     memory_phy_mm2: float = 11.0      # HBM3 PHY, same figure as memory/data/memory.yaml (L)
     overrides: dict = field(default_factory=dict)
+    mem_efficiency: float = 1.0
+    kernel_overhead_s: float = 0.0
+    dispatch_s: float = 0.0
 
     def __post_init__(self):
         _need(self.freq_hz > 0, self.name, f"clock must be positive, got {self.freq_hz}")
+        _need(0 < self.mem_efficiency <= 1, self.name, f"mem_efficiency must be in (0, 1], got {self.mem_efficiency}")
+        _need(0 <= self.kernel_overhead_s < 1e-2 and 0 <= self.dispatch_s < 1e-2, self.name,
+              "kernel_overhead_us and dispatch_us must be in [0, 10000)")
         _need(self.vector_lanes >= 0 and self.d2d_phys >= 0 and self.memory_phys >= 0, self.name,
               "vector_lanes, d2d_phys and memory_phys must be >= 0")
         tech_node(self.node)                               # validates the node name
@@ -150,6 +163,7 @@ class GpuChiplet(Chiplet):
     smem_bytes_per_sm: float = 228 * 1024
     fp32_lanes_per_sm: int = 128
     max_efficiency: float = 0.8
+    precision_efficiency: dict = field(default_factory=dict)
     die_sms: int = 0
     io_area_mm2: float = 0.0
     sm_area_mm2: float = 0.0           # 0: the node's gpu_sm_area_mm2
@@ -165,12 +179,21 @@ class GpuChiplet(Chiplet):
                                                 f"allowed: {', '.join(precisions())}")
             _need(v > 0, self.name, f"tensor_flops_per_sm_cycle.{p} must be positive")
         _need(0 < self.max_efficiency <= 1, self.name, "max_efficiency must be in (0, 1]")
+        for p, v in self.precision_efficiency.items():
+            _need(p in precisions() and isinstance(v, (int, float)) and 0 < v <= 1, self.name,
+                  f"precision_efficiency.{p}: a precision ({', '.join(precisions())}) and a fraction in (0, 1]")
         _need(self.l2_bytes > 0 and self.smem_bytes_per_sm > 0, self.name, "l2_bytes and smem_bytes_per_sm must be positive")
         _need(self.die_sms == 0 or self.die_sms >= self.sms, self.name, "die_sms must be >= sms")
         _need(self.io_area_mm2 >= 0 and self.sm_area_mm2 >= 0, self.name, "io_area_mm2 and sm_area_mm2 must be >= 0")
 
     def default_lanes(self) -> int:
         return self.sms * self.fp32_lanes_per_sm
+
+    def efficiency(self, precision: str) -> float:
+        """Fraction of peak a large, wave-aligned GEMM sustains at ``precision`` (``precision_efficiency``
+        where given, else ``max_efficiency``): fp8 on H100 reaches 70.9 % against 80.3 % for bf16
+        (maximum achievable matmul FLOPS, S. Bekman, ml-engineering)."""
+        return float(self.precision_efficiency.get(precision, self.max_efficiency))
 
     def sm_flops_per_cycle(self, precision: str) -> float:
         table = self.tensor_flops_per_sm_cycle

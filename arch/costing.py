@@ -42,6 +42,7 @@ class CostTable:
     sram_bytes: np.ndarray          # on-chip buffer / cache traffic
     utilisation: np.ndarray         # achieved FLOP/s over the chiplet's peak at the precision
     mode: np.ndarray                # reconfigurable chiplets: mode used (0 resting, 1 other); -1 otherwise
+    overlap_steps: np.ndarray       # steps of the load/compute pipeline (inf: overlap assumed perfect)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class MatrixCost:
     dram_b_bytes: np.ndarray        # K x N operand (weights / KV cache)
     dram_c_bytes: np.ndarray        # outputs (and spilled partial sums)
     mode: np.ndarray
+    steps: np.ndarray | None = None  # load/compute pipeline steps per processor (None: perfect overlap)
 
 
 def on_chip_bytes(ch: Chiplet) -> float:
@@ -89,9 +91,12 @@ def _gpu(ch: GpuChiplet, M, N, K, batch, precision) -> MatrixCost:
     r = simulate_gpu(M, N, K, ch, precision, batch)
     macs = M * N * K * batch
     sram = r[:, 5] + r[:, 6] + r[:, 7]
+    # each SM pipelines loads of 64-deep K slices with tensor-core work: waves x K slices of its split
+    steps = r[:, 11] * np.maximum(np.ceil(K / r[:, 10] / 64.0), 1.0)
     return MatrixCost(time_s=r[:, 0] / ch.freq_hz,
                       energy_j=energy.gpu_energy_j(ch, macs, r[:, 7], r[:, 6], r[:, 5], precision), sram_bytes=sram,
-                      dram_a_bytes=r[:, 2], dram_b_bytes=r[:, 3], dram_c_bytes=r[:, 4], mode=np.full(len(M), -1))
+                      dram_a_bytes=r[:, 2], dram_b_bytes=r[:, 3], dram_c_bytes=r[:, 4], mode=np.full(len(M), -1),
+                      steps=steps)
 
 
 def _cpu(ch: CpuChiplet, M, N, K, batch, precision) -> MatrixCost:
@@ -148,6 +153,7 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
     elem = precision_bytes(precision)
 
     out = {k: np.zeros((n, c)) for k in ("time_s", "energy_j", "dram_bytes", "sram_bytes", "utilisation")}
+    out["overlap_steps"] = np.full((n, c), np.inf)
     mode = np.full((n, c), -1)
     mm = np.flatnonzero(is_matrix & (M > 0) & (N > 0) & (K > 0))
     vec = np.flatnonzero(~np.isin(np.arange(n), mm))
@@ -169,6 +175,8 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
                                         + np.where(spills[mm], act_in[mm] * rf_a + act_out[mm], 0.0))
             out["utilisation"][mm, j] = 2.0 * M[mm] * N[mm] * K[mm] * batch[mm] / (mc.time_s * ch.peak_flops(precision))
             mode[mm, j] = mc.mode
+            if mc.steps is not None:
+                out["overlap_steps"][mm, j] = mc.steps
         if len(vec):
             work = np.maximum(flops[vec], elements[vec])
             t = work / ch.vector_flops()

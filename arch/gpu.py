@@ -93,5 +93,5 @@ def simulate_gpu(M, N, K, ch, precision: str, batch=1.0) -> np.ndarray:
     M, N, K = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (M, N, K))
     batch = np.broadcast_to(np.asarray(batch, dtype=float), M.shape).copy()
     out = np.zeros((M.shape[0], N_GPU_FIELDS))
-    return gpu_batch(M, N, K, batch, float(ch.sms), ch.sm_flops_per_cycle(precision), float(ch.max_efficiency),
+    return gpu_batch(M, N, K, batch, float(ch.sms), ch.sm_flops_per_cycle(precision), ch.efficiency(precision),
                      float(ch.l2_bytes), float(ch.smem_bytes_per_sm), precision_bytes(precision), out)

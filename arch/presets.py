@@ -18,11 +18,11 @@ from .errors import ArchError
 MIB = 2.0 ** 20
 
 COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
-          "overrides")
+          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
-            "max_efficiency", "io_area_mm2", "sm_area_mm2"),
+            "max_efficiency", "precision_efficiency", "io_area_mm2", "sm_area_mm2"),
     "cpu": ("cores", "simd_bits", "fma_units", "llc_mb", "max_efficiency", "core_area_mm2", "instruction_pj"),
 }
 KIND_FIELDS["reconfigurable"] = KIND_FIELDS["systolic"] + ("modes", "reconfig_us", "reconfig_uj",
@@ -31,7 +31,8 @@ REQUIRED = {"systolic": ("array", "sram_mb"), "gpu": ("sms", "tensor_flops_per_s
             "cpu": ("cores", "llc_mb"), "reconfigurable": ("array", "sram_mb", "modes")}
 _SCALE = {"freq_ghz": ("freq_hz", 1e9), "sram_mb": ("sram_bytes", MIB), "l2_mb": ("l2_bytes", MIB),
           "llc_mb": ("llc_bytes", MIB), "smem_kb_per_sm": ("smem_bytes_per_sm", 1024.0),
-          "reconfig_us": ("reconfig_s", 1e-6), "reconfig_uj": ("reconfig_j", 1e-6)}
+          "reconfig_us": ("reconfig_s", 1e-6), "reconfig_uj": ("reconfig_j", 1e-6),
+          "kernel_overhead_us": ("kernel_overhead_s", 1e-6), "dispatch_us": ("dispatch_s", 1e-6)}
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,11 @@ from .errors import NocError
 class LinkTech:
     """One link technology (per direction) plus the router each hop crosses. SI units.
 
-    ``phy_area_mm2`` is the PHY on each of the two chiplets a link joins.
+    ``phy_area_mm2`` is the PHY on each of the two chiplets a link joins. ``sync_latency_s`` is the
+    software and synchronisation time of one step of a collective over the link (a ring all-reduce over
+    p devices takes 2(p - 1) steps; Thakur, Rabenseifner & Gropp, IJHPCA 2005): 0 for die-to-die links a
+    package's hardware synchronises, microseconds for NCCL over NVLink (fitted to nccl-tests, see
+    noc/data/links.yaml).
     """
 
     name: str
@@ -25,6 +29,7 @@ class LinkTech:
     bond_yield: float
     router_latency_s: float
     router_energy_j_per_byte: float
+    sync_latency_s: float = 0.0
 
     @property
     def hop_latency_s(self) -> float:
@@ -59,7 +64,8 @@ def link_tech(name: str) -> LinkTech:
         energy_j_per_byte=link["energy_pj_per_bit"] * 8e-12, phy_area_mm2=link["phy_area_mm2"],
         bond_yield=link["bond_yield"],
         router_latency_s=router["latency_cycles"] * cycle,
-        router_energy_j_per_byte=router["energy_pj_per_bit"] * 8e-12)
+        router_energy_j_per_byte=router["energy_pj_per_bit"] * 8e-12,
+        sync_latency_s=link.get("sync_latency_us", 0.0) * 1e-6)
 
 
 def cycle_link(router_cycles: float, link_cycles: float, flit_bytes: float = 16.0, freq_hz: float = 1e9) -> LinkTech:

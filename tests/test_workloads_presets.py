@@ -18,13 +18,23 @@ PUBLISHED = {
     "olmoe-1b-7b": (6.92e9, 1.28e9, 128),
     "phi-3-mini": (3.82e9, 3.82e9, 384),
     "gpt2": (124.44e6, 124.44e6, 36),
+    # Llama-2 model cards (6.74 B / 68.98 B parameters as HuggingFace counts them); KV 2 x layers x KV heads
+    # x 128 x 2 bytes. GPT-3 175B: Brown et al. 2020, Table 2.1 (175.0 B); KV 2 x 96 x 12288 x 2 bytes.
+    "llama-2-7b": (6.738e9, 6.738e9, 512),
+    "llama-2-70b": (68.98e9, 68.98e9, 320),
+    "gpt3-175b": (175.0e9, 175.0e9, 4608),
 }
+#: presets of models without a public checkpoint: their source names the paper of their dimensions
+NO_CHECKPOINT = {"gpt3-175b": "Brown et al."}
 
 
 def test_every_preset_has_a_reference_and_a_source():
     assert sorted(PUBLISHED) == workloads.list_presets()
     for name in workloads.list_presets():
         cfg, _, _ = workloads.read_config(name)
+        if name in NO_CHECKPOINT:
+            assert NO_CHECKPOINT[name] in cfg["_source"]
+            continue
         assert cfg["_source"].startswith("https://huggingface.co/") and cfg["_source"].endswith("config.json")
 
 

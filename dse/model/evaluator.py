@@ -99,6 +99,8 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     after_ptr, after_ids = _csr(after)
     scen_ptr, scen_stages = _csr([list(stages) for _, stages in t.scenarios])
     unit_w_copy = weight_per_copy(t, max_copies, split)
+    with np.errstate(divide="ignore", invalid="ignore"):    # share of a unit's weight bytes one copy reads
+        unit_w_ratio = np.where(t.unit_weight_read[:, None] > 0, unit_w_copy / t.unit_weight_read[:, None], 0.0)
     hbm, ddr = t.hbm, t.ddr
     f = float
     return KernelTables(
@@ -110,6 +112,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         stage_prob=t.stage_prob.astype(float), after_ptr=after_ptr, after_ids=after_ids, scen_ptr=scen_ptr,
         scen_stages=scen_stages, scen_prob=np.array([p for p, _ in t.scenarios], float),
         edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
+        edge_sync=t.edge_sync_steps[e_order] * t.link.sync_latency_s,
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
         kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
@@ -124,7 +127,10 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
         link_bw=f(t.link.bandwidth_Bps),
         bond_yield=f(t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
-        wafer_diameter=f(arch.technology.wafer_diameter_mm()))
+        wafer_diameter=f(arch.technology.wafer_diameter_mm()),
+        unit_w_ratio=unit_w_ratio, op_ptr=t.op_ptr, op_time=t.op_time_s, op_w=t.op_weight_bytes,
+        op_o=t.op_other_bytes, op_prob=t.op_prob, op_inv=t.op_inv_steps, kind_mem_eff=t.kind_mem_efficiency,
+        kind_overhead=t.kind_kernel_overhead_s, kind_dispatch=t.kind_dispatch_s)
 
 
 @nb.njit(cache=True, inline="always")

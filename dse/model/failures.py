@@ -27,14 +27,15 @@ from .perf_model import (
     base_pass,
     busiest_link,
     copy_bytes,
+    copy_roofline,
     design_latency,
     edge_amount,
+    handoff_latency,
     in_instance,
     item_size,
     longest_edge,
     nowrap,
     place_chiplet,
-    roofline,
     row_max,
     scenario_latency,
 )
@@ -174,13 +175,16 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     tables are bound once per design rather than once per failure.
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
-    unit_time, read_scale, unit_stage, out_bytes = T.unit_time, T.unit_read_scale, T.unit_stage, T.unit_out_bytes
+    read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
     unit_edge_ptr, unit_edges, stage_repeat = T.unit_edge_ptr, T.unit_edges, T.stage_repeat
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase, edge_stage = (
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
-    link_inv_bw = R.link_inv_bw
+    link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
+    w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
+                                                              T.op_prob, T.op_inv)
+    mem_eff, overhead, dispatch = T.kind_mem_eff, T.kind_overhead, T.kind_dispatch
     pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
     ct, sd, stage_t, comm, loads, edge_lat = W.ct, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
@@ -293,8 +297,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
-                t, b_ddr, _ = roofline(unit_time[nowrap(u), nowrap(k)] / c, copy_bytes(w_copy, other_dram, u, c, k),
-                                       f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
+                                            f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
                 ct[nowrap(s), nowrap(i)] += t + t_ar
                 sd[nowrap(s)] += b_ddr
         for x in range(n_full):
@@ -308,8 +313,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 s = unit_stage[nowrap(u)]
                 n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, bk_stage_t)
                 c = ncopy[nowrap(u)]
-                t, b_ddr, _ = roofline(unit_time[nowrap(u), nowrap(k)] / c, copy_bytes(w_copy, other_dram, u, c, k),
-                                       f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
+                                            f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
                 ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
                 sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
         for x in range(n_dirty):
@@ -370,7 +376,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                             longest = max(longest, pair_latency[nowrap(p)])
                             for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
                                 new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
-                edge_lat[nowrap(e)] = longest
+                edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
         for k in range(n_aff):
             s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
             bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]

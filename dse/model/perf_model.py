@@ -7,16 +7,19 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
   stored; the fractional-knapsack optimum for DDR traffic, memory.placement) and the rest spills to
   the package's shared DDR, so hot experts sit in HBM and cold ones in DDR. Spill beyond the DDR's
   capacity is a capacity shortfall (a constraint violation); latency counts it as DDR-resident.
-* A unit copy takes ``max(compute, memory)`` (roofline overlap of compute and DMA): compute from the
-  arch cost table, memory = its HBM bytes / the chiplet's sustained HBM bandwidth + its DDR bytes /
-  the package's sustained DDR bandwidth. A replica of a routed expert reads its weights when any of
+* A unit copy runs its operators one kernel after another, each overlapping its compute (arch cost
+  table) with its memory traffic (its HBM bytes / the chiplet's sustained HBM bandwidth + its DDR bytes
+  / the package's sustained DDR bandwidth, both at the chiplet's ``mem_efficiency``) in a load-compute
+  pipeline, plus the chiplet's kernel overhead, never shorter than its host dispatch time
+  (arch.roofline; `copy_roofline`). A replica of a routed expert reads its weights when any of
   its 1/c share of the tokens selects it (dse.model.evaluator.weight_per_copy). Copies on one chiplet run
   one after another.
 * A stage lasts as long as its slowest chiplet, and at least its DDR bytes / DDR bandwidth (shared).
 * Shards of a one-to-many unit all-reduce their output with a ring (see `allreduce`).
 * Hand-offs into a stage (workload graph edges) follow the package's route tables (dse.model.routes): the
-  stage waits for the longest route (zero-load latency) plus the busiest link's serialisation
-  (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
+  stage waits for the longest route (zero-load latency) plus the collective's software steps (a ring
+  all-reduce between tensor-parallel shards takes 2(t - 1), each the link's ``sync_latency_s``) plus
+  the busiest link's serialisation (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
   layer-to-layer ones r - 1 times.
 * Stages form a DAG; a workload's scenarios (sets of stages run together, e.g. the expert models an
   ensemble's router picks) each take the longer of their critical path and their busiest chiplet's
@@ -42,15 +45,18 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from arch.roofline import kernel_time_s
 from memory.placement import spill_first_n
 
 KernelTables = namedtuple("KernelTables", [
     "unit_is_expert", "unit_stage", "unit_read_scale", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
-    "edge_bytes", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
+    "edge_bytes", "edge_sync", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
-    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter"])
+    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
+    "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
+    "kind_dispatch"])
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -110,15 +116,27 @@ def copy_bytes(w_copy, other_dram, u, c, k):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def roofline(compute_s, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e):
-    """(time, DDR bytes, DRAM energy) of a copy computing for ``compute_s`` while moving ``bytes_``, a
-    fraction f of them from DDR (all of them when the chiplet has no HBM)."""
+def copy_roofline(u, k, c, w_ratio, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w, op_o, op_prob,
+                  op_inv, mem_eff, overhead, dispatch):
+    """(time, DDR bytes, DRAM energy) of one of c copies of unit u on a chiplet of kind k, moving
+    ``bytes_`` of which a fraction f from DDR (all of them when the chiplet has no HBM).
+
+    Each operator of the unit runs as one kernel (arch.roofline.kernel_time_s): its compute (its 1/c
+    share) and its bytes at the chiplet's share ``mem_eff`` of the HBM / DDR bandwidth overlap in a
+    load-compute pipeline, plus the kind's kernel ``overhead``, never less than its host ``dispatch``
+    time. Operators weigh by the probability they run."""
     if hbm_bw_i <= 0.0:
         f = 1.0
-    t_mem = bytes_ * f / ddr_bw
+    x = f / ddr_bw
     if f < 1.0:
-        t_mem += bytes_ * (1.0 - f) / hbm_bw_i
-    return max(compute_s, t_mem), bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
+        x += (1.0 - f) / hbm_bw_i
+    x /= mem_eff[nowrap(k)]
+    t = 0.0
+    for i in range(op_ptr[nowrap(u)], op_ptr[nowrap(u + 1)]):
+        mm = (w_ratio * op_w[nowrap(i)] + op_o[nowrap(i), nowrap(k)] / c) * x
+        t += op_prob[nowrap(i)] * kernel_time_s(op_time[nowrap(i), nowrap(k)] / c, mm, op_inv[nowrap(i), nowrap(k)],
+                                                overhead[nowrap(k)], dispatch[nowrap(k)])
+    return t, bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -186,6 +204,13 @@ def edge_amount(size, ca, cb, split):
     all-reduce first and one of them sends, every receiving shard needs the whole input; copies of a
     replicated unit share the bytes evenly."""
     return size / (1 if split else ca) / (1.0 if split else cb)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def handoff_latency(route_s, sync_s):
+    """Latency of a hand-off whose longest route takes ``route_s`` (0: it stays on one chiplet): the route
+    plus the collective's software steps (``edge_sync``: steps x the link's sync latency)."""
+    return route_s + sync_s if route_s > 0.0 else 0.0
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -315,7 +340,10 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                                                               T.edge_phase)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
-    link_inv_bw = R.link_inv_bw
+    link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
+    w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
+                                                              T.op_prob, T.op_inv)
+    mem_eff, overhead, dispatch = T.kind_mem_eff, T.kind_overhead, T.kind_dispatch
     pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
     ct, loads, edge_lat, edge_amt, f, comm = W.ct, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
@@ -370,8 +398,9 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 i = slots[nowrap(u), nowrap(r)]
                 k = kind[nowrap(i)]
                 b = copy_bytes(w_copy, other_dram, u, c, k)
-                t, b_ddr, ed = roofline(unit_time[nowrap(u), nowrap(k)] / c, b, f[nowrap(u), nowrap(r)],
-                                        stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e)
+                t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                             stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w,
+                                             op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
                 copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                 copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                 ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
@@ -414,7 +443,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                                 loads[nowrap(base + route_links[nowrap(x)])] += amount
                             h += amount * (end - start)
                             en += amount * pair_energy[nowrap(p)]
-                edge_lat[nowrap(e)] = longest
+                edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
                 hops += h
                 energy += en
             comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)

@@ -47,6 +47,7 @@ class EvalTables:
     edge_dst: np.ndarray
     edge_bytes: np.ndarray         # bytes per occurrence
     edge_repeat: np.ndarray        # occurrences per step
+    edge_sync_steps: np.ndarray    # collective steps a hand-off takes (see `_sync_steps`)
     kind_names: list[str]
     kind_nodes: list[str]
     kind_area_mm2: np.ndarray      # [K]
@@ -62,6 +63,16 @@ class EvalTables:
     workload: workloads.Workload
     kind_wafer_cost_usd: np.ndarray | None = None       # [K] per chiplet kind, with its technology overrides
     kind_defect_density_per_cm2: np.ndarray | None = None   # [K]
+    # operators of each unit (CSR over units, O operators), for the per-operator roofline of a copy
+    op_ptr: np.ndarray | None = None          # [U + 1]
+    op_time_s: np.ndarray | None = None       # [O, K] compute time of the operator when it runs
+    op_weight_bytes: np.ndarray | None = None   # [O] weight bytes it reads when it runs
+    op_other_bytes: np.ndarray | None = None  # [O, K] its other DRAM bytes (KV, spilled activations, partials)
+    op_prob: np.ndarray | None = None         # [O] probability it runs, given its stage runs
+    op_inv_steps: np.ndarray | None = None    # [O, K] 1 / steps of its load-compute pipeline (0: perfect overlap)
+    kind_mem_efficiency: np.ndarray | None = None   # [K] fraction of memory bandwidth the kind's kernels draw
+    kind_kernel_overhead_s: np.ndarray | None = None   # [K] time per operator that overlaps nothing
+    kind_dispatch_s: np.ndarray | None = None  # [K] host time to issue one operator (a floor on its time)
 
     @property
     def n_units(self) -> int:
@@ -98,6 +109,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         return out
 
     weight_read = per_unit(ops["weight_bytes"].to_numpy(float))
+    op_order = np.argsort(op_unit, kind="stable")
+    op_ptr = np.searchsorted(op_unit[op_order], np.arange(len(units) + 1)).astype(np.int64)
+    op_w = ops["weight_bytes"].to_numpy(float)[op_order]
     other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
     nodes = wl.graph.nodes
     out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
@@ -105,8 +119,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         out_bytes[index[a]] = max(out_bytes[index[a]], d["bytes"])
     kv_bytes = np.array([nodes[u]["kv_bytes_per_token"] * wl.batch * wl.context for u in units])
 
-    edges = [(index[a], index[b], d["bytes"], d["repeat"]) for a, b, d in wl.graph.edges(data=True)]
-    e = np.array(edges, dtype=float).reshape(-1, 4)
+    edges = [(index[a], index[b], d["bytes"], d["repeat"], _sync_steps(nodes[a], nodes[b]))
+             for a, b, d in wl.graph.edges(data=True)]
+    e = np.array(edges, dtype=float).reshape(-1, 5)
 
     mem = {m.kind: m.spec() for m in study.hardware.memory}
     hbm = next((s for s in mem.values() if s.is_hbm), None)
@@ -133,7 +148,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         stage_after=[tuple(a) for a in wl.stages["after"]],
         scenarios=list(wl.scenarios),
         edge_src=e[:, 0].astype(np.int64), edge_dst=e[:, 1].astype(np.int64),
-        edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(),
+        edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(), edge_sync_steps=e[:, 4].copy(),
         kind_names=[c.name for c in chiplets],
         kind_nodes=[c.node for c in chiplets],
         kind_area_mm2=kind_area,
@@ -147,7 +162,23 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         tokens_per_step=wl.tokens_per_step,
         workload=wl,
         kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),
-        kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float))
+        kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float),
+        op_ptr=op_ptr, op_time_s=costs.time_s[op_order], op_weight_bytes=op_w,
+        op_other_bytes=costs.dram_bytes[op_order] - op_w[:, None], op_prob=prob[op_order],
+        op_inv_steps=1.0 / costs.overlap_steps[op_order],
+        kind_mem_efficiency=np.array([c.mem_efficiency for c in chiplets], dtype=float),
+        kind_kernel_overhead_s=np.array([c.kernel_overhead_s for c in chiplets], dtype=float),
+        kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float))
+
+
+def _sync_steps(src: dict, dst: dict) -> float:
+    """Steps of the collective a hand-off between chiplets is: between t shards of both units an
+    all-reduce (a ring: reduce-scatter then all-gather, 2(t - 1) steps), from t shards into one unit a
+    reduce (t - 1 steps), otherwise one send (Thakur, Rabenseifner & Gropp, IJHPCA 2005)."""
+    t = int(src.get("shards", 1))
+    if t > 1 and int(dst.get("shards", 1)) > 1:
+        return 2.0 * (t - 1)
+    return float(t - 1) if t > 1 else 1.0
 
 
 def _route_tokens(node: dict, default: float) -> float:

@@ -67,6 +67,10 @@ class ChipletSpec(StrictModel):
     smem_kb_per_sm: PositiveFloat = 228.0
     fp32_lanes_per_sm: PositiveInt = 128
     max_efficiency: float = Field(default=0.8, gt=0, le=1)
+    precision_efficiency: dict[str, float] = Field(default_factory=dict)
+    mem_efficiency: float = Field(default=1.0, gt=0, le=1)
+    kernel_overhead_us: float = Field(default=0.0, ge=0, lt=10000)
+    dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
     io_area_mm2: NonNegativeFloat = 0.0
     sm_area_mm2: NonNegativeFloat = 0.0
     cores: PositiveInt = 1

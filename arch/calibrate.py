@@ -1,0 +1,136 @@
+"""Fit a chiplet's run-time parameters to measured operator latencies (``dse calibrate``).
+
+The model of one GEMM kernel is the step model's (arch.roofline.kernel_time_s): compute from the
+chiplet's cost model (arch.costing.matrix_costs: tiles, waves and split-K on a GPU, at the fraction
+``max_efficiency`` of peak), memory = the kernel's DRAM bytes / (the attached memory's bandwidth x
+``mem_efficiency``), overlapped in the kernel's load-compute pipeline, plus ``kernel_overhead_us``,
+never less than ``dispatch_us``. `fit` chooses the parameters named in ``fields`` that minimise the
+squared log ratio of modelled to measured time over every row (scipy.optimize.least_squares, bounded),
+the error measure of the end-to-end validation (geometric-mean relative error).
+
+Measurements are CSV rows ``M, N, K, batch, precision, measured_us`` (other columns are kept; lines
+starting with ``#`` are comments, for the source): arch/data/calibration/ holds the public sets the
+presets were fitted to.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from .chiplet import Chiplet, GpuChiplet
+from .costing import matrix_costs
+from .errors import ArchError
+from .roofline import kernel_times_s
+from .technology import precisions
+
+#: fitted field -> (dataclass attribute, scale from the friendly unit, lower, upper bound)
+FIELDS = {
+    "max_efficiency": ("max_efficiency", 1.0, 0.2, 1.0),
+    "mem_efficiency": ("mem_efficiency", 1.0, 0.2, 1.0),
+    "kernel_overhead_us": ("kernel_overhead_s", 1e-6, 0.0, 500.0),
+    "dispatch_us": ("dispatch_s", 1e-6, 0.0, 500.0),
+}
+COLUMNS = ("M", "N", "K", "batch", "precision", "measured_us")
+MAX_ROWS = 100_000
+
+
+def read_measurements(path: str | Path) -> pd.DataFrame:
+    """Measured GEMMs from a CSV (see module docstring); an `ArchError` names what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArchError(f"{path}: cannot read the measurements ({exc.__class__.__name__})") from None
+    try:
+        df = pd.read_csv(io.StringIO(text), comment="#", skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ArchError(f"{path}: not a CSV of measurements ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ArchError(f"{path}: needs the columns {', '.join(COLUMNS)}; missing {', '.join(missing)}")
+    if not 1 <= len(df) <= MAX_ROWS:
+        raise ArchError(f"{path}: needs 1 to {MAX_ROWS:,} rows, got {len(df)}")
+    for c in ("M", "N", "K", "batch", "measured_us"):
+        values = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
+        bad = ~np.isfinite(values) | (values <= 0)
+        if bad.any():
+            raise ArchError(f"{path}: row {int(np.flatnonzero(bad)[0]) + 1}: {c} must be a positive finite number")
+        df[c] = values
+    unknown = sorted(set(df["precision"]) - set(precisions()))
+    if unknown:
+        raise ArchError(f"{path}: unknown precision {unknown[0]!r}; allowed: {', '.join(precisions())}")
+    return df
+
+
+def predict_us(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float) -> np.ndarray:
+    """Modelled time of each measured GEMM, in microseconds."""
+    out = np.zeros(len(rows))
+    for precision, part in rows.groupby("precision"):
+        idx = rows.index.get_indexer(part.index)
+        mc = matrix_costs(ch, part["M"].to_numpy(float), part["N"].to_numpy(float), part["K"].to_numpy(float),
+                          part["batch"].to_numpy(float), precision)
+        memory_s = (mc.dram_a_bytes + mc.dram_b_bytes + mc.dram_c_bytes) / (memory_bandwidth_Bps * ch.mem_efficiency)
+        inv_steps = np.zeros(len(part)) if mc.steps is None else 1.0 / mc.steps
+        out[idx] = kernel_times_s(mc.time_s, memory_s, inv_steps, ch.kernel_overhead_s, ch.dispatch_s) * 1e6
+    return out
+
+
+def with_values(ch: Chiplet, values: dict[str, float]) -> Chiplet:
+    """The chiplet with fitted fields set (friendly units, as in `FIELDS`)."""
+    changes = {FIELDS[k][0]: v * FIELDS[k][1] for k, v in values.items()}
+    if "max_efficiency" in values and isinstance(ch, GpuChiplet):
+        changes["precision_efficiency"] = {}          # one efficiency for every precision measured
+    return dataclasses.replace(ch, **changes)
+
+
+def current(ch: Chiplet, field: str) -> float:
+    attr, scale, _, _ = FIELDS[field]
+    return getattr(ch, attr) / scale
+
+
+def fit(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float,
+        fields: tuple[str, ...] = tuple(FIELDS)) -> tuple[Chiplet, pd.DataFrame]:
+    """The chiplet with ``fields`` fitted to ``rows``, and a per-row table (measured, modelled, error)."""
+    if not math.isfinite(memory_bandwidth_Bps) or memory_bandwidth_Bps <= 0:
+        raise ArchError("the memory bandwidth must be a positive finite number")
+    unknown = [f for f in fields if f not in FIELDS]
+    if unknown or not fields:
+        raise ArchError(f"cannot fit {unknown[0] if unknown else 'nothing'!r}; fields: {', '.join(FIELDS)}")
+    if "max_efficiency" in fields and not isinstance(ch, GpuChiplet):
+        raise ArchError(f"chiplet {ch.name!r}: max_efficiency is fitted on GPU-like chiplets only")
+    measured = rows["measured_us"].to_numpy(float)
+    lower = np.array([FIELDS[f][2] for f in fields])
+    upper = np.array([FIELDS[f][3] for f in fields])
+
+    def residuals(x):
+        model = predict_us(with_values(ch, dict(zip(fields, x))), rows, memory_bandwidth_Bps)
+        return np.log(model / measured)
+
+    best = None
+    for start in _starts(ch, fields, lower, upper):
+        result = least_squares(residuals, start, bounds=(lower, upper), x_scale=np.maximum(upper - lower, 1e-9) / 10,
+                               diff_step=1e-4)
+        if best is None or result.cost < best.cost:
+            best = result
+    fitted = with_values(ch, dict(zip(fields, best.x)))
+    modelled = predict_us(fitted, rows, memory_bandwidth_Bps)
+    report = rows.assign(modelled_us=modelled, error=modelled / measured - 1.0)
+    return fitted, report
+
+
+def _starts(ch: Chiplet, fields, lower, upper) -> list[np.ndarray]:
+    """The chiplet's own values and the middle of the bounds: the floor (dispatch) makes the fit
+    piecewise, so two starts guard against a local minimum."""
+    own = np.clip([current(ch, f) for f in fields], lower, upper)
+    return [own, (lower + upper) / 2.0]
+
+
+def geomean_error(report: pd.DataFrame) -> float:
+    """exp(mean |log(modelled / measured)|) - 1."""
+    return float(np.exp(np.mean(np.abs(np.log(report["modelled_us"] / report["measured_us"])))) - 1.0)

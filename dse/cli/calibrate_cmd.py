@@ -1,0 +1,68 @@
+"""``dse calibrate``: fit a chiplet's run-time parameters to measured GEMM latencies (arch.calibrate)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+import arch
+from arch import calibrate as C
+
+from .common import cli, fail
+
+MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to one chip
+
+
+@cli.command("calibrate")
+@click.option("--chiplet", "chiplet_name", required=True, help="preset to start from (dse gemm --chiplet names them)")
+@click.option("--measurements", type=click.Path(dir_okay=False), required=True,
+              help="CSV of measured GEMMs: M, N, K, batch, precision, measured_us")
+@click.option("--memory-bandwidth-gbps", type=float, required=True,
+              help="peak bandwidth of the memory the chiplet ran with, GB/s (A100 80 GB: 2039)")
+@click.option("--fit", "fields", default=",".join(C.FIELDS), show_default=True,
+              help=f"comma-separated parameters to fit, of: {', '.join(C.FIELDS)}")
+@click.option("--out", type=click.Path(dir_okay=False), help="write the calibrated chiplet as YAML for a study")
+@click.option("--json", "as_json", is_flag=True, help="print the fit and every row as JSON")
+def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out, as_json):
+    """Fit a preset chiplet's efficiency, memory efficiency, kernel overhead and dispatch time to measured
+    GEMM latencies (scipy least squares on log ratios), print each row's error and write a chiplet a study
+    can use under hardware.chiplets."""
+    if chiplet_name not in arch.preset_names():
+        fail(f"--chiplet: unknown preset {chiplet_name!r}; available: {', '.join(arch.preset_names())}")
+    if not math.isfinite(memory_bandwidth_gbps) or not 0 < memory_bandwidth_gbps <= MAX_BANDWIDTH_GBPS:
+        fail(f"--memory-bandwidth-gbps: must be a number in (0, {MAX_BANDWIDTH_GBPS:,.0f}], got {memory_bandwidth_gbps}")
+    chosen = tuple(f.strip() for f in fields.split(",") if f.strip())
+    unknown = [f for f in chosen if f not in C.FIELDS]
+    if unknown or not chosen:
+        fail(f"--fit: unknown parameter {unknown[0] if unknown else '(none)'!r}; allowed: {', '.join(C.FIELDS)}")
+    if out and not Path(out).parent.resolve().is_dir():
+        fail(f"--out: folder {Path(out).parent} does not exist")
+    rows = C.read_measurements(measurements)
+    chiplet = arch.preset(chiplet_name)
+    fitted, report = C.fit(chiplet, rows, memory_bandwidth_gbps * 1e9, chosen)
+    values = {f: round(float(C.current(fitted, f)), 6) for f in chosen}
+    error = C.geomean_error(report)
+    if out:
+        spec = {"preset": chiplet_name, "name": f"{chiplet_name}-calibrated", **values}
+        Path(out).write_text(f"# dse calibrate --chiplet {chiplet_name} --measurements {measurements}: geometric-mean "
+                             f"error {error:.1%} over {len(report)} rows\n" + yaml.safe_dump(spec, sort_keys=False))
+    if as_json:
+        click.echo(json.dumps({"chiplet": chiplet_name, "fitted": values, "geomean_error": error,
+                               "rows": report.to_dict(orient="records")}, default=float))
+        return
+    table = Table(title=f"{chiplet_name}: {len(report)} measured GEMMs")
+    for column in ("M", "N", "K", "batch", "precision", "measured us", "modelled us", "error"):
+        table.add_column(column, justify="right")
+    for r in report.itertuples(index=False):
+        table.add_row(f"{r.M:g}", f"{r.N:g}", f"{r.K:g}", f"{r.batch:g}", r.precision, f"{r.measured_us:.4g}",
+                      f"{r.modelled_us:.4g}", f"{r.error:+.1%}")
+    console = Console()
+    console.print(table)
+    console.print("fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in values.items()))
+    console.print(f"geometric-mean error {error:.1%}, worst {report['error'].abs().max():.1%}"
+                  + (f"; chiplet written to {out}" if out else ""))

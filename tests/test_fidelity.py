@@ -1,0 +1,123 @@
+"""The whole step against measured GPUs, and each term that brought it there (issue 22).
+
+Calibration data: arch/data/calibration/ (LLMCompass A100 GEMM sweep, Vidur A100/H100 kernel times).
+Validation data: tools/data/gpu_cases.yaml (Splitwise, TensorRT-LLM, LLMCompass layers), never fitted;
+docs/validation.md has the table (python tools/gpu_validation.py --write docs/validation.md).
+"""
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import arch
+import noc
+from arch import calibrate as C
+from arch.roofline import kernel_time_s
+
+ROOT = Path(__file__).resolve().parents[1]
+CAL = ROOT / "arch" / "data" / "calibration"
+spec = importlib.util.spec_from_file_location("gpu_validation", ROOT / "tools" / "gpu_validation.py")
+gpu_validation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_validation)
+
+
+def test_pipeline_overlap_by_hand():
+    # n steps of load l and compute k: l + (n - 1) max(l, k) + k
+    n, l, k = 4, 3e-6, 5e-6
+    assert kernel_time_s(n * k, n * l, 1.0 / n, 0.0, 0.0) == pytest.approx(l + (n - 1) * max(l, k) + k)
+    # a deep pipeline is the bare roofline max; one step is the sum; overhead adds; dispatch is a floor
+    assert kernel_time_s(2.0, 1.0, 0.0, 0.0, 0.0) == 2.0
+    assert kernel_time_s(2.0, 1.0, 1.0, 0.0, 0.0) == 3.0
+    assert kernel_time_s(2.0, 1.0, 0.0, 0.5, 0.0) == 2.5
+    assert kernel_time_s(1e-6, 1e-6, 0.0, 0.0, 3e-5) == 3e-5
+
+
+def test_calibration_round_trips_within_one_percent():
+    # measurements made by the model itself with known parameters come back
+    truth = {"max_efficiency": 0.75, "mem_efficiency": 0.8, "kernel_overhead_us": 9.0, "dispatch_us": 25.0}
+    rows = C.read_measurements(CAL / "a100_gemm_llmcompass.csv")
+    made = C.with_values(arch.preset("a100-like"), truth)
+    rows["measured_us"] = C.predict_us(made, rows, 2039e9)
+    fitted, report = C.fit(arch.preset("a100-like"), rows, 2039e9)
+    for field, value in truth.items():
+        assert C.current(fitted, field) == pytest.approx(value, rel=0.01), field
+    assert C.geomean_error(report) < 1e-3
+
+
+def test_presets_fit_their_calibration_sets():
+    # the shipped figures are the fits of `dse calibrate` to these sets (arch/data/chiplets.yaml)
+    a100 = C.with_values(arch.preset("a100-like"), {"dispatch_us": 30.46, "kernel_overhead_us": 29.07})
+    report = C.read_measurements(CAL / "a100_gemm_llmcompass.csv")
+    report = report.assign(modelled_us=C.predict_us(a100, report, 2039e9))
+    assert C.geomean_error(report) < 0.035
+    for gpu, bw in (("h100", 3352e9), ("a100", 2039e9)):
+        rows = C.read_measurements(CAL / f"{gpu}_gemm_vidur.csv")
+        ch = arch.preset(f"{gpu}-like")
+        if gpu == "a100":        # Vidur's A100 runs below LLMCompass's clocks: its own fit is 0.709
+            ch = C.with_values(ch, {"max_efficiency": 0.709, "mem_efficiency": 0.84})
+        rows = rows.assign(modelled_us=C.predict_us(ch, rows, bw))
+        assert C.geomean_error(rows) < 0.11, gpu
+
+
+def test_fp8_efficiency_against_deepgemm():
+    # DeepGEMM README (deepseek-ai/DeepGEMM a6d97a1), H800 (H100 compute and HBM3), fp8 dense GEMMs:
+    # M=4096 N=7168 K=16384: 1358 TFLOP/s; M=4096 N=4096 K=7168: 1304 TFLOP/s. Our fp8 efficiency is
+    # MAMF's (1402.6 TFLOP/s), a different harness: within 10 %
+    h100 = arch.preset("h100-like")
+    for (m, n, k), measured in (((4096, 7168, 16384), 1358), ((4096, 4096, 7168), 1304)):
+        r = arch.gemm_report(h100, m, n, k, precision="fp8")
+        assert r["achieved_flops"] / 1e12 == pytest.approx(measured, rel=0.10)
+
+
+def test_collective_steps_follow_the_ring():
+    # Thakur et al. 2005: a ring all-reduce over t devices is 2(t - 1) steps; a reduce t - 1
+    from dse.model.tables import _sync_steps
+    assert _sync_steps({"shards": 8}, {"shards": 8}) == 14
+    assert _sync_steps({"shards": 4}, {"shards": 1}) == 3
+    assert _sync_steps({"shards": 1}, {"shards": 4}) == 1
+    # 8 x A100 nccl-tests all-reduce of 32 KiB: 43.8 us (S. Bekman, ml-engineering network/README.md);
+    # 14 steps at the nvlink3 sync latency plus 2 (p - 1)/p x 32 KiB at the bus bandwidth
+    link = noc.link_tech("nvlink3")
+    model = 14 * link.sync_latency_s + 2 * 7 / 8 * 32768 / link.bandwidth_Bps
+    assert model == pytest.approx(43.8e-6, rel=0.10)
+    # 4 x A100, 8 bytes: 12.5 us (LLMCompass ae/figure5/h/test_allreduce.py): 6 steps; within 50 %
+    assert 6 * link.sync_latency_s == pytest.approx(12.5e-6, rel=0.5)
+
+
+def test_tensor_parallel_handoffs_pay_the_collective_steps():
+    # the same TP=2 decode with and without the link's sync latency: the difference is 2 steps per
+    # all-reduce hand-off crossing the GPUs, 2 per layer (attention and FFN outputs) x layers
+    case = {"id": "t", "model": "llama-3-8b", "gpu": "h100", "gpus": 2, "phase": "decode", "batch": 1,
+            "context": 256, "precision": "bf16"}
+    with_sync = gpu_validation.modelled_s(case)
+    link = noc.link_tech("nvlink4")
+    assert link.sync_latency_s > 0
+    import dataclasses
+    import noc.links as links
+    original = links.link_tech
+    try:
+        links.link_tech = lambda name: dataclasses.replace(original(name), sync_latency_s=0.0)
+        noc.link_tech = links.link_tech
+        without = gpu_validation.modelled_s(case)
+    finally:
+        links.link_tech = original
+        noc.link_tech = original
+    layers = 32
+    # attention -> FFN and FFN -> next attention per layer, the embedding and LM head hand-offs besides
+    assert with_sync - without == pytest.approx(2 * layers * 2 * link.sync_latency_s, rel=0.1)
+
+
+def test_whole_step_against_measured_gpus():
+    rows = gpu_validation.table()
+    print("\n" + gpu_validation.markdown(rows))
+    validation = [r for r in rows if r["set"] == "validation"]
+    # issue 22 measured 59 % (a factor 1.59) before this model; the goal is 10 %: see docs/validation.md
+    assert gpu_validation.geomean_error(validation) < 0.40
+    by_source = {}
+    for r in validation:
+        by_source.setdefault(r["source"], []).append(r)
+    assert gpu_validation.geomean_error(by_source["trtllm-v0.14"]) < 0.10      # decode, optimised runtime
+    assert gpu_validation.geomean_error(by_source["llmcompass"]) < 0.15        # GPT-3 layers, eager

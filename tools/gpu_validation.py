@@ -1,0 +1,165 @@
+"""The whole step model against measured GPU servers: every case of tools/data/gpu_cases.yaml.
+
+A case is a model served on ``gpus`` identical GPUs with tensor parallelism over all of them, as a user
+of the toolkit would describe it: one ``a100-like`` or ``h100-like`` chiplet per GPU with the GPU's
+HBM stacks, the GPUs joined all-to-all through the node's NVSwitch (a graph package, every GPU pair
+sharing the GPU's NVLink bandwidth), ``workload.tp`` = gpus, one shard of each unit on each GPU.
+The modelled figure is the step latency of dse's evaluator: the first-token latency for a prefill
+case (``phase: prefill``, ``context`` = prompt length) and the time per output token for a decode case.
+
+``python tools/gpu_validation.py [--write docs/validation.md]`` prints (and writes) the table of every
+case: measured, modelled, ratio, the set it belongs to (calibration or validation) and its source.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "tools" / "data" / "gpu_cases.yaml"
+
+#: per GPU: chiplet preset, HBM kind, stacks, per-pin data rate (Gb/s) and NVLink technology.
+#: A100 SXM 80 GB: 5 HBM2e stacks, 2,039 GB/s (NVIDIA A100 datasheet) -> 3.186 Gb/s per pin;
+#: H100 SXM 80 GB: 5 HBM3 stacks, 3,352 GB/s (NVIDIA H100 datasheet) -> 5.24 Gb/s per pin.
+GPUS = {
+    "a100": dict(chiplet="a100-like", memory="hbm2e", stacks=5, data_rate_gbps=3.186, link="nvlink3"),
+    "h100": dict(chiplet="h100-like", memory="hbm3", stacks=5, data_rate_gbps=5.24, link="nvlink4"),
+}
+
+
+def load_cases(path: Path = CASES) -> list[dict]:
+    return yaml.safe_load(path.read_text())["cases"]
+
+
+#: chiplet fields per software stack (case key ``stack``), on top of the preset. The presets describe a
+#: runtime that issues kernels ahead of the GPU (CUDA graphs, TensorRT-LLM); an eager PyTorch framework
+#: issues about one kernel per 30 us (LLMCompass's A100 floor, fitted 30.5 us by `dse calibrate` on
+#: arch/data/calibration/a100_gemm_llmcompass.csv; the calibration case sw-a100-tp8-d512 agrees).
+STACKS: dict[str, dict] = {"graphs": {}, "eager": {"a100": {"dispatch_us": 30.0}, "h100": {"dispatch_us": 30.0}}}
+
+
+def case_study(case: dict):
+    """The study of one case (see module docstring)."""
+    import dse
+
+    gpu = GPUS[case["gpu"]]
+    chiplet = {"preset": gpu["chiplet"], **STACKS[case.get("stack", "graphs")].get(case["gpu"], {})}
+    p = int(case["gpus"])
+    package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"],
+               "links": [{"between": [a, b]} for a in range(p) for b in range(a + 1, p)]} if p > 1 else \
+        {"topology": "mesh", "mesh": {"rows": [1, 1], "cols": [1, 1]}, "link": gpu["link"]}
+    data = {
+        "name": "gpu-case",
+        "workload": {"model": case["model"], "phase": case["phase"], "batch": int(case["batch"]),
+                     "context": int(case["context"]), "precision": case["precision"], "tp": p},
+        "hardware": {"chiplets": [chiplet],
+                     "memory": [{"kind": gpu["memory"], "stacks": [gpu["stacks"] * p] * 2,
+                                 "overrides": {"data_rate_gbps": gpu["data_rate_gbps"]}}],
+                     "package": package},
+        "mapping": {"kind": "many-to-one"},
+        "faults": {},
+        "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1},
+    }
+    return dse.Study.from_dict(data, source=f"case {case['id']}")
+
+
+def case_design(case: dict, prepared):
+    """Shard i of every unit on GPU i; unsharded units (routed experts) spread round robin."""
+    from dse.study.space import Design
+
+    p = int(case["gpus"])
+    placement = {}
+    spread = 0
+    for unit in prepared.tables.unit_names:
+        if ".tp" in unit:
+            placement[unit] = [int(unit.rsplit(".tp", 1)[1])]
+        else:
+            placement[unit] = [spread % p]
+            spread += 1
+    gpu = GPUS[case["gpu"]]
+    return Design(rows=1, cols=p, chiplets=[prepared.tables.kind_names[0]] * p, hbm_stacks=[gpu["stacks"]] * p,
+                  ddr_channels=0, link=gpu["link"], mapping="many-to-one", placement=placement)
+
+
+def modelled_s(case: dict) -> float:
+    """The evaluator's step latency for the case, in seconds (of one decoder layer for ``one_layer``
+    cases: the model cut to two layers less the model cut to one)."""
+    if case.get("one_layer"):
+        return _step_s({**case, "model": _cut(case["model"], 2)}) - _step_s({**case, "model": _cut(case["model"], 1)})
+    return _step_s(case)
+
+
+def _step_s(case: dict) -> float:
+    import dse
+
+    prepared = dse.prepare(case_study(case))
+    design = case_design(case, prepared)
+    return float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+
+
+def _cut(model: str, layers: int) -> str:
+    """A config.json of a preset with only its first ``layers`` decoder layers (in a temporary folder)."""
+    import json
+    import tempfile
+
+    import workloads
+
+    config = dict(workloads.read_config(model)[0])
+    for key in ("n_layer", "num_hidden_layers", "num_layers"):
+        if key in config:
+            config[key] = layers
+    path = Path(tempfile.mkdtemp(prefix="dse-case-")) / f"{model}-{layers}l.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def table(cases: list[dict] | None = None) -> list[dict]:
+    rows = []
+    for case in cases or load_cases():
+        model = modelled_s(case)
+        measured = float(case["measured_ms"]) * 1e-3
+        rows.append({**case, "modelled_ms": model * 1e3, "ratio": model / measured})
+    return rows
+
+
+def geomean_error(rows: list[dict]) -> float:
+    """exp(mean |log ratio|) - 1: the geometric-mean relative error."""
+    return math.exp(float(np.mean([abs(math.log(r["ratio"])) for r in rows]))) - 1.0
+
+
+def markdown(rows: list[dict]) -> str:
+    head = ("| id | set | model | GPUs | phase | batch | context | precision | measured ms | modelled ms | "
+            "ratio | source |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    body = [f"| {r['id']} | {r['set']} | {r['model']} | {r['gpus']} x {r['gpu'].upper()} | {r['phase']} | "
+            f"{r['batch']} | {r['context']} | {r['precision']} | {r['measured_ms']:.4g} | {r['modelled_ms']:.4g} | "
+            f"{r['ratio']:.2f} | {r['source']} |" for r in rows]
+    summary = []
+    for name in ("calibration", "validation"):
+        part = [r for r in rows if r["set"] == name]
+        if part:
+            worst = max(part, key=lambda r: abs(math.log(r["ratio"])))
+            summary.append(f"- {name}: {len(part)} cases, geometric-mean error {geomean_error(part):.1%}, "
+                           f"worst {worst['id']} (ratio {worst['ratio']:.2f}), "
+                           f"{sum(abs(r['ratio'] - 1) <= 0.25 for r in part)} within 25 %")
+    return "\n".join([head] + body) + "\n\n" + "\n".join(summary) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="also write the table into this markdown file")
+    args = parser.parse_args(argv)
+    rows = table()
+    text = markdown(rows)
+    print(text)
+    if args.write:
+        args.write.write_text(args.write.read_text().split("<!-- table -->")[0] + "<!-- table -->\n\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
