@@ -1,0 +1,78 @@
+"""``dse train``: iteration time, throughput, MFU and memory of training a model on a system (dse.training)."""
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+import workloads
+
+from ..errors import StudyError
+from ..training import Strategy, check, iteration, load_system
+from ..training.iteration import tokens_to_train_s
+from ..training.search import fastest
+from .common import cli
+
+MAX_TOKENS = 1e16
+PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+@cli.command("train")
+@click.argument("model")
+@click.option("--system", "system_name", required=True, help="system preset (dgx-a100-80gb, dgx-h100-80gb) or YAML")
+@click.option("--devices", type=int, required=True, help="devices (GPUs) in all")
+@click.option("--tp", type=int, help="tensor-parallel degree")
+@click.option("--pp", type=int, help="pipeline-parallel degree")
+@click.option("--dp", type=int, help="data-parallel degree")
+@click.option("--ep", type=int, default=1, show_default=True, help="expert-parallel degree (MoE)")
+@click.option("--global-batch", type=int, required=True, help="sequences per iteration")
+@click.option("--micro-batch", type=int, default=1, show_default=True, help="sequences per micro-batch")
+@click.option("--seq", type=int, required=True, help="sequence length")
+@click.option("--interleave", type=int, default=1, show_default=True, help="model chunks per pipeline stage")
+@click.option("--recompute", default="none", show_default=True, help="none | selective | full")
+@click.option("--sequence-parallel", is_flag=True, help="shard norms and dropout over the tp devices")
+@click.option("--zero", type=int, default=0, show_default=True, help="ZeRO stage 0-3")
+@click.option("--precision", default="bf16", show_default=True, help="bf16 | fp16 | fp8")
+@click.option("--tokens", type=float, help="training tokens: also print the time to train on them")
+@click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
+@click.option("--json", "as_json", is_flag=True)
+def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave, recompute,
+              sequence_parallel, zero, precision, tokens, search_, as_json):
+    """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
+    training iteration of MODEL (a preset or a config.json) on SYSTEM."""
+    cfg = workloads.load_model(model)
+    system = load_system(system_name)
+    if tokens is not None and not 0 < tokens <= MAX_TOKENS:
+        raise StudyError(f"must be a number of tokens in (0, {MAX_TOKENS:.0e}]", key="--tokens")
+    if precision not in PRECISIONS:
+        raise StudyError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}", key="--precision")
+    base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision)
+    if search_:
+        strategy, it, tried = fastest(cfg, system, devices, global_batch, seq, base)
+    else:
+        missing = [f for f, v in (("--tp", tp), ("--pp", pp), ("--dp", dp)) if v is None]
+        if missing:
+            raise StudyError("give --tp, --pp and --dp, or --search to find them", key=missing[0])
+        strategy = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=micro_batch, global_batch=global_batch, seq=seq,
+                            interleave=interleave, **base)
+        check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices)
+        it, tried = iteration(cfg, system, strategy), 1
+    out = {"model": cfg.name, "system": system.name, "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
+           "dp": strategy.dp, "ep": strategy.ep, "micro_batch": strategy.micro_batch,
+           "interleave": strategy.interleave, **it.as_dict(), "strategies_tried": tried}
+    if tokens is not None:
+        out["time_to_train_s"] = tokens_to_train_s(it, strategy, tokens)
+    if as_json:
+        click.echo(json.dumps(out, default=float))
+        return
+    table = Table(title=f"{cfg.name} on {devices} x {system.chiplet.name} ({system.name})", show_header=False)
+    for key, value in out.items():
+        if key == "breakdown":
+            for part, seconds in value.items():
+                table.add_row(f"  {part}", f"{seconds:.4g} s ({seconds / it.iteration_s:.1%})")
+            continue
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        table.add_row(key, text)
+    Console().print(table)

@@ -1,0 +1,198 @@
+"""Time, memory and FLOP utilisation of one training iteration of a model on a system with a strategy.
+
+Model (each term's source in its function):
+* One transformer layer's forward pass on one device is the project's own operator trace of the layer
+  (workloads, prefill of ``micro_batch`` sequences of ``seq`` tokens, sharded ``tp`` ways) costed by the
+  device's chiplet model and run kernel by kernel (arch.roofline: compute and memory overlapped, kernel
+  overhead, dispatch floor). The backward pass costs twice the forward (a data-gradient and a
+  weight-gradient GEMM per forward GEMM; Narayanan et al. SC'21, section 5.1); full recomputation adds a
+  forward, selective recomputation the attention core (Korthikanti et al. MLSys'23).
+* Tensor parallelism: two all-reduces of the layer's activations per forward, two per backward (and two
+  per recomputed forward), or as many reduce-scatter + all-gather pairs with sequence parallelism: a
+  ring inside the node (systems.py, alpha-beta).
+* Pipeline parallelism, 1F1B with ``interleave`` = v model chunks per device: the iteration takes
+  ``(m + (p - 1) / v)`` micro-batch times of the slowest stage (the bubble is (p - 1) / (v m) of the
+  work; Narayanan et al. section 2.2), plus a point-to-point send of the stage boundary's activations
+  per micro-batch and chunk each way (scatter/gather over the tp devices' NICs, section 4.1).
+* Data parallelism: a ring all-reduce of the device's gradients after the pipeline flush (not
+  overlapped), then the Adam step streaming the device's optimizer state through its HBM once.
+* Memory: weights, gradients and optimizer state (ZeRO), activations of the micro-batches in flight
+  (p of them on the first stage under 1F1B, times 1 + (p - 1)/(p v) interleaved; Korthikanti et al.
+  section 4.2.3), and the last stage's logits.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import arch
+import workloads
+from arch.roofline import kernel_times_s
+from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
+
+from .strategy import Strategy
+from .systems import TrainingSystem
+
+ATTENTION_CORE = ("attn_score", "softmax", "attn_context")
+ADAM_BYTES_PER_PARAM = 28.0      # read fp32 master, m, v (12) and the 16-bit gradient (2); write 12 + 16-bit weights
+
+
+@dataclass
+class Iteration:
+    """What `iteration` computes; times in seconds, memory in bytes."""
+
+    iteration_s: float
+    tokens_per_s: float
+    model_tflops_per_device: float
+    mfu: float
+    memory_per_device_bytes: float
+    fits: bool
+    breakdown: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"iteration_s": self.iteration_s, "tokens_per_s": self.tokens_per_s,
+                "model_tflops_per_device": self.model_tflops_per_device, "mfu": self.mfu,
+                "memory_per_device_bytes": self.memory_per_device_bytes, "fits": self.fits,
+                "breakdown": self.breakdown}
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """Kernel times of one micro-batch on one device: an average decoder layer and the model's ends."""
+
+    layer_fwd_s: float
+    attention_core_fwd_s: float
+    ends_fwd_s: float                 # embedding lookup, final norm, LM head (and the loss)
+    experts_fwd_s: float              # routed experts' part of layer_fwd_s (divided by ep)
+    dense_params: float               # parameters of the whole model outside routed experts
+    expert_params: float
+    forward_flops: float              # of one micro-batch, every tp shard
+
+    def params_per_device(self, s: Strategy) -> float:
+        """Dense parameters split over tp x pp devices, routed experts over ep x pp."""
+        return self.dense_params / (s.tp * s.pp) + self.expert_params / (s.ep * s.pp)
+
+
+def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy) -> LayerCosts:
+    """Forward kernel times of one micro-batch on one device (module docstring)."""
+    wl = workloads.extract_transformer(cfg, phase="prefill", batch=s.micro_batch, context=s.seq,
+                                       precision=s.precision, tp=s.tp, routing={"distribution": "uniform"})
+    ops = wl.ops
+    mine = ops["unit"].map(lambda u: not u.rpartition(".tp")[1] or u.endswith(".tp0")).to_numpy(bool)
+    ops = ops[mine]
+    ch = system.chiplet
+    costs = arch.op_costs(ops, [ch], s.precision)
+    kt = kernel_times_s(costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps,
+                        1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, ch.dispatch_s)
+    prob = ops["prob"].to_numpy(float)
+    layers = ops["layers"].to_numpy(float)
+    in_layer = ops["layer"].to_numpy() >= 0
+    expert = ops["expert"].to_numpy() >= 0
+    share = np.where(expert, 1.0 / s.ep, 1.0)          # routed experts spread over the ep ranks
+    weighted = kt * prob * share
+    total_layers = cfg.layers
+    layer = float((weighted * layers)[in_layer].sum()) / total_layers
+    core = float((weighted * layers)[in_layer & ops["name"].isin(ATTENTION_CORE).to_numpy()].sum()) / total_layers
+    experts = float((weighted * layers)[in_layer & expert].sum()) / total_layers
+    ends = float(weighted[~in_layer].sum())
+    params = wl.summary["total_params"]
+    expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
+    return LayerCosts(layer_fwd_s=layer, attention_core_fwd_s=core, ends_fwd_s=ends, experts_fwd_s=experts,
+                      dense_params=params - expert_params, expert_params=expert_params,
+                      forward_flops=float(wl.summary["flops_per_step"]))
+
+
+def ring_s(ranks: int, bytes_: float, alpha_s: float, bus_Bps: float) -> float:
+    """Ring all-reduce (or reduce-scatter + all-gather) of ``bytes_`` over ``ranks``: 2(p - 1) steps of
+    alpha + bytes / (p x bus bandwidth) (Thakur et al. 2005; NCCL's busbw = algbw x 2(p - 1)/p)."""
+    if ranks <= 1:
+        return 0.0
+    return 2.0 * (ranks - 1) * (alpha_s + bytes_ / (ranks * bus_Bps))
+
+
+def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, costs: LayerCosts | None = None
+              ) -> Iteration:
+    """One training iteration (module docstring)."""
+    c = costs or layer_costs(cfg, system, s)
+    node = system.gpus_per_node
+    abytes = workloads.bytes_per_element(s.precision)
+    h, L = cfg.hidden, cfg.layers
+    fabric_bus = system.fabric.bandwidth_Bps * system.fabric_efficiency
+    net_bus = system.network_Bps * system.network_efficiency
+
+    # --- one micro-batch through one layer, forward and backward, on one device ---
+    act = s.micro_batch * s.seq * h * abytes
+    tp_alpha, tp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.tp <= node
+                        else (system.network_latency_s, net_bus))
+    tp_collective = ring_s(s.tp, act, tp_alpha, tp_bus)
+    recompute_fwd = {"none": 0.0, "selective": c.attention_core_fwd_s, "full": c.layer_fwd_s}[s.recompute]
+    recompute_comm = 2.0 if s.recompute == "full" else 0.0
+    a2a = 0.0
+    if s.ep > 1:      # dispatch and combine all-to-all of the routed tokens' activations, each way
+        a2a = 2.0 * (s.ep - 1) / s.ep * act * cfg.top_k / fabric_bus + 2.0 * system.fabric.sync_latency_s
+    layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
+    layer_bwd = 2.0 * c.layer_fwd_s + recompute_fwd + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
+    stage_layers = L / s.pp
+    ends = 3.0 * c.ends_fwd_s                    # forward and backward of the LM head (and embedding)
+    micro = stage_layers * (layer_fwd + layer_bwd) + ends
+
+    # --- pipeline ---
+    m = s.micro_batches
+    v = s.interleave
+    p2p_bytes = act / s.tp                        # scatter/gather: each tp device sends its slice
+    inter_node = s.tp * s.pp > node
+    p2p = 0.0
+    if s.pp > 1:
+        alpha, bus = (system.network_latency_s, system.network_Bps * system.network_efficiency) if inter_node \
+            else (system.fabric.sync_latency_s, fabric_bus)
+        p2p = 2.0 * v * (alpha + p2p_bytes / bus)
+    pipeline = (m + (s.pp - 1) / v) * micro + m * p2p
+    bubble = (s.pp - 1) / v * micro
+
+    # --- data parallelism: gradients, then the optimizer ---
+    dp_ranks_in_node = max(1, node // (s.tp * s.pp))
+    dp_alpha, dp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.dp <= dp_ranks_in_node
+                        else (system.network_latency_s, net_bus))
+    params = c.params_per_device(s)
+    grads = ring_s(s.dp, params * abytes, dp_alpha, dp_bus)
+    optimizer = params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / system.memory_Bps
+    total = pipeline + grads + optimizer
+
+    # --- memory ---
+    per_layer = activation_bytes_per_layer(s.seq, s.micro_batch, h, cfg.heads, s.tp, s.sequence_parallel,
+                                           s.recompute)
+    in_flight = min(s.pp, m) * (1.0 + (s.pp - 1) / (s.pp * v) if v > 1 else 1.0)
+    logits = s.micro_batch * s.seq * cfg.vocab / s.tp * 4.0           # fp32 logits of the last stage
+    mem = (params * optimizer_bytes_per_param(s.zero, s.dp) + stage_layers * per_layer * in_flight
+           + logits)
+
+    tokens = s.global_batch * s.seq
+    flops, flops_no_recompute = _flops(cfg, s, c)
+    tflops = flops / total / s.devices / 1e12
+    mfu = flops_no_recompute / total / s.devices / system.chiplet.peak_flops(s.precision)
+    breakdown = {"compute_s": m * stage_layers * (3.0 * c.layer_fwd_s + recompute_fwd) + m * ends,
+                 "tp_communication_s": m * stage_layers * (4.0 + recompute_comm) * tp_collective,
+                 "ep_communication_s": m * stage_layers * 3.0 * a2a,
+                 "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
+                 "optimizer_s": optimizer}
+    return Iteration(iteration_s=total, tokens_per_s=tokens / total, model_tflops_per_device=tflops, mfu=mfu,
+                     memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes), breakdown=breakdown)
+
+
+def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[float, float]:
+    """(FLOPs counted as Megatron-LM reports them, FLOPs without recomputation for MFU). GPT-style dense
+    models use Megatron's closed form; others three times the trace's forward FLOPs (plus one forward
+    with full recomputation)."""
+    full = s.recompute == "full"
+    if cfg.model_type == "gpt2" and not cfg.experts:
+        args = (s.global_batch, s.seq, cfg.layers, cfg.hidden, cfg.vocab)
+        return model_flops(*args, recompute=full), model_flops(*args, recompute=False)
+    per_batch = c.forward_flops * s.global_batch / s.micro_batch      # the trace holds every tp shard
+    return per_batch * (4.0 if full else 3.0), per_batch * 3.0
+
+
+def tokens_to_train_s(it: Iteration, strategy: Strategy, tokens: float) -> float:
+    """Seconds to train on ``tokens`` tokens at this iteration's rate."""
+    return math.ceil(tokens / (strategy.global_batch * strategy.seq)) * it.iteration_s

@@ -1,0 +1,124 @@
+"""Systems a model trains on: identical devices in nodes, a scale-up fabric inside a node, a scale-out
+network between nodes. Presets with datasheet sources; a system YAML may give the same fields.
+
+The collective model per level is alpha-beta (Thakur, Rabenseifner & Gropp, IJHPCA 2005): a ring over p
+ranks takes 2(p - 1) steps of ``alpha + bytes / (p x bus bandwidth)``; the bus bandwidth is the link's
+per-direction bandwidth times the fraction NCCL reaches with large messages (nccl-tests "busbw").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+import arch
+import memory
+import noc
+
+from ..errors import StudyError
+
+
+@dataclass(frozen=True)
+class TrainingSystem:
+    """Devices (one chiplet each, with its HBM) in nodes joined by a fabric and a network. SI units."""
+
+    name: str
+    chiplet: arch.Chiplet
+    hbm: memory.MemorySpec
+    hbm_stacks: int
+    gpus_per_node: int
+    fabric: noc.LinkTech              # per device per direction inside a node (NVLink through NVSwitch)
+    fabric_efficiency: float          # busbw / link bandwidth of large collectives in the node
+    network_Bps: float                # scale-out bandwidth per device per direction (one NIC per GPU)
+    network_latency_s: float          # alpha of one step of a collective between nodes
+    network_efficiency: float
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.hbm.capacity_bytes * self.hbm_stacks
+
+    @property
+    def memory_Bps(self) -> float:
+        """Bandwidth the device's kernels draw from its HBM (sustained x the chiplet's mem_efficiency)."""
+        return memory.effective_bandwidth_Bps(self.hbm, self.hbm_stacks) * self.chiplet.mem_efficiency
+
+
+#: DGX A100 80GB: 8 A100 SXM 80GB (5 HBM2e stacks, 2,039 GB/s), NVSwitch at NVLink3's 300 GB/s per GPU per
+#: direction, 8 x 200 Gb/s HDR InfiniBand per node (NVIDIA DGX A100 user guide; A100 datasheet).
+#: Efficiencies: 8 x A100 nccl-tests all-reduce busbw 234.9 GB/s at 16 GiB = 0.78 of 300 (S. Bekman,
+#: ml-engineering network/README.md); InfiniBand HDR all-reduce across nodes reaches about 0.9 of line
+#: rate (L). DGX H100: 8 H100 SXM (HBM3, 3,352 GB/s), NVLink4 450 GB/s, 8 x 400 Gb/s NDR (DGX H100 user
+#: guide); ring busbw 370 GB/s = 0.82 of 450 (NVIDIA/nccl issue 1455).
+#: dgx-a100-80gb also sets the effective GEMM efficiency of Megatron-LM's 2021 training software (fp16,
+#: CUDA 11; the elementwise kernels of training the operator trace leaves out are folded in): 0.609,
+#: fitted to two rows of Narayanan et al.'s Table 1 (39.1 B and 145.6 B parameters); the other eight
+#: rows validate it (tests/test_training.py, docs/training.md).
+PRESETS = {
+    "dgx-a100-80gb": dict(chiplet="a100-like", hbm="hbm2e", hbm_stacks=5, data_rate_gbps=3.186, gpus_per_node=8,
+                          fabric="nvlink3", fabric_efficiency=0.78, network_gbps=200, network_latency_us=5.0,
+                          network_efficiency=0.9, max_efficiency=0.609),
+    "dgx-h100-80gb": dict(chiplet="h100-like", hbm="hbm3", hbm_stacks=5, data_rate_gbps=5.24, gpus_per_node=8,
+                          fabric="nvlink4", fabric_efficiency=0.82, network_gbps=400, network_latency_us=5.0,
+                          network_efficiency=0.9),
+}
+#: optional keys: run-time parameters of the device's chiplet under the system's training software
+#: (arch.Chiplet fields in the chiplet YAML's units, e.g. max_efficiency)
+CHIPLET_KEYS = {"max_efficiency", "mem_efficiency", "kernel_overhead_us", "dispatch_us"}
+KEYS = set(PRESETS["dgx-a100-80gb"]) | CHIPLET_KEYS
+
+
+def system_names() -> list[str]:
+    return sorted(PRESETS)
+
+
+def load_system(name_or_path: str, flag: str = "--system") -> TrainingSystem:
+    """A preset by name or a YAML file of the preset's keys (any may be left out when ``preset:`` names
+    one to start from)."""
+    if name_or_path in PRESETS:
+        return build_system(name_or_path, PRESETS[name_or_path], flag)
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        raise StudyError(f"unknown system {name_or_path!r}; presets: {', '.join(system_names())}, or a system YAML",
+                         key=flag)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path}: not a readable YAML file ({exc.__class__.__name__})", key=flag) from None
+    if not isinstance(data, dict):
+        raise StudyError(f"{path}: a system is a mapping of {', '.join(sorted(KEYS))}", key=flag)
+    base = dict(PRESETS.get(data.pop("preset", ""), {}))
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise StudyError(f"{path}: unknown key {unknown[0]!r}; allowed: preset, {', '.join(sorted(KEYS))}", key=flag)
+    return build_system(path.stem, {**base, **data}, flag)
+
+
+def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
+    missing = sorted(KEYS - CHIPLET_KEYS - set(spec))
+    if missing:
+        raise StudyError(f"system {name!r} needs {', '.join(missing)}", key=flag)
+    for key in ("data_rate_gbps", "network_gbps", "network_latency_us", "fabric_efficiency", "network_efficiency"):
+        value = spec[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise StudyError(f"system {name!r}: {key} must be a positive number, got {value!r}", key=flag)
+    for key in ("fabric_efficiency", "network_efficiency"):
+        if spec[key] > 1:
+            raise StudyError(f"system {name!r}: {key} is a fraction in (0, 1], got {spec[key]}", key=flag)
+    for key in ("hbm_stacks", "gpus_per_node"):
+        if isinstance(spec[key], bool) or not isinstance(spec[key], int) or not 1 <= spec[key] <= 64:
+            raise StudyError(f"system {name!r}: {key} must be a whole number from 1 to 64", key=flag)
+    try:
+        changes = {k: spec[k] for k in CHIPLET_KEYS if k in spec}
+        chiplet = arch.preset(spec["chiplet"], **changes)
+        hbm = memory.memory_preset(spec["hbm"], {"data_rate_gbps": spec["data_rate_gbps"]})
+        fabric = noc.link_tech(spec["fabric"])
+    except (arch.ArchError, memory.MemorySpecError, noc.NocError) as exc:
+        raise StudyError(f"system {name!r}: {exc}", key=flag) from None
+    return TrainingSystem(name=name, chiplet=chiplet, hbm=hbm, hbm_stacks=spec["hbm_stacks"],
+                          gpus_per_node=spec["gpus_per_node"], fabric=fabric,
+                          fabric_efficiency=float(spec["fabric_efficiency"]),
+                          network_Bps=spec["network_gbps"] * 1e9 / 8.0,
+                          network_latency_s=spec["network_latency_us"] * 1e-6,
+                          network_efficiency=float(spec["network_efficiency"]))

@@ -1,0 +1,149 @@
+"""Training (dse.training, workloads.training) against Megatron-LM's measurements and closed forms."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import arch
+import workloads
+from arch.roofline import kernel_times_s
+from dse.training import Strategy, iteration, layer_costs, load_system
+from dse.training.search import fastest
+from workloads.training import activation_bytes_per_layer, gpt_params, model_flops, optimizer_bytes_per_param
+
+# Narayanan et al., SC'21, Table 1 (shared/reference/systems.md): params (B), heads, hidden, layers, TP, PP,
+# GPUs, global batch, achieved TFLOP/s per GPU. Rows 39.1 B and 145.6 B calibrate dgx-a100-80gb's
+# max_efficiency (dse/training/systems.py); the other eight validate it.
+TABLE = [(1.7, 24, 2304, 24, 1, 1, 32, 512, 137), (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
+         (7.5, 32, 4096, 36, 4, 1, 128, 512, 142), (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135),
+         (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138), (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140),
+         (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148), (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
+         (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163), (1008, 160, 25600, 128, 8, 64, 3072, 3072, 163)]
+CALIBRATION = {39.1, 145.6}
+
+
+def gpt(h, layers, heads):
+    return workloads.parse_config({"model_type": "gpt2", "n_embd": h, "n_layer": layers, "n_head": heads,
+                                   "vocab_size": 51200, "n_positions": 2048}, name=f"gpt-{h}")
+
+
+def megatron_best(row, system):
+    """The fastest micro-batch and interleaving at the row's tp, pp and GPUs (the paper does not list them)."""
+    params, heads, h, layers, tp, pp, gpus, batch, _ = row
+    cfg = gpt(h, layers, heads)
+    dp = gpus // (tp * pp)
+    best = None
+    for b in (1, 2, 4, 8):
+        if batch % (b * dp):
+            continue
+        stage = layers // pp
+        for v in ([x for x in range(1, stage + 1) if stage % x == 0] if pp > 1 else [1]):
+            s = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=batch, seq=2048, interleave=v,
+                         recompute="full", precision="fp16")
+            if v > 1 and s.micro_batches % pp:
+                continue
+            it = iteration(cfg, system, s)
+            if it.fits and (best is None or it.iteration_s < best.iteration_s):
+                best = it
+    return best
+
+
+def test_megatron_table_1_within_10_percent_per_row():
+    system = load_system("dgx-a100-80gb")
+    lines = []
+    for row in TABLE:
+        it = megatron_best(row, system)
+        ratio = it.model_tflops_per_device / row[-1]
+        lines.append(f"{row[0]:>7} B: measured {row[-1]} TFLOP/s, model {it.model_tflops_per_device:.1f} ({ratio:.2f}) "
+                     f"{'calibration' if row[0] in CALIBRATION else 'validation'}")
+        assert ratio == pytest.approx(1.0, abs=0.10), lines[-1]
+    print("\n" + "\n".join(lines))
+
+
+def test_parameter_count_reproduces_table_1():
+    for params, heads, h, layers, *_ in TABLE:
+        assert gpt_params(layers, h, 51200, 2048) / 1e9 == pytest.approx(params, rel=0.03)
+
+
+def test_flops_formula_counts_the_gemms():
+    # 24 B s l h^2 (1 + s/6h) + 2 B s h V forward (Narayanan et al. 5.1), x3 with backward, x4 with recompute
+    B, s, l, h, V = 8, 2048, 24, 2304, 51200
+    forward = 24 * B * s * l * h * h * (1 + s / (6 * h)) + 2 * B * s * h * V
+    assert model_flops(B, s, l, h, V, recompute=False) == pytest.approx(3 * forward)
+    # with recomputation the LM head is not recomputed: 4 x the layers + 3 x the head (V / 16lh vs V / 12lh)
+    layers_fwd = 24 * B * s * l * h * h * (1 + s / (6 * h))
+    assert model_flops(B, s, l, h, V, recompute=True) == pytest.approx(4 * layers_fwd + 3 * 2 * B * s * h * V)
+
+
+def test_activation_memory_matches_korthikanti():
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    assert activation_bytes_per_layer(s, b, h, a) == sbh * (34 + 5 * a * s / h)
+    assert activation_bytes_per_layer(s, b, h, a, tp=t) == sbh * (10 + 24 / t + 5 * a * s / (h * t))
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True) == sbh / t * (34 + 5 * a * s / h)
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True, recompute="selective") == 34 * sbh / t
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, recompute="full") == 2 * sbh
+    # ZeRO (Rajbhandari et al. 2020, Figure 1): 16 bytes per parameter; stage 1 with 64 ranks: 4 + 12/64
+    assert optimizer_bytes_per_param(0, 64) == 16
+    assert optimizer_bytes_per_param(1, 64) == pytest.approx(4 + 12 / 64)
+    assert optimizer_bytes_per_param(3, 64) == pytest.approx(16 / 64)
+
+
+def test_small_step_equals_hand_roofline():
+    # one device, no parallelism: iteration = micro-batches x (3 forward passes, layers and ends) + Adam;
+    # each forward kernel by hand from arch's costs: max(C, M) + min(C, M)/n + overhead, floored by dispatch
+    system = load_system("dgx-a100-80gb")
+    cfg = gpt(768, 4, 12)
+    s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16")
+    wl = workloads.extract_transformer(cfg, phase="prefill", batch=2, context=512, precision="bf16",
+                                       routing={"distribution": "uniform"})
+    ch = system.chiplet
+    costs = arch.op_costs(wl.ops, [ch], "bf16")
+    C, M = costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps
+    n = costs.overlap_steps[:, 0]
+    kt = np.maximum(ch.kernel_overhead_s + np.maximum(C, M) + np.minimum(C, M) / n, ch.dispatch_s)
+    forward = float((kt * wl.ops["layers"].to_numpy() * wl.ops["prob"].to_numpy()).sum())
+    params = wl.summary["total_params"]
+    adam = params * 28 / system.memory_Bps
+    it = iteration(cfg, system, s)
+    assert it.iteration_s == pytest.approx(4 * 3 * forward + adam, rel=1e-9)
+    assert kernel_times_s(C, M, 1.0 / n, ch.kernel_overhead_s, ch.dispatch_s) == pytest.approx(kt)
+
+
+def test_search_finds_a_fitting_strategy_at_least_as_fast_as_the_papers():
+    system = load_system("dgx-a100-80gb")
+    row = TABLE[5]
+    cfg = gpt(row[2], row[3], row[1])
+    s, it, tried = fastest(cfg, system, row[6], row[7], 2048,
+                           dict(ep=1, recompute="full", sequence_parallel=False, zero=0, precision="fp16"))
+    assert it.fits and tried > 10
+    assert it.iteration_s <= megatron_best(row, system).iteration_s * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--tp", "3", "--pp", "1", "--dp", "2"], "--tp"),              # does not divide the heads
+    (["--tp", "2", "--pp", "4", "--dp", "2"], "--dp"),              # 16 != 8 devices
+    (["--tp", "2", "--pp", "5", "--dp", "1", "--devices", "10"], "--pp"),   # 5 does not divide 32 layers
+    (["--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "7"], "--global-batch"),
+    (["--tp", "2", "--pp", "2", "--dp", "2", "--zero", "5"], "--zero"),
+])
+def test_bad_strategies_are_one_line_errors(dse_cli, args, flag):
+    base = {"--devices": "8", "--global-batch": "64"}
+    for i in range(0, len(args), 2):
+        base[args[i]] = args[i + 1]
+    argv = ["train", "llama-3-8b", "--system", "dgx-a100-80gb", "--seq", "2048"] + [x for kv in base.items() for x in kv]
+    code, out, err = dse_cli(*argv)
+    assert code == 2
+    assert flag in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_train_json_keys(dse_cli):
+    code, out, err = dse_cli("train", "llama-3-8b", "--system", "dgx-h100-80gb", "--devices", "8", "--tp", "8", "--pp", "1",
+                     "--dp", "1", "--global-batch", "8", "--seq", "2048", "--tokens", "1e9", "--json")
+    assert code == 0, err
+    out = json.loads(out)
+    for key in ("iteration_s", "tokens_per_s", "model_tflops_per_device", "mfu", "memory_per_device_bytes", "fits",
+                "time_to_train_s"):
+        assert key in out
+    assert 0 < out["mfu"] < 1 and math.isfinite(out["iteration_s"])
