@@ -137,8 +137,22 @@ def matrix_costs(ch: Chiplet, M, N, K, batch=1.0, precision: str = "bf16") -> Ma
     raise ArchError(f"chiplet {ch.name!r}: no cost model for kind {ch.kind!r}")
 
 
+#: matrix operators of the attention core: scores and the weighted sum of values
+ATTENTION_MATH = ("attn_score", "attn_context")
+
+
+def math_precision(name: str, precision: str) -> str:
+    """Precision an operator computes in: the workload's, except that the attention core of a model with
+    weights below 16 bits still runs at 16 bits (FP8 and INT8 recipes quantize the linear layers; fused
+    attention computes in FP16 / BF16: NVIDIA Transformer Engine FP8 primer, TensorRT-LLM's FP8 recipe)."""
+    if name in ATTENTION_MATH and precision not in ("fp32", "bf16", "fp16"):
+        return "bf16"
+    return precision
+
+
 def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16") -> CostTable:
-    """Cost of every operator row of ``ops`` (workloads OP_COLUMNS) on every chiplet."""
+    """Cost of every operator row of ``ops`` (workloads OP_COLUMNS) on every chiplet; each matrix row at
+    its `math_precision`."""
     n, c = len(ops), len(chiplets)
     is_matrix = ops["engine"].to_numpy() == "matrix"
     M, N, K = (ops[k].to_numpy(float) for k in ("M", "N", "K"))
@@ -156,12 +170,14 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
     out["overlap_steps"] = np.full((n, c), np.inf)
     mode = np.full((n, c), -1)
     mm = np.flatnonzero(is_matrix & (M > 0) & (N > 0) & (K > 0))
+    mm_names = ops["name"].to_numpy()[mm]
+    attention_bf16 = np.isin(mm_names, ATTENTION_MATH) & (math_precision(ATTENTION_MATH[0], precision) != precision)
     vec = np.flatnonzero(~np.isin(np.arange(n), mm))
     for j, ch in enumerate(chiplets):
         cap = on_chip_bytes(ch)
         spills = (act_in + act_out) > cap
         if len(mm):
-            mc = matrix_costs(ch, M[mm], N[mm], K[mm], batch[mm], precision)
+            mc = _rows_by_precision(ch, mm_names, M[mm], N[mm], K[mm], batch[mm], precision)
             a0 = batch[mm] * M[mm] * K[mm] * elem
             b0 = batch[mm] * K[mm] * N[mm] * elem
             c0 = batch[mm] * M[mm] * N[mm] * elem
@@ -173,7 +189,9 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
             out["sram_bytes"][mm, j] = mc.sram_bytes
             out["dram_bytes"][mm, j] = ((weights[mm] + kv_read[mm]) * rf_b + kv_write[mm] + psum_spill
                                         + np.where(spills[mm], act_in[mm] * rf_a + act_out[mm], 0.0))
-            out["utilisation"][mm, j] = 2.0 * M[mm] * N[mm] * K[mm] * batch[mm] / (mc.time_s * ch.peak_flops(precision))
+            peak = np.where(attention_bf16, ch.peak_flops("bf16"), ch.peak_flops(precision)) if attention_bf16.any() \
+                else ch.peak_flops(precision)
+            out["utilisation"][mm, j] = 2.0 * M[mm] * N[mm] * K[mm] * batch[mm] / (mc.time_s * peak)
             mode[mm, j] = mc.mode
             if mc.steps is not None:
                 out["overlap_steps"][mm, j] = mc.steps
@@ -188,6 +206,28 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
             with np.errstate(divide="ignore", invalid="ignore"):
                 out["utilisation"][vec, j] = np.where(t > 0, work / (t * ch.vector_flops()), 0.0)
     return CostTable(mode=mode, **out)
+
+
+def _rows_by_precision(ch: Chiplet, names, M, N, K, batch, precision) -> MatrixCost:
+    """`matrix_costs` of rows that may compute at different precisions (`math_precision`), in row order."""
+    wanted = np.array([math_precision(name, precision) for name in names])
+    if (wanted == precision).all():
+        return matrix_costs(ch, M, N, K, batch, precision)
+    parts = {p: (np.flatnonzero(wanted == p), matrix_costs(ch, M[wanted == p], N[wanted == p], K[wanted == p],
+                                                            batch[wanted == p], p)) for p in set(wanted)}
+    fields = {}
+    for f in ("time_s", "energy_j", "sram_bytes", "dram_a_bytes", "dram_b_bytes", "dram_c_bytes", "mode"):
+        out = np.zeros(len(M), dtype=int if f == "mode" else float)
+        for idx, mc in parts.values():
+            out[idx] = getattr(mc, f)
+        fields[f] = out
+    if any(mc.steps is not None for _, mc in parts.values()):
+        steps = np.full(len(M), np.inf)
+        for idx, mc in parts.values():
+            if mc.steps is not None:
+                steps[idx] = mc.steps
+        fields["steps"] = steps
+    return MatrixCost(**fields)
 
 
 def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16") -> dict:

@@ -121,3 +121,19 @@ def test_whole_step_against_measured_gpus():
         by_source.setdefault(r["source"], []).append(r)
     assert gpu_validation.geomean_error(by_source["trtllm-v0.14"]) < 0.10      # decode, optimised runtime
     assert gpu_validation.geomean_error(by_source["llmcompass"]) < 0.15        # GPT-3 layers, eager
+
+
+def test_attention_math_stays_16_bit_under_fp8():
+    # FP8 recipes quantize the linear layers; fused attention computes in FP16/BF16 (NVIDIA Transformer
+    # Engine FP8 primer): on H100 the projection runs at the fp8 rate, the scores at the bf16 rate
+    import workloads
+    ops = workloads.extract("llama-3-8b", phase="prefill", batch=1, context=2048, precision="fp8").ops
+    h100 = arch.preset("h100-like")
+    fp8 = arch.op_costs(ops, [h100], "fp8")
+    bf16 = arch.op_costs(ops, [h100], "bf16")
+    names = ops["name"].to_numpy()
+    score = names == "attn_score"
+    qkv = names == "qkv_proj"
+    assert fp8.time_s[score, 0] == pytest.approx(bf16.time_s[score, 0])
+    assert (fp8.time_s[qkv, 0] < 0.7 * bf16.time_s[qkv, 0]).all()
+    assert (fp8.utilisation[score, 0] <= 1.0).all() and (fp8.utilisation[score, 0] > 0.3).all()
