@@ -168,3 +168,62 @@ def test_usage_errors_are_one_line(dse_cli, tiny_path, tmp_path, args, words):
     args = [{"RES": tmp_path, "STUDY": tiny_path, "FILE": tmp_path / "file"}.get(a, a) for a in args]
     code, out, err = dse_cli(*args)
     _one_line_error(code, out, err, words)
+
+
+@pytest.mark.parametrize("content,words", [
+    ("rows: 1\x00", "not valid YAML"),
+    ("rows: [1,\n", "not valid YAML at line"),
+    ("rows: 1\nrows: 2\n", "appears twice"),
+])
+def test_unreadable_design_files(dse_cli, tiny_path, write, content, words):
+    code, out, err = dse_cli("evaluate", tiny_path, "--design", write(content, "design.yaml"))
+    _one_line_error(code, out, err, words)
+
+
+def _design(**changes):
+    d = yaml.safe_load(open("tests/data/exports/tiny_2x2.yaml"))
+    d["hbm_stacks"] = [1, 0, 1, 0]                  # the study allows 0..2 stacks in all
+    d.update(changes)
+    return d
+
+
+@pytest.mark.parametrize("change,key,words", [
+    ({"ddr_channels": 99}, "ddr_channels", "99 is outside the study's range 1..2 (hardware.memory[1].channels)"),
+    ({"hbm_stacks": [1, 1, 0, 5]}, "hbm_stacks", "7 in all is outside the study's range 0..2"),
+    ({"placement": {"embed": [0, 1, 2], "L0-11.attn": [1], "L0-11.ffn": [2], "lm_head": [0]}}, "placement.embed",
+     "3 copies, outside the study's space: mapping.max_replicas is 2"),
+    ({"mapping": "one-to-many"}, "mapping", "'one-to-many' is not a choice of the study; allowed: many-to-many"),
+    ({"colour": "red"}, "colour", "unknown key 'colour'; allowed: rows, cols"),
+    ({"placement": "all"}, "placement", "must map each unit to its slot"),
+    ({"chiplets": "big"}, "chiplets", "must be a list of chiplet kind names"),
+    ({"rows": True}, "rows", "must be a whole number >= 1"),
+    ({"hbm_stacks": [1, 1, 0, 10**9]}, "hbm_stacks", "outside the study's range"),
+])
+def test_designs_outside_the_space_are_refused(dse_cli, tiny_path, write, change, key, words):
+    code, out, err = dse_cli("evaluate", tiny_path, "--design", write(_design(**change), "design.yaml"))
+    _one_line_error(code, out, err, f"{key}: ", words)
+
+
+def test_one_to_one_designs_keep_experts_apart(dse_cli, moe_dict, write):
+    import dse
+    moe_dict["mapping"] = {"kind": "one-to-one"}
+    moe_dict["hardware"]["package"]["mesh"] = {"rows": 3, "cols": 3}
+    study_path = write(moe_dict)
+    units = dse.prepare(dse.load_study(study_path)).tables.unit_names
+    design = {"rows": 3, "cols": 3, "chiplets": ["big"] * 9, "hbm_stacks": [1] * 9, "ddr_channels": 1,
+              "link": "ucie-advanced", "mapping": "one-to-one", "placement": {u: [0] for u in units}}
+    code, out, err = dse_cli("evaluate", study_path, "--design", write(design, "design.yaml"))
+    _one_line_error(code, out, err, "a one-to-one mapping gives each expert a chiplet of its own")
+
+
+def test_what_if_may_leave_the_space_but_not_the_caps(tiny_path):
+    import dataclasses
+
+    import dse
+    from dse.results.design_file import design_from_dict
+    study = dse.load_study(tiny_path)
+    design = design_from_dict(_design())
+    more = dse.results.whatif.evaluate(dataclasses.replace(design, ddr_channels=8), study)   # range is 1..2
+    assert more["latency_s"] > 0
+    with pytest.raises(dse.StudyError, match="ddr_channels: 1000 in all; at most 64"):
+        dse.results.whatif.evaluate(dataclasses.replace(design, ddr_channels=1000), study)

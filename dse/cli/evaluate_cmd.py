@@ -24,7 +24,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, and
     what each chiplet holds and does."""
     study = load_study(study_file)
-    design = read_design(design_file)
+    design = read_design(design_file, strict=True)
     prepared = prepare(study)
     prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
