@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..model.objectives import OBJECTIVE_COLUMNS
 from ..model.prepare import prepare
-from ..results.folder import write_results
+from ..results.folder import prepare_results_target, write_results
 from ..results.run import resume_study, run_study
 from ..search import checkpoint
 from ..search.loop import GenerationReport
@@ -41,6 +41,8 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
     The search state is saved every search.checkpoint_every generations beside the results folder
     (OUT.checkpoint/); after an interruption, `dse run --resume OUT` continues it and ends with the
     same results as an uninterrupted run.
+
+    OUT must be missing, empty or a results folder dse wrote: it is replaced whole.
     """
     if (study_file is None) == (resume_dir is None):
         raise click.UsageError("give a STUDY_FILE to run, or --resume DIR to continue an interrupted run")
@@ -54,11 +56,13 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
         search = checkpoint.load(state_dir)
         study, done, total = search.study, search.generation, search.total
         out = Path(out_dir) if out_dir else checkpoint.results_dir_of(state_dir)
+        prepare_results_target(out)
         console.print(f"study [bold]{study.name}[/]: resuming after generation {done} of {search.total}")
     else:
         study, done = load_study(study_file), 0
         total = None if study.search.algorithm == "exhaustive" else study.search.generations
         out = Path(out_dir) if out_dir else Path("results") / study.name
+        prepare_results_target(out)         # refused before the search, not after it
         state_dir = checkpoint.path_for(out)
         if (state_dir / checkpoint.STATE_FILE).exists():
             console.print(f"[yellow]note:[/] removing the unfinished run saved in {state_dir} (this run starts over;"

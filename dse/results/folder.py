@@ -1,7 +1,9 @@
 """The results folder: written whole or not at all by `write_results`, read back by `load_results`.
 
 Writing goes to a hidden temporary sibling first and is swapped into place at the end, so an interrupted
-run (Ctrl-C) leaves the previous results untouched and never a half-written CSV.
+run (Ctrl-C, or a kill at any moment) leaves the previous results or the new ones, never a half-written
+CSV; the next write finishes or rolls back a swap cut short (dse.results.swap). A folder is only ever
+replaced if dse wrote it: `check_results_target` refuses any other non-empty folder.
 
 Folder contents: ``pareto.csv`` (non-dominated feasible designs), ``evaluations.csv`` (every evaluated
 design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``,
@@ -14,9 +16,7 @@ Design files are read by dse.results.design_file (`read_design`, re-exported her
 """
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -25,11 +25,13 @@ import yaml
 from ..errors import StudyError
 from ..study.spec import Study
 from ..study.yaml_input import load_yaml
-from .design_file import design_from_dict, design_path, read_design
+from .design_file import check_design_id, design_from_dict, design_path, read_design
 from .report import summary_markdown, write_report
 from .result import StudyResult
+from .swap import DSE_ENTRIES, MARKER, fault_point, new_temporary, read_marker, recover, swap_in, write_marker
 
-__all__ = ["write_results", "load_results", "read_design", "design_from_dict", "design_path", "read_study_file"]
+__all__ = ["write_results", "load_results", "read_design", "design_from_dict", "design_path", "read_study_file",
+           "check_results_target", "prepare_results_target"]
 
 def read_study_file(folder: Path) -> Study:
     """The resolved study of results folder ``folder`` (its ``study.yaml``)."""
@@ -49,14 +51,52 @@ def load_results(results_dir: str | Path):
     return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder)
 
 
-def write_results(result: StudyResult, out_dir: str | Path, report: bool = True) -> Path:
-    """Write the results folder atomically (see module docstring); returns its path.
+def check_results_target(out: Path) -> None:
+    """A `StudyError` naming ``--out`` unless ``out`` is missing, an empty folder, or a results folder dse
+    wrote (marked, or from before the marker: study.yaml, pareto.csv and evaluations.csv) holding nothing
+    but what dse writes; the folder is replaced whole, so anything else in it would be lost."""
+    if out.is_symlink():
+        raise StudyError(f"{out} is a symbolic link; give the folder itself", key="--out")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise StudyError(f"{out} is a file, not a folder", key="--out")
+    try:
+        names = sorted(entry.name for entry in out.iterdir())
+    except OSError as exc:
+        raise StudyError(f"cannot read folder {out}: {exc.strerror}", key="--out") from None
+    if not names:
+        return
+    if read_marker(out) is None and not {"study.yaml", "pareto.csv", "evaluations.csv"} <= set(names):
+        raise StudyError(f"{out} is a folder that dse did not write (it holds {names[0]!r}, and no {MARKER}); the "
+                         "results folder is replaced whole: give a new or empty folder", key="--out")
+    foreign = [n for n in names if n not in DSE_ENTRIES]
+    if foreign:
+        raise StudyError(f"{out} holds {foreign[0]!r}, which dse did not write; the results folder is replaced "
+                         "whole: move it out first or give another folder", key="--out")
 
+
+def prepare_results_target(out_dir: str | Path) -> Path:
+    """Make ``out_dir`` ready to receive results: finish or roll back a swap a killed run left
+    (dse.results.swap.recover), then `check_results_target`."""
+    out = Path(out_dir)
+    recover(out)
+    check_results_target(out)
+    return out
+
+
+def write_results(result: StudyResult, out_dir: str | Path, report: bool = True) -> Path:
+    """Write the results folder atomically (see dse.results.swap); returns its path.
+
+    ``out_dir`` must be missing, empty or a results folder dse wrote (`check_results_target`).
     ``report=False`` leaves out the plots and report (the tables alone are much faster to write)."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    prepare_results_target(out)
+    tmp = new_temporary(out)
     try:
+        write_marker(tmp, result.study.name, complete=False)
+        fault_point("created")
         result.pareto.to_csv(tmp / "pareto.csv", index=False)
         result.evaluations.to_csv(tmp / "evaluations.csv", index=False)
         if result.convergence is not None:
@@ -65,23 +105,16 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
         (tmp / "summary.md").write_text(summary_markdown(result))
         (tmp / "designs").mkdir()
         for design_id, design in result.designs.items():
-            (tmp / "designs" / f"{design_id}.yaml").write_text(yaml.safe_dump(design.to_dict(), sort_keys=False))
+            (tmp / "designs" / f"{check_design_id(design_id)}.yaml").write_text(
+                yaml.safe_dump(design.to_dict(), sort_keys=False))
         if report:
             write_report(result, tmp, result.prepare())
-        _swap_into_place(tmp, out)
+        fault_point("written")
+        write_marker(tmp, result.study.name, complete=True)
+        fault_point("complete")
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     result.out_dir = out
     return out
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Replace ``out`` by ``tmp``; the old folder is removed only once the new one is in place."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, out)

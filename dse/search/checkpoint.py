@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -86,8 +85,18 @@ def load(path: str | Path):
 
 
 def remove(directory: str | Path) -> None:
-    """Delete a checkpoint folder (once its run's results are safely written)."""
-    shutil.rmtree(directory, ignore_errors=True)
+    """Delete the checkpoint in ``directory`` (once its run's results are safely written): the state file
+    and temporaries `save` writes, then the folder if that left it empty (nothing else is touched)."""
+    d = Path(directory)
+    if not d.is_dir() or d.is_symlink():
+        return
+    (d / STATE_FILE).unlink(missing_ok=True)
+    for stale in d.glob(".state-*.tmp"):
+        stale.unlink(missing_ok=True)
+    try:
+        d.rmdir()
+    except OSError:         # something else lives there: not ours to delete
+        pass
 
 
 def _fsync_dir(d: Path) -> None:
