@@ -154,3 +154,33 @@ def test_export_never_overwrites_files_it_did_not_write(dse_cli, results_folder,
     assert code == 0, err                                      # its own folder: written again
     assert all(p.parent == tmp_path / "o" for p in (tmp_path / "o").iterdir())
 
+
+def _checkpointed(tmp_path):
+    study = dse.load_study("tests/data/tiny.yaml")
+    study = study.model_copy(update={"search": study.search.model_copy(update={"checkpoint_every": 1})})
+    state = checkpoint.path_for(tmp_path / "res")
+    dse.run_study(study, checkpoint_dir=state)
+    return state
+
+
+def test_a_checkpoint_signed_by_another_key_is_not_unpickled(dse_cli, tmp_path, monkeypatch):
+    state = _checkpointed(tmp_path)
+    assert checkpoint.load(state).generation == 3
+    monkeypatch.setenv("DSE_CHECKPOINT_KEY", str(tmp_path / "someone-else.key"))
+    with pytest.raises(dse.StudyError, match="not written by your runs on this machine"):
+        checkpoint.load(state)
+    code, _, err = dse_cli("run", "--resume", tmp_path / "res", "--quiet")
+    assert code == 2 and "a checkpoint is a pickle" in err and "--trust-checkpoint" in err
+    assert checkpoint.load(state, trust=True).generation == 3
+
+
+def test_a_tampered_checkpoint_is_refused(tmp_path):
+    state = _checkpointed(tmp_path)
+    data = bytearray((state / checkpoint.STATE_FILE).read_bytes())
+    data[len(checkpoint.MAGIC) + 40] ^= 1
+    (state / checkpoint.STATE_FILE).write_bytes(bytes(data))
+    with pytest.raises(dse.StudyError, match="signature does not match"):
+        checkpoint.load(state)
+    (state / checkpoint.STATE_FILE).write_bytes(b"\x80\x04plain pickle of an older toolkit")
+    with pytest.raises(dse.StudyError, match="not written by this version of the toolkit"):
+        checkpoint.load(state)
