@@ -136,9 +136,8 @@ WHY = {
 
 def _why_infeasible(result) -> str:
     """The constraints the evaluated designs broke most often, in words."""
-    from ..model.evaluator import METRICS
     from ..model.objectives import constraint_matrix, constraint_names
-    G = constraint_matrix(result.evaluations[METRICS], result.study)
+    G = constraint_matrix(result.evaluations, result.study)
     broken = (G > 0).mean(axis=0)
     names = constraint_names(result.study)
     order = [i for i in broken.argsort()[::-1] if broken[i] > 0]
