@@ -26,7 +26,7 @@ class Cap:
 MESH_SIDE = Cap(16, "256 chiplet slots; the route tables of every package shape grow with the slots squared: "
                     "rows and cols [1, 16] already take about 1 GB")
 #: chiplet kinds of the library, every combination of ``options`` counted
-LIBRARY = Cap(64, "each kind costs every operator of the workload once; the largest study bundled uses 4")
+LIBRARY = Cap(64, "each kind costs every operator of the workload once; a 50,000-kind library took minutes")
 #: HBM stacks on one package
 HBM_STACKS = Cap(128, "the largest packages built carry 8 to 16 stacks")
 #: DDR/LPDDR channels of one package
