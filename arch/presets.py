@@ -7,6 +7,7 @@ Unknown keys are an ArchError naming the key and the ones the kind allows.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from importlib import resources
 
@@ -71,10 +72,23 @@ def _array(label: str, value) -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
+def _check_finite(label: str, value, key: str = "") -> None:
+    """Every number of a chiplet spec is finite (``inf`` clocks gave infinite power)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArchError(f"{label}: {key} must be a finite number, got {value!r}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(label, v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite(label, v, f"{key}[{i}]")
+
+
 def build_chiplet(spec: dict) -> Chiplet:
     """A Chiplet from a friendly-unit mapping (see module docstring)."""
     spec = resolve(spec)
     name = spec.get("name", "?")
+    _check_finite(f"chiplet {name!r}", spec)
     kind = spec.get("kind")
     if kind not in KINDS:
         raise ArchError(f"chiplet {name!r}: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")

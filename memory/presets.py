@@ -12,6 +12,7 @@ is not in the preset, or a value of the wrong sign or type, raises `MemorySpecEr
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -99,8 +100,8 @@ def _raw(kind: str) -> dict:
 
 
 def _checked(kind: str, key: str, value) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise MemorySpecError(f"memory {kind}: {key} must be a number (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise MemorySpecError(f"memory {kind}: {key} must be a number, and finite (got {value!r})")
     if key in _INT_KEYS:
         if value != int(value):
             raise MemorySpecError(f"memory {kind}: {key} must be a whole number (got {value!r})")

@@ -33,3 +33,12 @@ def dse_cli(capsys):
         out, err = capsys.readouterr()
         return code, out, err
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _checkpoint_key(tmp_path_factory):
+    """Checkpoints are signed with a per-user key (dse.search.signature): the tests keep theirs in a
+    temporary folder, never in the real ~/.config."""
+    import os
+    os.environ["DSE_CHECKPOINT_KEY"] = str(tmp_path_factory.mktemp("key") / "checkpoint.key")
+    yield

@@ -32,3 +32,17 @@ def test_python_api(tmp_path):
     # same study and seed, same front
     again = study.run(seed=5)
     pd.testing.assert_frame_equal(result.pareto, again.pareto)
+
+
+def test_monte_carlo_columns_only_when_monte_carlo_is_on():
+    """Issue 15: mc_retained_frac and mc_survival_frac were NaN in every row without Monte Carlo."""
+    study = dse.load_study("tests/data/tiny.yaml")
+    mc = {"mc_retained_frac", "mc_survival_frac"}
+    off = dse.run_study(study)
+    assert not mc & set(off.evaluations) and not mc & set(off.pareto)
+    on = study.model_copy(update={"faults": study.faults.model_copy(
+        update={"monte_carlo": study.faults.monte_carlo.model_copy(update={"samples": 4})})})
+    result = dse.run_study(on)
+    assert mc <= set(result.evaluations) and result.evaluations[sorted(mc)].notna().all().all()
+    design = next(iter(result.designs.values()))
+    assert mc <= set(result.evaluate(design).index) and not mc & set(off.evaluate(design).index)

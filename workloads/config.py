@@ -12,6 +12,7 @@ naming the key. Which layers are MoE follows the families' own rules:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -87,12 +88,19 @@ def _get(cfg: dict, keys: tuple[str, ...], source: str, default=None, required=T
     return default
 
 
+#: largest size a config key may give (widths, layers, heads, vocabulary, experts); published models stay
+#: below 10^6 (vocabularies of 256 K), and the operator tables multiply several of them together
+MAX_DIMENSION = 10_000_000
+
+
 def _int(cfg: dict, keys: tuple[str, ...], source: str, default=None, required=True) -> int:
     value = _get(cfg, keys, source, default, required)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 0:
-        raise WorkloadError(f"{source}: key {keys[0]!r} must be a whole number >= 0, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or int(value) != value or not 0 <= value <= MAX_DIMENSION):
+        key = next((k for k in keys if cfg.get(k) is not None), keys[0])
+        raise WorkloadError(f"{source}: key {key!r} must be a whole number in 0..{MAX_DIMENSION:,}, got {value!r}")
     return int(value)
 
 
@@ -167,6 +175,10 @@ def parse_config(cfg: dict, name: str = "model", source: str = "config.json") ->
                    router_bias=cfg.get("topk_method") == "noaux_tc",
                    n_group=_int(cfg, ("n_group",), source, default=1),
                    topk_group=_int(cfg, ("topk_group",), source, default=1))
+    if moe and not moe["experts"]:
+        key = "num_local_experts" if model_type == "mixtral" else "num_experts"
+        raise WorkloadError(f"{source}: {key} is 0, but {model_type} is a mixture-of-experts family; give its "
+                            "routed experts (>= 1), or a dense family (llama, mistral, qwen2, qwen3)")
     if moe.get("experts"):
         moe["top_k"] = _int(cfg, ("num_experts_per_tok",), source)
         if not 1 <= moe["top_k"] <= moe["experts"]:

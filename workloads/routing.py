@@ -26,6 +26,7 @@ experts of equal popularity rank are the affine pairs (ExFlow reports strong, st
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numba as nb
@@ -62,6 +63,12 @@ def _cap_at_one(weights: np.ndarray, k: int) -> np.ndarray:
         budget = k - q[~free].sum()
 
 
+#: weights below this fraction of the largest count as zero: such an expert is never drawn in any sample one
+#: could take, and keeping it stretched the integration grid past the float range (NaN inclusion
+#: probabilities from Dirichlet draws with alpha ~ 1e-3 over 64 experts)
+NEGLIGIBLE_WEIGHT = 1e-15
+
+
 def plackett_luce_inclusion(weights: np.ndarray, k: int, points: int = 600) -> np.ndarray:
     """P(expert i is among k draws without replacement, each proportional to weight among those left).
 
@@ -74,7 +81,7 @@ def plackett_luce_inclusion(weights: np.ndarray, k: int, points: int = 600) -> n
     E = w.size
     if k >= E:
         return np.ones(E)
-    pos = w > 0
+    pos = w > w.max() * NEGLIGIBLE_WEIGHT
     if pos.sum() <= k:     # fewer experts with popularity than picks: they all go, the rest share
         return _cap_at_one(np.where(pos, 1e12, 1.0), k)
     w = w / w[pos].sum()
@@ -141,15 +148,15 @@ def selection_probabilities(experts: int, top_k: int, distribution: str = "unifo
     if distribution == "uniform":
         return np.full(experts, top_k / experts)
     if distribution == "zipf":
-        if s < 0:
-            raise WorkloadError(f"routing.s must be >= 0, got {s}")
+        if not (math.isfinite(s) and s >= 0):
+            raise WorkloadError(f"routing.s must be a finite number >= 0, got {s}")
         key = (experts, top_k, float(s))
         if key not in _RANK_CACHE:    # layers differ only in which expert holds which rank
             _RANK_CACHE[key] = plackett_luce_inclusion(np.arange(1, experts + 1, dtype=float) ** -s, top_k)
         return _RANK_CACHE[key][rng.permutation(experts)]
     if distribution == "dirichlet":
-        if not alpha > 0:
-            raise WorkloadError(f"routing.alpha must be > 0, got {alpha}")
+        if not (math.isfinite(alpha) and alpha > 0):
+            raise WorkloadError(f"routing.alpha must be a finite number > 0, got {alpha}")
         return plackett_luce_inclusion(rng.dirichlet(np.full(experts, float(alpha))), top_k)
     if distribution == "trace":
         raise WorkloadError("routing.distribution 'trace' needs routing.trace, the path of a JSONL routing trace")
@@ -200,16 +207,22 @@ class RoutingTrace:
             if missing:
                 raise WorkloadError(f"{where}: missing key {missing[0]!r}; a row has layer, token, experts, weights")
             layer, token, chosen = row["layer"], row["token"], row["experts"]
-            if layer not in self.counts:
+            if not isinstance(layer, int) or isinstance(layer, bool) or layer not in self.counts:
                 raise WorkloadError(f"{where}: layer {layer!r} is not a MoE layer of the model "
                                     f"(MoE layers: {self.moe_layers[0]}..{self.moe_layers[-1]})")
-            if (not isinstance(chosen, list) or len(chosen) != self.top_k or len(set(chosen)) != len(chosen)
-                    or not all(isinstance(e, int) and 0 <= e < self.experts for e in chosen)):
+            if (not isinstance(chosen, list) or len(chosen) != self.top_k
+                    or not all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e < self.experts
+                               for e in chosen) or len(set(chosen)) != len(chosen)):
                 raise WorkloadError(f"{where}: experts must be {self.top_k} distinct indices in "
                                     f"0..{self.experts - 1}, got {chosen!r}")
+            if not isinstance(token, (int, str)) or isinstance(token, bool):
+                raise WorkloadError(f"{where}: token is a whole number or a string naming the token, got {token!r}")
             weights = row.get("weights")
-            if weights is not None and (not isinstance(weights, list) or len(weights) != len(chosen)):
-                raise WorkloadError(f"{where}: weights must be a list of {len(chosen)} numbers")
+            if weights is not None and (not isinstance(weights, list) or len(weights) != len(chosen) or not all(
+                    isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                    for w in weights)):
+                raise WorkloadError(f"{where}: weights must be a list of {len(chosen)} finite numbers >= 0, "
+                                    f"got {weights!r}"[:300])
             self.counts[layer][chosen] += 1
             self.tokens[layer] += 1
             self.choices[layer][token] = chosen

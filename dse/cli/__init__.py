@@ -1,6 +1,7 @@
 """The ``dse`` command. Each subcommand lives in its own module and registers itself on `cli`.
 
-Bad input of any kind ends with one line ``error: <key>: <what is wrong>`` on stderr and exit status 2.
+Bad input of any kind ends with one line ``error: <key>: <what is wrong>`` on stderr and exit status 2,
+click's own usage errors (an unknown option, a bad choice) included.
 """
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ for _module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())     # click >= 8.2
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the CLI and turn bad input into exit status 2."""
     try:
@@ -29,9 +33,14 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted; results already written are left as they were", err=True)
         sys.exit(130)
-    except click.ClickException as exc:
+    except _NO_ARGS as exc:                 # plain ``dse``: the help, as click prints it
         exc.show()
-        sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
+        sys.exit(2)
+    except click.UsageError as exc:         # click's usage block is several lines: one, naming the command
+        command = exc.ctx.command_path if exc.ctx is not None else "dse"
+        fail(f"{exc.format_message()} ({command} -h for help)")
+    except click.ClickException as exc:
+        fail(exc.format_message())
     except StudyError as exc:
         fail(str(exc))
     except USER_ERRORS as exc:

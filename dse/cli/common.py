@@ -1,6 +1,7 @@
 """Shared pieces of the CLI: the command group and the error exit."""
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -23,5 +24,27 @@ def cli() -> None:
 
 
 def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    """Print ``error: <message>`` as one line on stderr and exit with status 2."""
+    click.echo(f"error: {' '.join(str(message).split())}", err=True)
     sys.exit(2)
+
+
+class FiniteFloat(click.ParamType):
+    """A finite number (``inf`` and ``nan``, which click's FLOAT takes, are refused), optionally above
+    ``minimum`` (excluded when ``open_min``)."""
+
+    name = "number"
+
+    def __init__(self, minimum: float | None = None, open_min: bool = False):
+        self.minimum, self.open_min = minimum, open_min
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.minimum is not None and (number < self.minimum or (self.open_min and number == self.minimum)):
+            self.fail(f"{value!r} must be {'>' if self.open_min else '>='} {self.minimum:g}", param, ctx)
+        return number

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..model.breakdown import chiplet_table
+from ..model.objectives import reported_metrics
 from ..model.prepare import prepare
 from ..results.folder import read_design
 from ..study.spec import load_study
@@ -24,11 +25,11 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, and
     what each chiplet holds and does."""
     study = load_study(study_file)
-    design = read_design(design_file)
+    design = read_design(design_file, strict=True)
     prepared = prepare(study)
     prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
-    metrics = ev.evaluate_designs([design]).iloc[0]
+    metrics = ev.evaluate_designs([design]).iloc[0][reported_metrics(study)]
     chiplets = chiplet_table(design, prepared, float(metrics["latency_s"]))
     failures = ev.failure_report(design)
     chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy()

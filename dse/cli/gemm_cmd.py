@@ -9,7 +9,9 @@ import click
 import arch
 from arch import systolic as S
 
-from .common import cli
+from .common import FiniteFloat, cli
+
+POSITIVE = FiniteFloat(0, open_min=True)
 
 WORD_FIELDS = ("sram_ifmap_reads", "sram_filter_reads", "sram_ofmap_writes", "sram_ofmap_reads",
                "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes", "dram_ofmap_reads")
@@ -41,17 +43,17 @@ def _print(report: dict) -> None:
 
 
 @cli.command("gemm")
-@click.option("--m", "m", type=click.FloatRange(min=0, min_open=True), required=True, help="Rows of A and C.")
-@click.option("--n", "n", type=click.FloatRange(min=0, min_open=True), required=True, help="Columns of B and C.")
-@click.option("--k", "k", type=click.FloatRange(min=0, min_open=True), required=True, help="Reduction dimension.")
+@click.option("--m", "m", type=POSITIVE, required=True, help="Rows of A and C.")
+@click.option("--n", "n", type=POSITIVE, required=True, help="Columns of B and C.")
+@click.option("--k", "k", type=POSITIVE, required=True, help="Reduction dimension.")
 @click.option("--rows", type=click.IntRange(min=1), help="Systolic array rows.")
 @click.option("--cols", type=click.IntRange(min=1), help="Systolic array columns.")
 @click.option("--dataflow", type=click.Choice(arch.DATAFLOWS), default="ws", show_default=True)
-@click.option("--sram-kb", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--sram-kb", type=POSITIVE, default=None,
               help="Size of each of the ifmap, filter and ofmap buffers in KB of words (default: unlimited).")
-@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--bandwidth", type=POSITIVE, default=None,
               help="DRAM words per cycle per buffer port (default: unlimited, no stalls).")
-@click.option("--freq-ghz", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--freq-ghz", type=POSITIVE, default=1.0, show_default=True,
               help="Clock, for the latency of an array.")
 @click.option("--no-accumulate", is_flag=True,
               help="Write every partial sum to DRAM instead of accumulating on chip (SCALE-Sim's accounting).")

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
 import memory
 
+from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
 from .common import cli
 
 #: utilisations at which the loaded (M/D/1) latency is reported
@@ -23,6 +25,8 @@ def _parse_overrides(pairs: tuple[str, ...]) -> dict[str, float]:
             out[key.strip()] = float(value)
         except ValueError:
             raise memory.MemorySpecError(f"--set {key.strip()}: {value!r} is not a number") from None
+        if not math.isfinite(out[key.strip()]):
+            raise memory.MemorySpecError(f"--set {key.strip()}: {value!r} is not a finite number")
     return out
 
 
@@ -95,8 +99,8 @@ def _text(r: dict) -> list[str]:
 
 @cli.command("memory")
 @click.argument("kind", required=False)
-@click.option("--stacks", type=click.IntRange(min=1), help="number of HBM stacks")
-@click.option("--channels", type=click.IntRange(min=1), help="number of DDR / LPDDR channels")
+@click.option("--stacks", type=click.IntRange(1, HBM_STACKS.limit), help="number of HBM stacks")
+@click.option("--channels", type=click.IntRange(1, DDR_CHANNELS.limit), help="number of DDR / LPDDR channels")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a preset number (data-file units), e.g. --set capacity_gib=24")
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON in SI units")

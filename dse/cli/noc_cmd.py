@@ -8,7 +8,10 @@ import numpy as np
 
 import noc
 
-from .common import cli
+from ..study.schema.limits import MESH_SIDE
+from .common import FiniteFloat, cli
+
+MAX_SIDE = MESH_SIDE.limit     # route tables grow with chiplets squared: the study's cap
 
 FLIT_BYTES, FREQ_HZ = 16.0, 1e9     # internal units only: results are printed in flits and cycles
 TERMINAL_CYCLES = 1                 # injection and ejection channel latency each (BookSim2: always 1)
@@ -55,15 +58,18 @@ def noc_figures(rows: int, cols: int, topology: str = "mesh", traffic: str = "un
 
 
 @cli.command("noc")
-@click.option("--rows", type=int, required=True, help="Rows of chiplets.")
-@click.option("--cols", type=int, required=True, help="Columns of chiplets.")
+@click.option("--rows", type=click.IntRange(max=MAX_SIDE), required=True,
+              help=f"Rows of chiplets (at most {MAX_SIDE}, as in a study's mesh).")
+@click.option("--cols", type=click.IntRange(max=MAX_SIDE), required=True,
+              help=f"Columns of chiplets (at most {MAX_SIDE}).")
 @click.option("--topology", type=click.Choice(["mesh", "torus"]), default="mesh", show_default=True)
 @click.option("--traffic", type=click.Choice(["uniform", "transpose", "hotspot", "neighbor"]), default="uniform",
               show_default=True, help="uniform includes self-traffic, as BookSim2 and Dally & Towles.")
-@click.option("--injection", type=float, default=0.1, show_default=True, help="Offered load, flits/cycle/node.")
-@click.option("--router-latency", type=float, default=2, show_default=True, help="Cycles per router.")
-@click.option("--link-latency", type=float, default=1, show_default=True, help="Cycles per channel.")
-@click.option("--packet-size", type=int, default=1, show_default=True, help="Flits per packet.")
+@click.option("--injection", type=FiniteFloat(0), default=0.1, show_default=True,
+              help="Offered load, flits/cycle/node.")
+@click.option("--router-latency", type=FiniteFloat(0), default=2, show_default=True, help="Cycles per router.")
+@click.option("--link-latency", type=FiniteFloat(0), default=1, show_default=True, help="Cycles per channel.")
+@click.option("--packet-size", type=click.IntRange(1, 1024), default=1, show_default=True, help="Flits per packet.")
 @click.option("--routing", type=click.Choice(list(noc.ALGORITHMS)), default="xy", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def noc_command(rows, cols, topology, traffic, injection, router_latency, link_latency, packet_size, routing, as_json):

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..model.objectives import OBJECTIVE_COLUMNS
 from ..model.prepare import prepare
-from ..results.folder import write_results
+from ..results.folder import prepare_results_target, write_results
 from ..results.run import resume_study, run_study
 from ..search import checkpoint
 from ..search.loop import GenerationReport
@@ -28,37 +28,47 @@ HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM",
               help="Results folder (default: results/<study name>; with --resume, the resumed run's).")
 @click.option("--seed", type=int, default=None, help="Override the study's search seed.")
 @click.option("--resume", "resume_dir", type=click.Path(), default=None,
-              help="Continue the interrupted run whose results folder (or DIR.checkpoint) this is.")
+              help="Continue the interrupted run whose results folder (or DIR.checkpoint) this is. The checkpoint "
+                   "is a pickle, which can run code: only your own runs' checkpoints load (signed with your key).")
+@click.option("--trust-checkpoint", is_flag=True,
+              help="With --resume: load a checkpoint not signed by your key (moved from another machine); only "
+                   "for a checkpoint from a source you trust.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Evaluate on a local Dask cluster of this many worker processes.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Evaluate on the running Dask cluster at ADDRESS (tcp://host:8786).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_dir: str | None,
-        workers: int | None, scheduler: str | None, quiet: bool) -> None:
+        trust_checkpoint: bool, workers: int | None, scheduler: str | None, quiet: bool) -> None:
     """Search the design space of STUDY_FILE and write its results folder.
 
     The search state is saved every search.checkpoint_every generations beside the results folder
     (OUT.checkpoint/); after an interruption, `dse run --resume OUT` continues it and ends with the
     same results as an uninterrupted run.
+
+    OUT must be missing, empty or a results folder dse wrote: it is replaced whole.
     """
     if (study_file is None) == (resume_dir is None):
         raise click.UsageError("give a STUDY_FILE to run, or --resume DIR to continue an interrupted run")
     if resume_dir is not None and seed is not None:
         raise click.UsageError("--seed cannot change a resumed run (its seed is in the checkpoint)")
+    if trust_checkpoint and resume_dir is None:
+        raise click.UsageError("--trust-checkpoint goes with --resume DIR")
     if workers and scheduler:
         raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
     console = Console(stderr=True, quiet=quiet)
     if resume_dir is not None:
         state_dir = checkpoint.locate(resume_dir)
-        search = checkpoint.load(state_dir)
+        search = checkpoint.load(state_dir, trust=trust_checkpoint)
         study, done, total = search.study, search.generation, search.total
         out = Path(out_dir) if out_dir else checkpoint.results_dir_of(state_dir)
+        prepare_results_target(out)
         console.print(f"study [bold]{study.name}[/]: resuming after generation {done} of {search.total}")
     else:
         study, done = load_study(study_file), 0
         total = None if study.search.algorithm == "exhaustive" else study.search.generations
         out = Path(out_dir) if out_dir else Path("results") / study.name
+        prepare_results_target(out)         # refused before the search, not after it
         state_dir = checkpoint.path_for(out)
         if (state_dir / checkpoint.STATE_FILE).exists():
             console.print(f"[yellow]note:[/] removing the unfinished run saved in {state_dir} (this run starts over;"
@@ -77,7 +87,7 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
         try:
             if resume_dir is not None:
                 result = resume_study(state_dir, on_generation=show, prepared=prepared, workers=workers,
-                                      scheduler=scheduler)
+                                      scheduler=scheduler, trust=trust_checkpoint)
             else:
                 result = run_study(study, seed=seed, prepared=prepared, on_generation=show, checkpoint_dir=state_dir,
                                    workers=workers, scheduler=scheduler)
@@ -126,9 +136,8 @@ WHY = {
 
 def _why_infeasible(result) -> str:
     """The constraints the evaluated designs broke most often, in words."""
-    from ..model.evaluator import METRICS
     from ..model.objectives import constraint_matrix, constraint_names
-    G = constraint_matrix(result.evaluations[METRICS], result.study)
+    G = constraint_matrix(result.evaluations, result.study)
     broken = (G > 0).mean(axis=0)
     names = constraint_names(result.study)
     order = [i for i in broken.argsort()[::-1] if broken[i] > 0]

@@ -13,8 +13,9 @@ from rich.table import Table
 import workloads
 
 from ..model.tables import build_workload
+from ..study.schema.limits import BATCH, CONTEXT, COPIES, SEED
 from ..study.spec import load_study
-from .common import cli
+from .common import FiniteFloat, cli
 
 SUMMARY_ROWS = [("total_params", "parameters", 1e9, "B"), ("active_params_per_token", "active per token", 1e9, "B"),
                 ("kv_cache_bytes_per_token", "KV cache per token", 1024, "KiB"),
@@ -36,24 +37,27 @@ def _plain(value):
 @cli.command("workload")
 @click.argument("model")
 @click.option("--phase", type=click.Choice(workloads.PHASES), default="decode", show_default=True)
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--context", type=click.IntRange(min=1), default=2048, show_default=True,
+@click.option("--batch", type=click.IntRange(1, BATCH.limit), default=1, show_default=True)
+@click.option("--context", type=click.IntRange(1, CONTEXT.limit), default=2048, show_default=True,
               help="Prompt length (prefill) or context attended to (decode).")
 @click.option("--precision", type=click.Choice(list(workloads.BYTES_PER_ELEMENT)), default="bf16", show_default=True)
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel shards.")
+@click.option("--tp", type=click.IntRange(1, COPIES.limit), default=1, show_default=True,
+              help="Tensor-parallel shards.")
 @click.option("--per-layer", is_flag=True, help="One unit per layer instead of per group of identical layers.")
 @click.option("--routing", "distribution", type=click.Choice(["uniform", "zipf", "dirichlet"]), default="uniform",
               show_default=True, help="Synthetic expert routing.")
-@click.option("--s", "zipf_s", type=float, default=1.0, show_default=True, help="Zipf exponent.")
-@click.option("--alpha", type=float, default=1.0, show_default=True, help="Dirichlet concentration.")
+@click.option("--s", "zipf_s", type=FiniteFloat(0), default=1.0, show_default=True, help="Zipf exponent.")
+@click.option("--alpha", type=FiniteFloat(0, open_min=True), default=1.0, show_default=True,
+              help="Dirichlet concentration.")
 @click.option("--trace", type=click.Path(dir_okay=False), default=None, help="JSONL routing trace (overrides --routing).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, SEED.limit), default=0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--ops-out", type=click.Path(dir_okay=False), default=None, help="Write the operators (.csv/.parquet).")
 @click.option("--scalesim", type=click.Path(dir_okay=False), default=None, help="Write a SCALE-Sim GEMM topology CSV.")
 @click.option("--chakra", type=click.Path(file_okay=False), default=None,
               help="Write Chakra execution traces (ASTRA-sim) to this folder.")
-@click.option("--npus", type=click.IntRange(min=1), default=1, show_default=True, help="NPUs of the Chakra traces.")
+@click.option("--npus", type=click.IntRange(1, COPIES.limit), default=1, show_default=True,
+              help="NPUs of the Chakra traces.")
 def workload(model, phase, batch, context, precision, tp, per_layer, distribution, zipf_s, alpha, trace, seed, fmt,
              ops_out, scalesim, chakra, npus) -> None:
     """Operator trace of one step of MODEL: a preset (dse models), a HuggingFace config.json, or a

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..errors import StudyError
 from ..model.prepare import prepare
 from ..model.traffic import chiplet_traffic
-from ..results.folder import design_path, read_design
+from ..results.folder import design_path, read_design, read_study_file
 from ..study.space import Design
 from ..study.spec import Study
 
@@ -95,14 +94,13 @@ def load_context(results_dir: str | Path, design_id: str) -> ExportContext:
 
     folder = Path(results_dir)
     design = read_design(design_path(folder, design_id))
-    if not (folder / "study.yaml").exists():
-        raise StudyError(f"{folder} is not a results folder (no study.yaml); run `dse run STUDY.yaml` first")
-    study = Study.from_dict(yaml.safe_load((folder / "study.yaml").read_text()), source=str(folder / "study.yaml"))
+    study = read_study_file(folder)
     prepared = prepare(study)
     missing = [u for u in prepared.tables.unit_names if u not in design.placement]
     if missing:
         raise StudyError(f"the design places no copy of unit {missing[0]!r} of the study's workload",
                          key="placement", source=str(design_path(folder, design_id)))
+    prepared.check_design(design, source=str(design_path(folder, design_id)), in_space=False)
     prepared = prepared.for_design(design)          # the design's package variant (dse.model.variants)
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     return ExportContext(design_id=design_id, design=design, study=prepared.study, prepared=prepared,

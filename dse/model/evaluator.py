@@ -19,7 +19,7 @@ Per design (the step model is in dse.model.perf_model):
   unit is still served.
 * mc_retained_frac / mc_survival_frac: the same over Monte Carlo sets of several failed chiplets
   (study ``faults.monte_carlo``; the same failure sets for every design of a size: common random
-  numbers), NaN when off.
+  numbers), NaN when off (results and `dse evaluate` leave them out then: dse.model.objectives.reported_metrics).
 * capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
 * max_die_mm2: the largest die (chiplet with its HBM PHYs), held against the reticle limit.
 """

@@ -14,7 +14,7 @@ from ..study.space import Design, Space, build_space, check_design
 from ..study.spec import Study
 from .evaluator import Evaluator
 from .heuristics import seed_vectors
-from .tables import EvalTables, build_tables
+from .tables import UNIT_KINDS, EvalTables, build_tables
 from .variants import VariantEvaluator
 
 
@@ -34,9 +34,12 @@ class Prepared:
             return self
         return self.variants[self.evaluator.variant_for(design)]
 
-    def check_design(self, design: Design, source: str | None = None) -> None:
-        """A `StudyError` naming the design key when ``design`` cannot be evaluated under this study."""
-        check_design(design, self.study, self.tables.kind_names, self.tables.unit_names, source=source)
+    def check_design(self, design: Design, source: str | None = None, in_space: bool = True) -> None:
+        """A `StudyError` naming the design key when ``design`` cannot be evaluated under this study, or
+        (``in_space``) lies outside its design space (dse.study.space.check_design)."""
+        experts = {u for u, k in zip(self.tables.unit_names, self.tables.unit_kind) if UNIT_KINDS[k] == "expert"}
+        check_design(design, self.study, self.tables.kind_names, self.tables.unit_names, source=source,
+                     expert_units=experts, in_space=in_space)
 
 
 def _tables(study: Study, workload=None) -> EvalTables:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.breakdown import chiplet_table
-from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, constraint_matrix
+from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, constraint_matrix, reported_metrics
 from ..model.prepare import prepare
 from ..study.space import Design
 from ..study.spec import Study
@@ -114,7 +114,8 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     ids = [f"d{i:05d}" for i in range(len(X))]
     G = constraint_matrix(metrics, study)
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
-                       design_columns(designs, kind_names), metrics.reset_index(drop=True)], axis=1)
+                       design_columns(designs, kind_names), metrics.reset_index(drop=True)[reported_metrics(study)]],
+                      axis=1)
     table["feasible"] = (G <= 0).all(axis=1)
     table["pareto"] = False
     table.loc[pareto_index, "pareto"] = True

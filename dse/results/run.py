@@ -37,10 +37,12 @@ def run_study(study: Study, seed: int | None = None,
 
 def resume_study(path: str | Path, on_generation: Callable[[GenerationReport], None] | None = None,
                  prepared: Prepared | None = None, *, workers: int | None = None,
-                 scheduler: str | None = None) -> StudyResult:
-    """Continue the search checkpointed for results folder (or checkpoint folder) ``path`` to its end."""
+                 scheduler: str | None = None, trust: bool = False) -> StudyResult:
+    """Continue the search checkpointed for results folder (or checkpoint folder) ``path`` to its end.
+
+    The checkpoint must be signed by this user's runs unless ``trust`` (see dse.search.checkpoint)."""
     directory = checkpoint.locate(path)
-    search = checkpoint.load(directory)
+    search = checkpoint.load(directory, trust=trust)
     study = search.study
     p = prepared or prepare(study)
     if not (np.array_equal(p.space.lower, search.problem.xl) and np.array_equal(p.space.upper, search.problem.xu)):

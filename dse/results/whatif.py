@@ -12,6 +12,7 @@ import copy
 import pandas as pd
 
 from ..errors import StudyError
+from ..model.objectives import reported_metrics
 from ..model.prepare import prepare
 from ..study.space import Design
 from ..study.spec import Study
@@ -36,10 +37,11 @@ def changed_study(study: Study, changes: dict) -> Study:
 
 def evaluate(design: Design, study: Study, changes: dict | None = None, prepared=None,
              with_faults: bool = True) -> pd.Series:
-    """Metrics of ``design`` (dse.model.evaluator.METRICS) under ``study`` with ``changes`` applied."""
+    """Metrics of ``design`` under ``study`` with ``changes`` applied (dse.model.evaluator.METRICS, those of
+    Monte Carlo failures only when the study has them: dse.model.objectives.reported_metrics)."""
     if changes:
         study = changed_study(study, changes)
         prepared = None
     p = prepared or prepare(study)
-    p.check_design(design)
-    return p.evaluator.evaluate_designs([design], with_faults=with_faults).iloc[0]
+    p.check_design(design, in_space=False)       # a changed design may leave the study's ranges
+    return p.evaluator.evaluate_designs([design], with_faults=with_faults).iloc[0][reported_metrics(study)]

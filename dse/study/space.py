@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import StudyError
+from .schema import limits
 from .spec import Study
 
 SPLIT_MAPPINGS = ("one-to-many",)
@@ -119,15 +120,24 @@ class Design:
 
 
 def check_design(design: Design, study: Study, kind_names: list[str], unit_names: list[str],
-                 source: str | None = None) -> None:
+                 source: str | None = None, expert_units: set[str] | frozenset = frozenset(),
+                 in_space: bool = True) -> None:
     """Raise a `StudyError` naming the design key when ``design`` cannot be evaluated under ``study``, whose
-    chiplet library variants are ``kind_names`` and whose workload has the placement units ``unit_names``."""
+    chiplet library variants are ``kind_names`` and whose workload has the placement units ``unit_names``
+    (``expert_units`` of them routed experts).
+
+    ``in_space`` (``dse evaluate``): the design must also lie in the study's design space, as the search
+    would build it: HBM stacks and DDR channels within the study's ranges, at most ``max_replicas`` copies
+    (one for mappings without copies) and, one-to-one, no two experts on a chiplet. Without it (what-if
+    evaluation of changed designs) only what the models need is checked."""
     package = study.hardware.package
-    hbm = next((m.kinds for m in study.hardware.memory if m.is_hbm), [])
-    ddr = next((m.kinds for m in study.hardware.memory if not m.is_hbm), [])
+    hbm_entry = next((m for m in study.hardware.memory if m.is_hbm), None)
+    ddr_entry = next((m for m in study.hardware.memory if not m.is_hbm), None)
     for key, value, allowed in (("topology", design.topology, package.topology_choices),
                                 ("link", design.link, package.link_choices),
-                                ("hbm_kind", design.hbm_kind, hbm), ("ddr_kind", design.ddr_kind, ddr)):
+                                ("hbm_kind", design.hbm_kind, hbm_entry.kinds if hbm_entry else []),
+                                ("ddr_kind", design.ddr_kind, ddr_entry.kinds if ddr_entry else []),
+                                ("mapping", design.mapping if in_space else None, [study.mapping.kind])):
         if value is not None and value not in allowed:
             raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(allowed) or 'none'}",
                              key=key, source=source)
@@ -143,8 +153,7 @@ def check_design(design: Design, study: Study, kind_names: list[str], unit_names
                          f"{', '.join(kind_names)}", key="chiplets", source=source)
     if len(design.hbm_stacks) != n or any(h < 0 for h in design.hbm_stacks):
         raise StudyError(f"needs {n} whole numbers >= 0, one per chiplet slot", key="hbm_stacks", source=source)
-    if design.ddr_channels < 0:
-        raise StudyError("must be >= 0", key="ddr_channels", source=source)
+    _check_counts(design, study, in_space, source)
     units = set(unit_names)
     extra = [u for u in design.placement if u not in units]
     if extra:
@@ -154,7 +163,37 @@ def check_design(design: Design, study: Study, kind_names: list[str], unit_names
     if missing:
         raise StudyError(f"unit {missing[0]!r} has no chiplet ({len(missing)} units unplaced); every unit of the "
                          "workload needs at least one slot", key="placement", source=source)
+    copies = study.mapping.max_replicas if study.mapping.kind in COPY_MAPPINGS else 1
+    holder: dict[int, str] = {}
     for unit, slots in design.placement.items():
         if not slots or len(set(slots)) != len(slots) or any(not 0 <= x < n for x in slots):
             raise StudyError(f"needs 1 to {n} distinct slots in 0..{n - 1}, got {slots}",
                              key=f"placement.{unit}", source=source)
+        if in_space and len(slots) > copies:
+            what = f"mapping.max_replicas is {copies}" if copies > 1 else f"a {study.mapping.kind} mapping " \
+                "places one copy of each unit"
+            raise StudyError(f"{len(slots)} copies, outside the study's space: {what}", key=f"placement.{unit}",
+                             source=source)
+        if in_space and study.mapping.kind == "one-to-one" and unit in expert_units:
+            if slots[0] in holder:
+                raise StudyError(f"expert shares slot {slots[0]} with expert {holder[slots[0]]!r}; a one-to-one "
+                                 "mapping gives each expert a chiplet of its own", key=f"placement.{unit}",
+                                 source=source)
+            holder[slots[0]] = unit
+
+
+def _check_counts(design: Design, study: Study, in_space: bool, source: str | None) -> None:
+    """HBM stacks and DDR channels: within the study's ranges (``in_space``), always within the caps."""
+    memory = study.hardware.memory
+    for key, value, is_hbm, cap in (("hbm_stacks", sum(design.hbm_stacks), True, limits.HBM_STACKS),
+                                    ("ddr_channels", design.ddr_channels, False, limits.DDR_CHANNELS)):
+        index = next((i for i, m in enumerate(memory) if m.is_hbm == is_hbm), None)
+        low, high = memory[index].count_range if index is not None else (0, 0)
+        if in_space and not low <= value <= high:
+            counted = "stacks" if is_hbm else "channels"
+            where = f"hardware.memory[{index}].{counted}" if index is not None else \
+                f"the study has no {'HBM' if is_hbm else 'DDR'}"
+            raise StudyError(f"{value}{' in all' if is_hbm else ''} is outside the study's range {low}..{high} "
+                             f"({where})", key=key, source=source)
+        if value > cap.limit:
+            raise StudyError(f"{value} in all; " + cap.message(), key=key, source=source)

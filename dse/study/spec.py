@@ -10,8 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 import workloads
 
@@ -27,7 +26,9 @@ from .schema import (
     SearchSpec,
     WorkloadSpec,
 )
-from .schema.common import StrictModel
+from .schema import limits
+from .schema.common import SAFE_NAME, StrictModel, check_safe_name
+from .yaml_input import load_yaml
 
 __all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
 
@@ -35,13 +36,21 @@ __all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
 class Study(StrictModel):
     """A validated study. Build one with `load_study` (file) or `Study.from_dict`."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=SAFE_NAME)
     workload: WorkloadSpec
     hardware: HardwareSpec
     mapping: MappingSpec = MappingSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
     faults: FaultsSpec = FaultsSpec()
     search: SearchSpec = SearchSpec()
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_folder_step(cls, value: str) -> str:
+        check_safe_name(value, "a study name")
+        if len(value) > limits.NAME_CHARS.limit:
+            raise ValueError(f"{len(value)} characters; " + limits.NAME_CHARS.message())
+        return value
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> "Study":
@@ -122,8 +131,14 @@ def _to_study_error(exc: ValidationError, source: str | None) -> StudyError:
         return StudyError("required key is missing", key=_key(loc), source=source)
     message = re.sub(r"^Value error, ", "", err["msg"])
     if "input" in err and kind not in ("model_type",) and not isinstance(err["input"], dict):
-        message += f" (got {err['input']!r})"
+        message += f" (got {_short(err['input'])})"
     return StudyError(message, key=_key(loc), source=source)
+
+
+def _short(value: Any, chars: int = 80) -> str:
+    """``repr(value)``, cut to ``chars`` characters (an error names a value, it does not print a file)."""
+    text = repr(value)
+    return text if len(text) <= chars else text[: chars - 3] + "..."
 
 
 def load_study(path: str | Path) -> Study:
@@ -133,12 +148,7 @@ def load_study(path: str | Path) -> Study:
         text = path.read_text()
     except FileNotFoundError:
         raise StudyError(f"study file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StudyError(f"cannot read study file {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise StudyError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: a NUL byte in the path
+        raise StudyError(f"cannot read study file {_short(str(path))}: {exc}") from None
+    data = load_yaml(text, source=str(path))
     return Study.from_dict(data, source=str(path))

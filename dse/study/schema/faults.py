@@ -1,19 +1,20 @@
 """Study schema: the ``faults`` section (which failures fault tolerance is measured over)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt
 
+from . import limits
 from .common import StrictModel
 
 
 class MonteCarloSpec(StrictModel):
     """Random multi-chiplet failures: ``samples`` sets of ``failures`` chiplets each (0 samples: off)."""
 
-    failures: PositiveInt = 2
+    failures: Annotated[PositiveInt, limits.at_most(limits.MC_FAILURES)] = 2
     samples: NonNegativeInt = Field(0, le=10_000)
-    seed: int = 0
+    seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 0
 
 
 class FaultsSpec(StrictModel):

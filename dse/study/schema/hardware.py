@@ -4,9 +4,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    BeforeValidator,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -24,13 +25,14 @@ import arch
 import memory
 import noc
 
-from .common import IntRange, StrictModel, check_range
+from . import limits
+from .common import IntRange, StrictModel, Tuple, check_finite, check_range
 
 
 class ModeSpec(StrictModel):
     """One configuration of a reconfigurable chiplet."""
 
-    array: tuple[PositiveInt, PositiveInt]
+    array: Tuple(tuple[PositiveInt, PositiveInt])
     dataflow: Literal["os", "ws", "is"]
     arrays: PositiveInt = 1
 
@@ -46,14 +48,14 @@ class ChipletSpec(StrictModel):
 
     name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
     kind: Literal["systolic", "gpu", "cpu", "reconfigurable"] = "systolic"
-    array: tuple[PositiveInt, PositiveInt] = (1, 1)
+    array: Tuple(tuple[PositiveInt, PositiveInt]) = (1, 1)
     dataflow: Literal["os", "ws", "is"] = "ws"
     sram_mb: PositiveFloat = 1.0
     freq_ghz: PositiveFloat = 1.0
     node: str = "7nm"
     preset: str = ""
     arrays: PositiveInt = 1
-    sram_split: tuple[PositiveFloat, PositiveFloat, PositiveFloat] = (3 / 7, 3 / 7, 1 / 7)
+    sram_split: Tuple(tuple[PositiveFloat, PositiveFloat, PositiveFloat]) = (3 / 7, 3 / 7, 1 / 7)
     sram_bank_kb: PositiveFloat = 256.0
     pe_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     vector_lanes: NonNegativeInt = 0
@@ -104,14 +106,24 @@ class ChipletSpec(StrictModel):
             raise ValueError(f"unknown chiplet preset {value!r}; available: {', '.join(arch.preset_names())}")
         return value
 
+    @field_validator("overrides")
+    @classmethod
+    def _finite_overrides(cls, value: dict) -> dict:
+        return check_finite(value, "overrides")
+
     @model_validator(mode="after")
     def _build(self):
         given = self.model_fields_set
+        combinations = 1
         for key, values in self.options.items():
             if key not in type(self).model_fields or key in ("name", "kind", "preset", "options", "overrides"):
                 raise ValueError(f"options: {key!r} cannot be left open; any other field of the chiplet can")
             if not values:
                 raise ValueError(f"options.{key} needs at least one value")
+            combinations *= len(values)
+        if combinations > limits.LIBRARY.limit:
+            raise ValueError(f"options make {combinations:,} chiplet variants; "
+                             + limits.LIBRARY.message("the library holds"))
         if not self.preset and not self.name:
             raise ValueError("every chiplet needs a 'name' (or a 'preset', whose name it then takes)")
         spec = {k: getattr(self, k) for k in given if k not in ("preset", "options")}
@@ -208,6 +220,9 @@ class MemoryEntry(StrictModel):
         if getattr(self, want) is None:
             raise ValueError(f"{name} needs '{want}: [low, high]'")
         check_range(getattr(self, want), 0)
+        cap = limits.HBM_STACKS if hbm else limits.DDR_CHANNELS
+        if getattr(self, want)[1] > cap.limit:
+            raise _invalid((want,), cap.message(f"{name} {want}:"), list(getattr(self, want)))
         return self
 
     @property
@@ -232,7 +247,10 @@ class MeshSpec(StrictModel):
     @field_validator("rows", "cols")
     @classmethod
     def _positive(cls, value):
-        return check_range(value, 1)
+        check_range(value, 1)
+        if value[1] > limits.MESH_SIDE.limit:
+            raise ValueError(limits.MESH_SIDE.message())
+        return value
 
     def shapes(self) -> list[tuple[int, int]]:
         return [(r, c) for r in range(self.rows[0], self.rows[1] + 1) for c in range(self.cols[0], self.cols[1] + 1)]
@@ -259,10 +277,25 @@ def _neighbours(a: int, b: int, rows: int, cols: int, torus: bool) -> bool:
     return dr + dc == 1
 
 
+def _unreached(n: int, links: list[tuple[int, int]]) -> list[int]:
+    """Chiplets 0..n-1 with no path of ``links`` to chiplet 0."""
+    neighbours: dict[int, list[int]] = {}
+    for a, b in links:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
+    reached, todo = {0}, [0]
+    while todo:
+        for nxt in neighbours.get(todo.pop(), []):
+            if nxt not in reached:
+                reached.add(nxt)
+                todo.append(nxt)
+    return [i for i in range(n) if i not in reached]
+
+
 class LinkSpec(StrictModel):
     """One chiplet-to-chiplet link: the links of a ``graph`` package, or a technology override on a grid."""
 
-    between: tuple[NonNegativeInt, NonNegativeInt]
+    between: Tuple(tuple[NonNegativeInt, NonNegativeInt])
     tech: str | None = None
 
     @field_validator("tech")
@@ -353,6 +386,12 @@ class PackageSpec(StrictModel):
                         if max(a, b) < r * c and not _neighbours(a, b, r, c, topology == "torus"):
                             raise _invalid(loc, f"chiplets {a} and {b} are not neighbours on the {r} x {c} "
                                            f"{topology}", list(spec.between))
+        if self.topology == "graph":
+            alone = _unreached(n_max, list(seen))
+            if alone:
+                raise _invalid(("links",), f"chiplet {alone[0]} is not connected to chiplet 0 ({len(alone)} "
+                               "chiplets unreachable); every chiplet of a graph package needs a path to every "
+                               "other", [list(k) for k in seen])
         return self
 
     @property
@@ -380,8 +419,15 @@ class PackageSpec(StrictModel):
         return noc.route_bank([self.network(r, c) for r, c in self.mesh.shapes()], self.routing_algorithm)
 
 
+def _library_size(value: Any) -> Any:
+    """Refuse an oversized library before building any of its chiplets."""
+    if isinstance(value, list) and len(value) > limits.LIBRARY.limit:
+        raise ValueError(f"{len(value):,} chiplets listed; " + limits.LIBRARY.message("the library holds"))
+    return value
+
+
 class HardwareSpec(StrictModel):
-    chiplets: list[ChipletSpec] = Field(min_length=1)
+    chiplets: Annotated[list[ChipletSpec], BeforeValidator(_library_size)] = Field(min_length=1)
     memory: list[MemoryEntry] = Field(min_length=1)
     package: PackageSpec
 
@@ -395,6 +441,10 @@ class HardwareSpec(StrictModel):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"chiplet names must be unique; repeated: {', '.join(sorted(dup))}")
+        kinds = sum(len(c.variants()) for c in self.chiplets)
+        if kinds > limits.LIBRARY.limit:
+            raise _invalid(("chiplets",), f"the chiplets and their options make {kinds:,} kinds; "
+                           + limits.LIBRARY.message("the library holds"), len(self.chiplets))
         hbm = [m.kind for m in self.memory if m.is_hbm]
         ddr = [m.kind for m in self.memory if not m.is_hbm]
         if len(hbm) > 1 or len(ddr) > 1:

@@ -1,10 +1,11 @@
 """Study schema: the ``constraints`` and ``search`` sections (budgets, objectives, algorithm)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, ValidationInfo, field_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, ValidationInfo, field_validator, model_validator
 
+from . import limits
 from .common import StrictModel
 
 OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance")
@@ -24,7 +25,7 @@ class SearchSpec(StrictModel):
     algorithm: Literal[ALGORITHMS] = "nsga2"
     population: int = Field(48, ge=4, le=100_000)
     generations: int = Field(30, ge=1, le=100_000)
-    seed: int = 1
+    seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
     #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac); objectives left out are derived
     #: (dse.search.hypervolume.reference_point)
@@ -53,3 +54,10 @@ class SearchSpec(StrictModel):
             if objective != "fault_tolerance" and not bound > 0.0:
                 raise ValueError(f"the reference {objective} must be greater than 0 (got {bound!r})")
         return value
+
+    @model_validator(mode="after")
+    def _evaluations(self):
+        if self.algorithm != "exhaustive" and self.population * self.generations > limits.EVALUATIONS.limit:
+            raise ValueError(f"population x generations is {self.population * self.generations:,} evaluations; "
+                             + limits.EVALUATIONS.message())
+        return self

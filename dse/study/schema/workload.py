@@ -5,22 +5,35 @@ routers and composers; see docs/workloads.md), never both.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic import BeforeValidator, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 import workloads
 
+from . import limits
 from .common import StrictModel
+
+
+#: routing skew beyond these bounds is one expert per layer taking every token (a routing trace says that
+#: directly); Dirichlet draws below ALPHA_MIN underflow to exact zeros for all but one expert
+ZIPF_S_MAX = 100.0
+ALPHA_MIN, ALPHA_MAX = 1e-3, 1e6
+
+
+def _few_nodes(value):
+    if isinstance(value, list) and len(value) > limits.ENSEMBLE_NODES.limit:
+        raise ValueError(f"{len(value):,} nodes; " + limits.ENSEMBLE_NODES.message("an ensemble holds"))
+    return value
 
 
 class RoutingSpec(StrictModel):
     distribution: Literal["uniform", "zipf", "dirichlet", "trace"] = "uniform"
-    s: float = Field(1.0, ge=0.0, description="Zipf exponent")
-    alpha: float = Field(1.0, gt=0.0, description="Dirichlet concentration (small: skewed)")
+    s: float = Field(1.0, ge=0.0, le=ZIPF_S_MAX, description="Zipf exponent")
+    alpha: float = Field(1.0, ge=ALPHA_MIN, le=ALPHA_MAX, description="Dirichlet concentration (small: skewed)")
     trace: str | None = Field(None, description="JSONL routing trace, rows {layer, token, experts, weights}")
     affinity: float = Field(0.0, ge=0.0, le=1.0, description="inter-layer expert affinity rho (per_layer mode)")
-    seed: int = 0
+    seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 0
 
     @model_validator(mode="after")
     def _trace_given(self):
@@ -58,13 +71,14 @@ class RouterSpec(StrictModel):
 class EnsembleNodeSpec(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     model: str | None = Field(None, description="expert: a preset or config.json path")
-    tp: PositiveInt = Field(1, description="tensor-parallel shards of this expert")
+    tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(1, description="tensor-parallel shards of "
+                                                                        "this expert")
     router: RouterSpec | None = None
     composer: Literal["average", "weight_sum"] | None = None
     top_k: PositiveInt = Field(1, description="router: children each request goes to")
     distribution: Literal["uniform", "zipf", "dirichlet"] = "uniform"
-    s: float = Field(1.0, ge=0.0)
-    alpha: float = Field(1.0, gt=0.0)
+    s: float = Field(1.0, ge=0.0, le=ZIPF_S_MAX)
+    alpha: float = Field(1.0, ge=ALPHA_MIN, le=ALPHA_MAX)
 
     _model = field_validator("model")(_check_model)
 
@@ -81,10 +95,11 @@ class EnsembleSpec(StrictModel):
     name: str = "ensemble"
     morphology: Literal["chain", "tree", "graph"] = "graph"
     route_every: Literal["request", "token"] = "request"
-    nodes: list[EnsembleNodeSpec] = Field(min_length=1)
+    nodes: Annotated[list[EnsembleNodeSpec], BeforeValidator(_few_nodes)] = Field(min_length=1)
     edges: list[list[str | float]] | None = Field(
         None, description="[src, dst] or [src, dst, probability] (router edges); chain: defaults to node order")
-    max_scenarios: PositiveInt = Field(64, description="most step scenarios kept (sampled beyond)")
+    max_scenarios: Annotated[PositiveInt, limits.at_most(limits.SCENARIOS)] = Field(
+        64, description="most step scenarios kept (sampled beyond)")
 
     def to_spec(self) -> dict:
         """The plain dictionary `workloads.extract_ensemble` reads."""
@@ -100,11 +115,12 @@ class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
     ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
     phase: Literal["prefill", "decode"] = "decode"
-    batch: PositiveInt = 1
-    context: PositiveInt = 2048
+    batch: Annotated[PositiveInt, limits.at_most(limits.BATCH)] = 1
+    context: Annotated[PositiveInt, limits.at_most(limits.CONTEXT)] = 2048
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     per_layer: bool = False
-    tp: PositiveInt = Field(1, description="tensor-parallel shards of the model's dense units")
+    tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(
+        1, description="tensor-parallel shards of the model's dense units")
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
