@@ -170,7 +170,7 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
     out["overlap_steps"] = np.full((n, c), np.inf)
     mode = np.full((n, c), -1)
     mm = np.flatnonzero(is_matrix & (M > 0) & (N > 0) & (K > 0))
-    mm_names = ops["name"].to_numpy()[mm]
+    mm_names = ops["name"].to_numpy()[mm] if "name" in ops else np.full(len(mm), "")
     attention_bf16 = np.isin(mm_names, ATTENTION_MATH) & (math_precision(ATTENTION_MATH[0], precision) != precision)
     vec = np.flatnonzero(~np.isin(np.arange(n), mm))
     for j, ch in enumerate(chiplets):
