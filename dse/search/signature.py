@@ -5,10 +5,11 @@ resuming a folder someone sent you would run their code. Each checkpoint therefo
 HMAC-SHA256 of its pickle under a key only this user's account holds, and a checkpoint whose tag does not
 match is refused before anything is unpickled (unless the user says they trust it).
 
-The key is 32 random bytes in ``$XDG_CONFIG_HOME/chiplet-dse/checkpoint.key`` (``~/.config/...``
-when XDG_CONFIG_HOME is unset; ``DSE_CHECKPOINT_KEY`` names another file), created readable by its owner
-only on the first checkpoint. It is the one file dse writes outside the folders a user names; deleting it
-only means checkpoints written before can no longer be resumed without ``--trust-checkpoint``.
+The key is derived, never stored: SHA-256 of this machine's ``/etc/machine-id`` (a per-installation random
+identifier, readable on the machine only) and the user's id, so dse writes nothing outside the folders a
+user names. ``DSE_CHECKPOINT_KEY`` may name a key file instead (32 bytes, created owner-only at that path if
+missing): to resume on another machine, or where there is no machine id (then the host name stands in, a
+weaker secret). A checkpoint from another machine or user resumes only with ``--trust-checkpoint``.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import socket
 from pathlib import Path
 
 from ..errors import StudyError
@@ -24,12 +26,7 @@ KEY_BYTES = 32
 TAG_BYTES = hashlib.sha256().digest_size
 
 
-def key_path() -> Path:
-    """Where this user's checkpoint key lives."""
-    if os.environ.get("DSE_CHECKPOINT_KEY"):
-        return Path(os.environ["DSE_CHECKPOINT_KEY"])
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config) / "chiplet-dse" / "checkpoint.key"
+MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
 
 def _read_key(path: Path) -> bytes | None:
@@ -40,9 +37,23 @@ def _read_key(path: Path) -> bytes | None:
     return key if len(key) == KEY_BYTES else None
 
 
-def signing_key() -> bytes:
-    """This user's key, created (owner-only) if there is none yet."""
-    path = key_path()
+def _derived_key() -> bytes:
+    """SHA-256 of the machine id (or host name) and the user id: the same for every run of this user here."""
+    secret = b""
+    for name in MACHINE_ID_FILES:
+        try:
+            secret = Path(name).read_bytes().strip()
+        except OSError:
+            continue
+        if secret:
+            break
+    secret = secret or socket.gethostname().encode()
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return hashlib.sha256(b"chiplet-dse checkpoint key v1\0" + secret + b"\0" + str(uid).encode()).digest()
+
+
+def _file_key(path: Path) -> bytes:
+    """The key in the file ``DSE_CHECKPOINT_KEY`` names, created (owner-only) if there is none yet."""
     key = _read_key(path)
     if key is not None:
         return key
@@ -52,15 +63,19 @@ def signing_key() -> bytes:
     except FileExistsError:             # made meanwhile by another run: use it
         key = _read_key(path)
         if key is None:
-            raise StudyError(f"checkpoint key {path} is not a {KEY_BYTES}-byte key file; delete it (checkpoints "
-                             "it signed can then only be resumed with --trust-checkpoint)") from None
+            raise StudyError(f"checkpoint key {path} (DSE_CHECKPOINT_KEY) is not a {KEY_BYTES}-byte key file") from None
         return key
     except OSError as exc:
-        raise StudyError(f"cannot create the checkpoint key {path}: {exc.strerror}; set DSE_CHECKPOINT_KEY to a "
-                         "writable file, or search.checkpoint_every: 0 to run without checkpoints") from None
+        raise StudyError(f"cannot create the checkpoint key {path} (DSE_CHECKPOINT_KEY): {exc.strerror}") from None
     with os.fdopen(fd, "wb") as f:
         f.write(secrets.token_bytes(KEY_BYTES))
     return _read_key(path)
+
+
+def signing_key() -> bytes:
+    """This user's key on this machine (module docstring)."""
+    named = os.environ.get("DSE_CHECKPOINT_KEY")
+    return _file_key(Path(named)) if named else _derived_key()
 
 
 def new_mac(key: bytes):
@@ -70,7 +85,8 @@ def new_mac(key: bytes):
 
 def verify(payload: bytes, tag: bytes) -> bool:
     """Whether ``tag`` is this user's HMAC of ``payload`` (False when there is no key)."""
-    key = _read_key(key_path())
+    named = os.environ.get("DSE_CHECKPOINT_KEY")
+    key = _read_key(Path(named)) if named else _derived_key()
     if key is None:
         return False
     return hmac.compare_digest(hmac.new(key, payload, hashlib.sha256).digest(), tag)
