@@ -7,11 +7,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pathlib import Path
+
+from pydantic import Field, PositiveInt, ValidationInfo, field_validator, model_validator
 
 import workloads
 
 from .common import StrictModel
+
+
+def relative_to_study(value: str | None, info: ValidationInfo) -> str | None:
+    """A relative file path resolved against the study file's folder (``base_dir`` in the validation
+    context) when the file is there; presets and absolute paths unchanged."""
+    base = (info.context or {}).get("base_dir") if info is not None else None
+    if value is None or base is None or value in workloads.list_presets() or Path(value).is_absolute():
+        return value
+    candidate = Path(base) / value
+    return str(candidate) if candidate.exists() else value
 
 
 class RoutingSpec(StrictModel):
@@ -20,6 +32,8 @@ class RoutingSpec(StrictModel):
     alpha: float = Field(1.0, gt=0.0, description="Dirichlet concentration (small: skewed)")
     trace: str | None = Field(None, description="JSONL routing trace, rows {layer, token, experts, weights}")
     affinity: float = Field(0.0, ge=0.0, le=1.0, description="inter-layer expert affinity rho (per_layer mode)")
+
+    _trace = field_validator("trace")(lambda value, info: relative_to_study(value, info))
     seed: int = 0
 
     @model_validator(mode="after")
@@ -29,7 +43,8 @@ class RoutingSpec(StrictModel):
         return self
 
 
-def _check_model(value: str | None) -> str | None:
+def _check_model(value: str | None, info: ValidationInfo) -> str | None:
+    value = relative_to_study(value, info)
     if value is not None:
         try:
             workloads.load_model(value)
@@ -98,6 +113,7 @@ class EnsembleSpec(StrictModel):
 
 class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
+    _model_path = field_validator("model")(lambda value, info: relative_to_study(value, info))
     ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
     phase: Literal["prefill", "decode"] = "decode"
     batch: PositiveInt = 1
