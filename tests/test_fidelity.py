@@ -137,3 +137,50 @@ def test_attention_math_stays_16_bit_under_fp8():
     assert fp8.time_s[score, 0] == pytest.approx(bf16.time_s[score, 0])
     assert (fp8.time_s[qkv, 0] < 0.7 * bf16.time_s[qkv, 0]).all()
     assert (fp8.utilisation[score, 0] <= 1.0).all() and (fp8.utilisation[score, 0] > 0.3).all()
+
+
+def _one_chiplet_study(tmp_path, model="llama-3-8b"):
+    text = f"""name: one
+workload: {{model: {model}, phase: decode, batch: 1, context: 512, precision: bf16}}
+hardware:
+  chiplets: [{{preset: h100-like}}]
+  memory: [{{kind: hbm3, stacks: [5, 5]}}]
+  package: {{topology: mesh, mesh: {{rows: [1, 1], cols: [1, 1]}}, link: ucie-advanced}}
+mapping: {{kind: many-to-one}}
+search: {{objectives: [latency, energy], population: 4, generations: 1}}
+"""
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_evaluate_on_a_one_chiplet_package(tmp_path, dse_cli):
+    # issue 22 defect: a 1x1 package printed a traceback (no single failures to list)
+    import dse
+    import yaml as _yaml
+    study_path = _one_chiplet_study(tmp_path)
+    prepared = dse.prepare(dse.load_study(study_path))
+    design = prepared.evaluator.designs(prepared.space.lower[None, :])[0]
+    design_path = tmp_path / "d.yaml"
+    design_path.write_text(_yaml.safe_dump(design.to_dict()))
+    code, out, err = dse_cli("evaluate", str(study_path), "--design", str(design_path))
+    assert code == 0, err
+    report = prepared.evaluator.failure_report(design)
+    assert list(report["retained_frac"]) == [0.0]          # losing the only chiplet keeps nothing
+    metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
+    assert metrics["fault_tolerance_frac"] == 0.0
+
+
+def test_model_paths_resolve_against_the_study_folder(tmp_path, monkeypatch):
+    # issue 22 defect: a config.json path was read from the working directory
+    import shutil
+    import dse
+    (tmp_path / "models").mkdir()
+    shutil.copy(ROOT / "workloads" / "presets" / "gpt2.json", tmp_path / "models" / "mine.json")
+    study_path = _one_chiplet_study(tmp_path, model="models/mine.json")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    study = dse.load_study(study_path)
+    assert Path(study.workload.model) == tmp_path / "models" / "mine.json"
+    assert dse.prepare(study).tables.n_units > 0

@@ -414,6 +414,9 @@ class Evaluator:
         latency, short = res[-1]
         kept = [float(_retained(latency, short, lat, s)) for lat, s in res[:-1]]
         chips = n if n > 1 else 0
+        if chips == 0:          # the only chiplet: losing it keeps nothing (fault_tolerance_frac counts 0)
+            return pd.DataFrame({"failed_chiplet": [0], "failed_link": [""], "latency_s": [np.inf],
+                                 "retained_frac": [0.0], "all_served": [False]})
         links = [f"{a}-{b}" for a, b in physical_links(self.package.network(int(rows[0]), int(cols[0])))] \
             if self.routes.n_phys[sh] else []
         return pd.DataFrame({"failed_chiplet": list(range(chips)) + [-1] * len(links),

@@ -110,7 +110,7 @@ def load(path: str | Path, trust: bool = False):
     body, tag = data[len(MAGIC): -signature.TAG_BYTES], data[-signature.TAG_BYTES:]
     if not trust and not signature.verify(body, tag):
         raise StudyError(f"checkpoint {file} was not written by your runs on this machine (its signature does not "
-                         f"match the key in {signature.key_path()}); a checkpoint is a pickle and loading it runs "
+                         f"match {signature.key_source()}); a checkpoint is a pickle and loading it runs "
                          "any code it holds: if you trust where it came from, add --trust-checkpoint")
     try:
         payload = pickle.loads(body)

@@ -72,6 +72,12 @@ def _file_key(path: Path) -> bytes:
     return _read_key(path)
 
 
+def key_source() -> str:
+    """Where this user's key comes from, in words."""
+    named = os.environ.get("DSE_CHECKPOINT_KEY")
+    return f"the key in {named} (DSE_CHECKPOINT_KEY)" if named else "this machine's and user's key"
+
+
 def signing_key() -> bytes:
     """This user's key on this machine (module docstring)."""
     named = os.environ.get("DSE_CHECKPOINT_KEY")

@@ -53,11 +53,13 @@ class Study(StrictModel):
         return value
 
     @classmethod
-    def from_dict(cls, data: Any, source: str | None = None) -> "Study":
+    def from_dict(cls, data: Any, source: str | None = None, base_dir: str | Path | None = None) -> "Study":
+        """A study from its YAML mapping; relative model and trace paths resolve against ``base_dir`` (the
+        study file's folder) where the file is there."""
         if not isinstance(data, dict):
             raise StudyError("a study is a YAML mapping with keys name, workload, hardware, search", source=source)
         try:
-            study = cls.model_validate(data)
+            study = cls.model_validate(data, context={"base_dir": str(base_dir)} if base_dir is not None else None)
         except ValidationError as exc:
             raise _to_study_error(exc, source) from None
         study._check_references(source)
@@ -151,4 +153,4 @@ def load_study(path: str | Path) -> Study:
     except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: a NUL byte in the path
         raise StudyError(f"cannot read study file {_short(str(path))}: {exc}") from None
     data = load_yaml(text, source=str(path))
-    return Study.from_dict(data, source=str(path))
+    return Study.from_dict(data, source=str(path), base_dir=path.parent)

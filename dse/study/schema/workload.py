@@ -5,9 +5,11 @@ routers and composers; see docs/workloads.md), never both.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (BeforeValidator, Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator,
+                      model_validator)
 
 import workloads
 
@@ -27,6 +29,16 @@ def _few_nodes(value):
     return value
 
 
+def relative_to_study(value: str | None, info: ValidationInfo) -> str | None:
+    """A relative file path resolved against the study file's folder (``base_dir`` in the validation
+    context) when the file is there; presets and absolute paths unchanged."""
+    base = (info.context or {}).get("base_dir") if info is not None else None
+    if value is None or base is None or value in workloads.list_presets() or Path(value).is_absolute():
+        return value
+    candidate = Path(base) / value
+    return str(candidate) if candidate.exists() else value
+
+
 class RoutingSpec(StrictModel):
     distribution: Literal["uniform", "zipf", "dirichlet", "trace"] = "uniform"
     s: float = Field(1.0, ge=0.0, le=ZIPF_S_MAX, description="Zipf exponent")
@@ -35,6 +47,8 @@ class RoutingSpec(StrictModel):
     affinity: float = Field(0.0, ge=0.0, le=1.0, description="inter-layer expert affinity rho (per_layer mode)")
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 0
 
+    _trace = field_validator("trace")(lambda value, info: relative_to_study(value, info))
+
     @model_validator(mode="after")
     def _trace_given(self):
         if (self.distribution == "trace") != (self.trace is not None):
@@ -42,7 +56,8 @@ class RoutingSpec(StrictModel):
         return self
 
 
-def _check_model(value: str | None) -> str | None:
+def _check_model(value: str | None, info: ValidationInfo) -> str | None:
+    value = relative_to_study(value, info)
     if value is not None:
         try:
             workloads.load_model(value)
@@ -113,6 +128,7 @@ class EnsembleSpec(StrictModel):
 
 class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
+    _model_path = field_validator("model")(lambda value, info: relative_to_study(value, info))
     ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
     phase: Literal["prefill", "decode"] = "decode"
     batch: Annotated[PositiveInt, limits.at_most(limits.BATCH)] = 1
