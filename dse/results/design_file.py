@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import StudyError
 from ..study.schema.common import check_safe_name
 from ..study.space import Design
-from ..study.yaml_input import load_yaml
+from ..study.yaml_input import read_yaml_file
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Design)}
 
@@ -96,13 +96,7 @@ def design_from_dict(data: Any, source: str | None = None, strict: bool = False)
 def read_design(path: str | Path, strict: bool = False) -> Design:
     """Read one design file (``designs/<id>.yaml``); ``strict``: unknown keys are errors."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise StudyError(f"design file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:      # ValueError: a NUL byte in the path
-        raise StudyError(f"cannot read design file {str(path)[:200]}: {exc}") from None
-    return design_from_dict(load_yaml(text, source=str(path)), source=str(path), strict=strict)
+    return design_from_dict(read_yaml_file(path, "design file"), source=str(path), strict=strict)
 
 
 def check_design_id(design_id: str) -> str:

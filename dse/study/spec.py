@@ -28,7 +28,7 @@ from .schema import (
 )
 from .schema import limits
 from .schema.common import SAFE_NAME, StrictModel, check_safe_name
-from .yaml_input import load_yaml
+from .yaml_input import read_yaml_file
 
 __all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
 
@@ -146,11 +146,4 @@ def _short(value: Any, chars: int = 80) -> str:
 def load_study(path: str | Path) -> Study:
     """Read and validate a study YAML file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise StudyError(f"study file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:     # ValueError: a NUL byte in the path
-        raise StudyError(f"cannot read study file {_short(str(path))}: {exc}") from None
-    data = load_yaml(text, source=str(path))
-    return Study.from_dict(data, source=str(path), base_dir=path.parent)
+    return Study.from_dict(read_yaml_file(path, "study file"), source=str(path), base_dir=path.parent)

@@ -14,6 +14,7 @@ Every problem is a `StudyError` of one line: the file, then line and column wher
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -93,3 +94,18 @@ def load_yaml(text: str, source: str | None = None) -> Any:
         raise StudyError(f"not valid YAML{_where(exc)}: {problem}", source=source) from None
     except RecursionError:
         raise StudyError(f"nested too deeply (at most {MAX_DEPTH} levels)", source=source) from None
+
+
+def read_yaml_file(path: str | Path, what: str) -> Any:
+    """The YAML data of the file ``path`` (``what`` names it in errors: "study file", "design file"), read
+    as `load_yaml` reads text; every problem is one `StudyError`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise StudyError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:      # ValueError: a NUL byte in the path
+        shown = str(path) if len(str(path)) <= 80 else str(path)[:77] + "..."
+        raise StudyError(f"cannot read {what} {shown}: {exc}") from None
+    return load_yaml(text, source=str(path))
+
