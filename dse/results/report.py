@@ -266,7 +266,8 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
     return {"report.md": folder / "report.md", "report.html": folder / "report.html", **pngs}
 
 
-def summary_markdown(result: StudyResult) -> str:
+def summary_markdown(result) -> str:
+    """The one-page summary.md of a `StudyResult`: inputs, the front, best per objective, convergence."""
     s = result.study
     ev = result.evaluations
     cols = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
