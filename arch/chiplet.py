@@ -25,6 +25,7 @@ from .technology import Node, check_overrides, precision_bits, precisions
 from .technology import node as tech_node
 
 DATAFLOWS = ("os", "ws", "is")
+BUFFERING = ("double", "single")
 KINDS = ("systolic", "gpu", "cpu", "reconfigurable")
 
 #: ifmap / filter / ofmap shares of a systolic chiplet's SRAM: SCALE-Sim's TPU-like google.cfg
@@ -112,6 +113,8 @@ class SystolicChiplet(Chiplet):
     sram_split: tuple[float, float, float] = DEFAULT_SRAM_SPLIT
     sram_bank_kb: float = 256.0
     pe_precision: str | None = None
+    weight_buffering: str = "double"   # double: the next stationary tile loads behind the current one's
+                                       # compute (TPU v1 onwards); single: SCALE-Sim's fold after fold
 
     def __post_init__(self):
         super().__post_init__()
@@ -124,6 +127,8 @@ class SystolicChiplet(Chiplet):
               and abs(sum(self.sram_split) - 1.0) < 1e-6, self.name,
               f"sram_split must be three positive shares (ifmap, filter, ofmap) summing to 1, got {self.sram_split}")
         _need(self.sram_bank_kb > 0, self.name, "sram_bank_kb must be positive")
+        _need(self.weight_buffering in BUFFERING, self.name,
+              f"unknown weight_buffering {self.weight_buffering!r}; allowed: {', '.join(BUFFERING)}")
         if self.pe_precision is not None:
             _need(self.pe_precision in precisions(), self.name,
                   f"unknown pe_precision {self.pe_precision!r}; allowed: {', '.join(precisions())}")
@@ -287,7 +292,8 @@ class ReconfigurableChiplet(SystolicChiplet):
                                cols=m.cols, arrays=m.arrays, dataflow=m.dataflow, sram_bytes=self.sram_bytes,
                                sram_split=self.sram_split, sram_bank_kb=self.sram_bank_kb,
                                pe_precision=self.pe_precision, overrides=self.overrides,
-                               vector_lanes=self.lanes, d2d_phys=self.d2d_phys)
+                               vector_lanes=self.lanes, d2d_phys=self.d2d_phys,
+                               weight_buffering=self.weight_buffering)
 
     def peak_flops(self, precision: str = "bf16") -> float:
         return max(self.mode_chiplet(i).peak_flops(precision) for i in range(2))

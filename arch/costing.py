@@ -27,7 +27,7 @@ from .cpu import simulate_cpu
 from .errors import ArchError
 from .gpu import simulate_gpu
 from .systolic import (DATAFLOW_CODE, DRAM_FI, DRAM_IF, DRAM_OFR, DRAM_OFW, SRAM_FI, SRAM_IF, SRAM_OFR,
-                       SRAM_OFW, simulate)
+                       SRAM_OFW, double_buffered_cycles, simulate)
 from .systolic import CYCLES as S_CYCLES
 from .technology import precision_bytes
 
@@ -79,7 +79,10 @@ def _systolic(ch: SystolicChiplet, M, N, K, batch, precision) -> MatrixCost:
     arrays = float(ch.arrays)
     sram = batch * (arrays * (r[:, SRAM_IF] + r[:, SRAM_FI]) * word + arrays * (r[:, SRAM_OFW] + r[:, SRAM_OFR]) * out_b)
     macs = M * N * K * batch
-    return MatrixCost(time_s=r[:, S_CYCLES] * batch / ch.freq_hz,
+    cycles = r[:, S_CYCLES]
+    if ch.weight_buffering == "double":
+        cycles = double_buffered_cycles(M, n_arr, K, ch.rows, ch.cols, DATAFLOW_CODE[ch.dataflow], ch.pack(precision))
+    return MatrixCost(time_s=cycles * batch / ch.freq_hz,
                       energy_j=energy.systolic_energy_j(ch, macs, sram, precision), sram_bytes=sram,
                       dram_a_bytes=batch * r[:, DRAM_IF] * word,           # broadcast to every array once
                       dram_b_bytes=batch * arrays * r[:, DRAM_FI] * word,

@@ -21,7 +21,8 @@ MIB = 2.0 ** 20
 COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
           "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us")
 KIND_FIELDS = {
-    "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision"),
+    "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
+                 "weight_buffering"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
             "max_efficiency", "precision_efficiency", "io_area_mm2", "sm_area_mm2"),
     "cpu": ("cores", "simd_bits", "fma_units", "llc_mb", "max_efficiency", "core_area_mm2", "instruction_pj"),

@@ -95,6 +95,22 @@ def gemm_cycles(M, N, K, rows, cols, dataflow):
     return folds * per_fold
 
 
+def double_buffered_cycles(M, N, K, rows, cols, dataflow, pack=1.0):
+    """Stall-free cycles when the stationary operand (weights under ws, inputs under is) is double-buffered
+    in the PEs, as in TPU v1's weight FIFO and shadow registers (Jouppi et al., ISCA 2017, section 2):
+    the next fold's R-cycle tile load runs behind the current fold's T streaming cycles, so after the
+    first load and one pipeline fill and drain (R + C - 2) folds follow each other every max(T, R)
+    cycles: ``2R + C - 2 + folds T + (folds - 1) max(0, R - T)``. One fold is SCALE-Sim's
+    ``2R + C + T - 2``; under os (nothing stationary to load) the cycles are SCALE-Sim's. Arrays of GEMMs."""
+    M, N, K = (np.asarray(x, dtype=float) for x in (M, N, K))
+    k_words = np.ceil(K / pack)
+    if dataflow == 0:
+        return np.ceil(M / rows) * np.ceil(N / cols) * (rows + cols + k_words - 2.0)
+    s_r, s_c, t = (k_words, N, M) if dataflow == 1 else (k_words, M, N)
+    folds = np.ceil(s_r / rows) * np.ceil(s_c / cols)
+    return 2.0 * rows + cols - 2.0 + folds * t + (folds - 1.0) * np.maximum(0.0, rows - t)
+
+
 @nb.njit(cache=True, inline="always")
 def _reads(footprint, passes, active):
     """DRAM words of an operand read ``passes`` times: once if it fits the active half."""

@@ -71,8 +71,11 @@ def test_gemm_energy_by_hand():
     expected_pj = M * N * K * (0.6 + 6 * 0.02) + sram_words * 2 * nd.sram_pj(256)
     assert mc.sram_bytes[0] == sram_words * 2
     assert mc.energy_j[0] == pytest.approx(expected_pj * 1e-12)
-    cycles = col_folds * (2 * 64 + 32 + M - 2)
-    assert mc.time_s[0] == pytest.approx(cycles / 1e9)
+    # double-buffered weights (the default): 2R + C - 2 + folds T + (folds - 1) max(0, R - T), T = M = 128 > R
+    assert mc.time_s[0] == pytest.approx((2 * 64 + 32 - 2 + col_folds * M) / 1e9)
+    # single-buffered, SCALE-Sim's fold after fold: folds (2R + C + T - 2)
+    single = arch.matrix_costs(_sa(weight_buffering="single"), M, N, K, 1, "bf16")
+    assert single.time_s[0] == pytest.approx(col_folds * (2 * 64 + 32 + M - 2) / 1e9)
 
 
 def test_peak_dynamic_power_by_hand():

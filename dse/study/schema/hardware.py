@@ -58,6 +58,7 @@ class ChipletSpec(StrictModel):
     sram_split: Tuple(tuple[PositiveFloat, PositiveFloat, PositiveFloat]) = (3 / 7, 3 / 7, 1 / 7)
     sram_bank_kb: PositiveFloat = 256.0
     pe_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    weight_buffering: Literal["double", "single"] = "double"
     vector_lanes: NonNegativeInt = 0
     d2d_phys: NonNegativeInt = 4
     memory_phys: NonNegativeInt = 0
