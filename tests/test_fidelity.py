@@ -215,3 +215,29 @@ def test_double_buffered_array_reaches_full_rate_at_a_batch_of_its_rows():
         cycles = double_buffered_cycles(batch, N, K, R, C, 1)
         util = batch * N * K / (R * C * cycles)
         assert util == pytest.approx(expected, rel=0.01)
+
+
+def test_kv_precision_sizes_the_cache_apart_from_the_weights():
+    # Llama-3-8B: 2 x 32 layers x 8 KV heads x 128 = 65,536 KV elements per token; fp8 weights with a
+    # 16-bit cache (the common serving setup) keep 128 KiB per token and read it at 2 bytes per element
+    import workloads
+    fp8 = workloads.extract("llama-3-8b", precision="fp8", batch=2, context=1000)
+    mixed = workloads.extract("llama-3-8b", precision="fp8", kv_precision="fp16", batch=2, context=1000)
+    assert fp8.summary["kv_cache_bytes_per_token"] == 65536
+    assert mixed.summary["kv_cache_bytes_per_token"] == 131072
+    assert mixed.summary["kv_bytes_per_step"] == 2 * fp8.summary["kv_bytes_per_step"]
+    assert mixed.summary["weight_bytes_per_step"] == fp8.summary["weight_bytes_per_step"]
+    same = workloads.extract("llama-3-8b", precision="fp8", kv_precision="fp8", batch=2, context=1000)
+    assert same.ops.equals(fp8.ops)
+
+
+def test_study_kv_precision_reaches_the_tables(tmp_path):
+    import dse
+    base = _one_chiplet_study(tmp_path)
+    text = base.read_text().replace("precision: bf16}", "precision: fp8}")
+    plain = dse.prepare(dse.Study.from_dict(yaml.safe_load(text))).tables
+    mixed_text = text.replace("precision: fp8}", "precision: fp8, kv_precision: bf16}")
+    mixed = dse.prepare(dse.Study.from_dict(yaml.safe_load(mixed_text))).tables
+    assert mixed.unit_kv_bytes.sum() == pytest.approx(2 * plain.unit_kv_bytes.sum())
+    with pytest.raises(dse.StudyError, match="kv_precision"):
+        dse.Study.from_dict(yaml.safe_load(text.replace("precision: fp8}", "precision: fp8, kv_precision: fp6}")))

@@ -86,8 +86,9 @@ def build_workload(study: Study) -> workloads.Workload:
     common = dict(phase=w.phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
                   per_layer=w.per_layer, seed=w.routing.seed)
     if w.ensemble is not None:
-        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios, **common)
-    return workloads.extract(w.model, tp=w.tp, **common)
+        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
+                                          kv_precision=w.kv_precision, **common)
+    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, **common)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:

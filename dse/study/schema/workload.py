@@ -119,6 +119,8 @@ class WorkloadSpec(StrictModel):
     batch: PositiveInt = 1
     context: PositiveInt = 2048
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    kv_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
+        None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
     per_layer: bool = False
     tp: PositiveInt = Field(1, description="tensor-parallel shards of the model's dense units")
     routing: RoutingSpec = RoutingSpec()
