@@ -159,7 +159,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         hbm=hbm, ddr=ddr,
         hbm_bw_Bps=memory.effective_bandwidth_Bps(hbm, 1) if hbm else 0.0,
         ddr_bw_Bps=memory.effective_bandwidth_Bps(ddr, 1) if ddr else 0.0,
-        link=noc.link_tech(study.hardware.package.link),
+        link=study.hardware.package.link_tech(),
         tokens_per_step=wl.tokens_per_step,
         workload=wl,
         kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),
