@@ -115,12 +115,13 @@ def test_whole_step_against_measured_gpus():
     print("\n" + gpu_validation.markdown(rows))
     validation = [r for r in rows if r["set"] == "validation"]
     # issue 22 measured 59 % (a factor 1.59) before this model; the goal is 10 %: see docs/validation.md
-    assert gpu_validation.geomean_error(validation) < 0.40
+    assert gpu_validation.geomean_error(validation) < 0.30
+    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 20
     by_source = {}
     for r in validation:
         by_source.setdefault(r["source"], []).append(r)
     assert gpu_validation.geomean_error(by_source["trtllm-v0.14"]) < 0.10      # decode, optimised runtime
-    assert gpu_validation.geomean_error(by_source["llmcompass"]) < 0.15        # GPT-3 layers, eager
+    assert gpu_validation.geomean_error(by_source["llmcompass"]) < 0.10        # GPT-3 layers, eager
 
 
 def test_attention_math_stays_16_bit_under_fp8():
@@ -215,3 +216,45 @@ def test_double_buffered_array_reaches_full_rate_at_a_batch_of_its_rows():
         cycles = double_buffered_cycles(batch, N, K, R, C, 1)
         util = batch * N * K / (R * C * cycles)
         assert util == pytest.approx(expected, rel=0.01)
+
+
+def test_kv_precision_sizes_the_cache_apart_from_the_weights():
+    # Llama-3-8B: 2 x 32 layers x 8 KV heads x 128 = 65,536 KV elements per token; fp8 weights with a
+    # 16-bit cache (the common serving setup) keep 128 KiB per token and read it at 2 bytes per element
+    import workloads
+    fp8 = workloads.extract("llama-3-8b", precision="fp8", batch=2, context=1000)
+    mixed = workloads.extract("llama-3-8b", precision="fp8", kv_precision="fp16", batch=2, context=1000)
+    assert fp8.summary["kv_cache_bytes_per_token"] == 65536
+    assert mixed.summary["kv_cache_bytes_per_token"] == 131072
+    assert mixed.summary["kv_bytes_per_step"] == 2 * fp8.summary["kv_bytes_per_step"]
+    assert mixed.summary["weight_bytes_per_step"] == fp8.summary["weight_bytes_per_step"]
+    same = workloads.extract("llama-3-8b", precision="fp8", kv_precision="fp8", batch=2, context=1000)
+    assert same.ops.equals(fp8.ops)
+
+
+def test_study_kv_precision_reaches_the_tables(tmp_path):
+    import dse
+    base = _one_chiplet_study(tmp_path)
+    text = base.read_text().replace("precision: bf16}", "precision: fp8}")
+    plain = dse.prepare(dse.Study.from_dict(yaml.safe_load(text))).tables
+    mixed_text = text.replace("precision: fp8}", "precision: fp8, kv_precision: bf16}")
+    mixed = dse.prepare(dse.Study.from_dict(yaml.safe_load(mixed_text))).tables
+    assert mixed.unit_kv_bytes.sum() == pytest.approx(2 * plain.unit_kv_bytes.sum())
+    with pytest.raises(dse.StudyError, match="kv_precision"):
+        dse.Study.from_dict(yaml.safe_load(text.replace("precision: fp8}", "precision: fp8, kv_precision: fp6}")))
+
+
+def test_link_overrides_change_the_package_network(tmp_path):
+    # a study may give its link technology another bandwidth, latency or sync latency
+    import dse
+    text = _one_chiplet_study(tmp_path).read_text().replace(
+        "package: {topology: mesh, mesh: {rows: [1, 1], cols: [1, 1]}, link: ucie-advanced}",
+        "package: {topology: mesh, mesh: {rows: [1, 1], cols: [2, 2]}, link: nvlink4, "
+        "link_overrides: {bandwidth_gbps: 100, latency_ns: 500, sync_latency_us: 10}}")
+    study = dse.Study.from_dict(yaml.safe_load(text))
+    tech = study.hardware.package.link_tech()
+    assert (tech.bandwidth_Bps, tech.latency_s, tech.sync_latency_s) == pytest.approx((100e9, 500e-9, 10e-6))
+    assert study.hardware.package.network(1, 2).link_bw_Bps.tolist() == [100e9, 100e9]
+    assert dse.prepare(study).tables.link.sync_latency_s == pytest.approx(10e-6)
+    with pytest.raises(dse.StudyError, match="link_overrides"):
+        dse.Study.from_dict(yaml.safe_load(text.replace("bandwidth_gbps: 100", "bandwidth_gbps: -1")))

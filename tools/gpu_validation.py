@@ -3,7 +3,7 @@
 A case is a model served on ``gpus`` identical GPUs with tensor parallelism over all of them, as a user
 of the toolkit would describe it: one ``a100-like`` or ``h100-like`` chiplet per GPU with the GPU's
 HBM stacks, the GPUs joined all-to-all through the node's NVSwitch (a graph package, every GPU pair
-sharing the GPU's NVLink bandwidth), ``workload.tp`` = gpus, one shard of each unit on each GPU.
+sharing the GPU's NVLink bandwidth: `GPUS`), ``workload.tp`` = gpus, one shard of each unit on each GPU.
 The modelled figure is the step latency of dse's evaluator: the first-token latency for a prefill
 case (``phase: prefill``, ``context`` = prompt length) and the time per output token for a decode case.
 
@@ -26,9 +26,15 @@ CASES = ROOT / "tools" / "data" / "gpu_cases.yaml"
 #: per GPU: chiplet preset, HBM kind, stacks, per-pin data rate (Gb/s) and NVLink technology.
 #: A100 SXM 80 GB: 5 HBM2e stacks, 2,039 GB/s (NVIDIA A100 datasheet) -> 3.186 Gb/s per pin;
 #: H100 SXM 80 GB: 5 HBM3 stacks, 3,352 GB/s (NVIDIA H100 datasheet) -> 5.24 Gb/s per pin.
+#: The NVSwitch: every GPU pair is a graph link whose bandwidth is the GPU's NVLink bandwidth, at the
+#: fraction NCCL reaches (8 x A100 nccl-tests all-reduce busbw 234.9 of 300 GB/s, S. Bekman ml-engineering;
+#: 8 x H100 ring 370 of 450, NVIDIA/nccl issue 1455), shared by its p - 1 peers: all-to-all traffic out of
+#: a GPU then crosses its NVLink ports at the measured rate.
 GPUS = {
-    "a100": dict(chiplet="a100-like", memory="hbm2e", stacks=5, data_rate_gbps=3.186, link="nvlink3"),
-    "h100": dict(chiplet="h100-like", memory="hbm3", stacks=5, data_rate_gbps=5.24, link="nvlink4"),
+    "a100": dict(chiplet="a100-like", memory="hbm2e", stacks=5, data_rate_gbps=3.186, link="nvlink3",
+                 link_gbps=300.0, collective_efficiency=0.783),
+    "h100": dict(chiplet="h100-like", memory="hbm3", stacks=5, data_rate_gbps=5.24, link="nvlink4",
+                 link_gbps=450.0, collective_efficiency=0.822),
 }
 
 
@@ -50,7 +56,9 @@ def case_study(case: dict):
     gpu = GPUS[case["gpu"]]
     chiplet = {"preset": gpu["chiplet"], **STACKS[case.get("stack", "graphs")].get(case["gpu"], {})}
     p = int(case["gpus"])
+    share = gpu["link_gbps"] * gpu["collective_efficiency"] / max(p - 1, 1)
     package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"],
+               "link_overrides": {"bandwidth_gbps": share},
                "links": [{"between": [a, b]} for a in range(p) for b in range(a + 1, p)]} if p > 1 else \
         {"topology": "mesh", "mesh": {"rows": [1, 1], "cols": [1, 1]}, "link": gpu["link"]}
     data = {

@@ -40,7 +40,7 @@ def _same_architecture(a, b) -> bool:
 
 def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context: int = 2048,
                      precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
-                     seed: int = 0, max_scenarios: int = 64) -> Workload:
+                     seed: int = 0, max_scenarios: int = 64, kv_precision: str | None = None) -> Workload:
     """One step of an ensemble of expert models as a `Workload` (see the module docs and `ensemble_spec`)."""
     check_step(phase, batch, context)
     if int(batch) != batch:
@@ -105,7 +105,7 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
             wl = extract_transformer(cfg, phase=phase, batch=b_n, context=ctx_in, precision=precision,
                                      routing=routing, per_layer=per_layer, seed=seed + i, tp=node.tp,
                                      q_len=q_in if (hidden_parents or phase == "prefill") else 1,
-                                     input_width=width_in, lm_head=not feeds_hidden)
+                                     input_width=width_in, lm_head=not feeds_hidden, kv_precision=kv_precision)
             scale = visit[name] * ctx_in / context
             for _, d in wl.graph.nodes(data=True):
                 d["kv_bytes_per_token"] *= scale

@@ -92,7 +92,7 @@ def _check_tp(cfg: ModelConfig, tp: int) -> None:
 def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 1, context: int = 2048,
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                         seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
-                        lm_head: bool = True) -> Workload:
+                        lm_head: bool = True, kv_precision: str | None = None) -> Workload:
     """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
 
     ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
@@ -100,6 +100,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     ``input_width`` > 0: the model receives hidden states of that width instead of token ids (an
     ensemble member fed by another model; a projection is added when the widths differ).
     ``lm_head=False``: the model ends with its final norm (an ensemble member whose output is composed).
+    ``kv_precision``: the KV cache's element type when it differs from the weights' (fp8 weights with a
+    16-bit cache is the common serving setup); it sizes the cache and its reads and writes.
     """
     check_step(phase, batch, context)
     _check_tp(cfg, tp)
@@ -116,7 +118,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     useful = pairs / (q_len * kv_len)
     norm_flops = LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT
     norm_w = 2 * h if cfg.layernorm else h
-    kv_per_token_layer = cfg.kv_elements_per_token_layer * abytes
+    kvbytes = max(bytes_per_element(kv_precision), 1.0) if kv_precision else abytes
+    kv_per_token_layer = cfg.kv_elements_per_token_layer * kvbytes
     moe_layer_ids = [i for i, m in enumerate(cfg.moe_layers) if m]
     router = Router(routing, cfg.experts, cfg.top_k, moe_layer_ids, seed) if cfg.is_moe else None
 
@@ -157,9 +160,9 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
         an = b.unit(attn, "attention", s, count, sharded=True, kv_bytes_per_token=kv_shard * count, tokens=T)
         b.vector(an, "attn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
         if cfg.mla:
-            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp)
+            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes)
         else:
-            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp)
+            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes)
         b.vector(an, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
         b.connect_many([(p, attn, prev_bytes[p]) for p in prev], 1)
 
@@ -250,13 +253,13 @@ def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
         d.setdefault("model", "")
 
 
-def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp):
+def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes):
     h, hd = cfg.hidden, cfg.head_dim
     heads, kv_heads = cfg.heads // tp, cfg.kv_heads // tp
     group = heads // kv_heads
     qkv_width = (heads + 2 * kv_heads) * hd
     kv_elems = 2 * kv_heads * hd
-    b.gemm(an, "qkv_proj", T, h, qkv_width, count, bias=cfg.qkv_bias, tokens=T, kv_write=T * kv_elems * abytes)
+    b.gemm(an, "qkv_proj", T, h, qkv_width, count, bias=cfg.qkv_bias, tokens=T, kv_write=T * kv_elems * kvbytes)
     if cfg.qk_norm == "head":      # qwen3: RMSNorm over head_dim, weights shared by the heads
         b.vector(an, "qk_norm", T * (heads + kv_heads) * hd, RMSNORM_FLOPS_PER_ELEMENT, count,
                  weight_elements=2 * hd, tokens=T)
@@ -265,7 +268,7 @@ def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
                  weight_elements=(heads + kv_heads) * hd, tokens=T, split=True)
     if not cfg.learned_positions:
         b.vector(an, "rope", T * (heads + kv_heads) * hd, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
-    kv_read = batch * kv_len * kv_heads * hd * abytes if phase == "decode" else 0.0
+    kv_read = batch * kv_len * kv_heads * hd * kvbytes if phase == "decode" else 0.0
     b.gemm(an, "attn_score", q_len * group, hd, kv_len, count, batch=batch * kv_heads, weights=False,
            tokens=T, kv_read=kv_read, useful=useful)
     b.vector(an, "softmax", batch * heads * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
@@ -274,7 +277,7 @@ def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
     b.gemm(an, "o_proj", T, heads * hd, h, count, bias=cfg.o_bias, tokens=T)
 
 
-def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp):
+def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes):
     """Multi-head latent attention: expanded in prefill, absorbed in decode (module docstring)."""
     h = cfg.hidden
     H = cfg.heads // tp
@@ -287,7 +290,7 @@ def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
         b.gemm(an, "q_b_proj", T, cfg.q_lora_rank, H * qk, count, tokens=T)
     else:
         b.gemm(an, "q_proj", T, h, H * qk, count, tokens=T)
-    cache = (lora + rope) * abytes
+    cache = (lora + rope) * kvbytes
     b.gemm(an, "kv_a_proj", T, h, lora + rope, count, tokens=T, kv_write=T * cache, split=False)
     b.vector(an, "kv_a_norm", T * lora, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=lora, tokens=T)
     b.vector(an, "rope", T * (H + 1) * rope, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)

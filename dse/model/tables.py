@@ -86,8 +86,9 @@ def build_workload(study: Study) -> workloads.Workload:
     common = dict(phase=w.phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
                   per_layer=w.per_layer, seed=w.routing.seed)
     if w.ensemble is not None:
-        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios, **common)
-    return workloads.extract(w.model, tp=w.tp, **common)
+        return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
+                                          kv_precision=w.kv_precision, **common)
+    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, **common)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:
@@ -158,7 +159,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         hbm=hbm, ddr=ddr,
         hbm_bw_Bps=memory.effective_bandwidth_Bps(hbm, 1) if hbm else 0.0,
         ddr_bw_Bps=memory.effective_bandwidth_Bps(ddr, 1) if ddr else 0.0,
-        link=noc.link_tech(study.hardware.package.link),
+        link=study.hardware.package.link_tech(),
         tokens_per_step=wl.tokens_per_step,
         workload=wl,
         kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),

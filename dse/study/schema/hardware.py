@@ -305,6 +305,25 @@ class LinkSpec(StrictModel):
         return None if value is None else _known_tech(value)
 
 
+class LinkOverrides(StrictModel):
+    """Figures of the package's link technology a study changes (noc/data/links.yaml units): a link of
+    a known technology at another width or speed, or a measured fabric."""
+
+    bandwidth_gbps: float | None = Field(None, gt=0, le=1e6)
+    latency_ns: float | None = Field(None, ge=0, le=1e9)
+    energy_pj_per_bit: float | None = Field(None, ge=0, le=1e6)
+    sync_latency_us: float | None = Field(None, ge=0, le=1e6)
+
+    def apply(self, tech: noc.LinkTech) -> noc.LinkTech:
+        changes = {"bandwidth_Bps": self.bandwidth_gbps and self.bandwidth_gbps * 1e9,
+                   "latency_s": self.latency_ns is not None and self.latency_ns * 1e-9,
+                   "energy_j_per_byte": self.energy_pj_per_bit is not None and self.energy_pj_per_bit * 8e-12,
+                   "sync_latency_s": self.sync_latency_us is not None and self.sync_latency_us * 1e-6}
+        given = {"bandwidth_Bps": self.bandwidth_gbps, "latency_s": self.latency_ns,
+                 "energy_j_per_byte": self.energy_pj_per_bit, "sync_latency_s": self.sync_latency_us}
+        return dataclasses.replace(tech, **{k: float(v) for k, v in changes.items() if given[k] is not None})
+
+
 class PackageSpec(StrictModel):
     """The package network: topology, link technology (per package, or per link) and routing.
 
@@ -320,6 +339,7 @@ class PackageSpec(StrictModel):
     link: str | list[str] = "ucie-advanced"      # or several technologies for the search to choose among
     links: list[LinkSpec] = Field(default_factory=list)
     routing: Literal["xy", "shortest"] | None = None
+    link_overrides: LinkOverrides | None = None     # the package technology's figures, changed
 
     @field_validator("link")
     @classmethod
@@ -404,15 +424,21 @@ class PackageSpec(StrictModel):
             raise ValueError(f"package with topology {self.topology} and link {self.link} is several packages: "
                              "choose one (Study.variants)")
 
+    def link_tech(self) -> noc.LinkTech:
+        """The package's link technology with the study's ``link_overrides``."""
+        self._single()
+        tech = noc.link_tech(self.link)
+        return self.link_overrides.apply(tech) if self.link_overrides else tech
+
     def network(self, rows: int, cols: int) -> noc.Topology:
         """The package network of one rows x cols design."""
-        self._single()
+        tech = self.link_tech()
         if self.topology == "graph":
             links = [(s.between[0], s.between[1], s.tech) if s.tech else tuple(s.between) for s in self.links]
-            return noc.from_links(rows * cols, links, self.link)
+            return noc.from_links(rows * cols, links, tech)
         n = rows * cols
         overrides = {tuple(s.between): s.tech for s in self.links if max(s.between) < n}
-        return noc.build(self.topology, rows, cols, self.link, overrides=overrides)
+        return noc.build(self.topology, rows, cols, tech, overrides=overrides)
 
     def route_bank(self) -> noc.RouteBank:
         """Route tables of every package shape the study allows (see noc.bank)."""

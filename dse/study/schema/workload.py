@@ -134,6 +134,8 @@ class WorkloadSpec(StrictModel):
     batch: Annotated[PositiveInt, limits.at_most(limits.BATCH)] = 1
     context: Annotated[PositiveInt, limits.at_most(limits.CONTEXT)] = 2048
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    kv_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
+        None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
     per_layer: bool = False
     tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(
         1, description="tensor-parallel shards of the model's dense units")
