@@ -11,6 +11,7 @@ Typical use in Python::
 """
 from .errors import StudyError
 from .model.evaluator import METRICS, Evaluator
+from .model.characterize import characterize
 from .model.prepare import prepare
 from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
@@ -24,7 +25,14 @@ def _run(self: Study, seed: int | None = None) -> StudyResult:
     return run_study(self, seed=seed)
 
 
+def _characterize(self: Study):
+    """Every placement unit alone on every chiplet kind of this study (dse.model.characterize), a
+    pandas DataFrame."""
+    return characterize(prepare(self))
+
+
 Study.run = _run
+Study.characterize = _characterize
 
 __all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "load_study", "prepare",
            "run_study", "write_results", "load_results", "read_design"]

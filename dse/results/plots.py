@@ -20,6 +20,7 @@ from matplotlib.patches import FancyArrow, FancyArrowPatch, Rectangle
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from ..model.characterize import characterize
 from ..model.objectives import OBJECTIVES
 from ..model.traffic import chiplet_traffic, link_loads, link_utilisation
 from ..study.space import Design
@@ -366,4 +367,36 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
             fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
                                  title=f"{title} {design_id}")
             written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}")[0]
+        written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline")[0]
     return written
+
+
+def plot_roofline(table: pd.DataFrame) -> Figure:
+    """Units on each chiplet kind's roofline (dse.model.characterize): operational intensity (FLOPs per
+    DRAM byte) against attained FLOP/s, under the kind's peak and its memory bandwidth ceilings."""
+    kinds = list(dict.fromkeys(table["chiplet"]))
+    fig = Figure(figsize=(5.0 * len(kinds), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(kinds), squeeze=False)[0]
+    colours = dict(zip(dict.fromkeys(table["unit_kind"]), colormaps["tab10"].colors))
+    for ax, kind in zip(axes, kinds):
+        rows = table[(table["chiplet"] == kind) & (table["flops"] > 0) & (table["dram_bytes"] > 0)]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(kind)
+        ax.set_xlabel("operational intensity [FLOP/byte]")
+        ax.set_ylabel("attained [FLOP/s]")
+        if rows.empty:
+            continue
+        x = rows["flops"] / rows["dram_bytes"]
+        y = rows["flops"] / rows["time_s"]
+        grid = np.logspace(np.log10(x.min() / 4), np.log10(x.max() * 4), 64)
+        peak = float(rows["peak_flops"].iloc[0])
+        for bw in sorted(set(rows["bandwidth_Bps"])):
+            ax.plot(grid, np.minimum(peak, bw * grid), color="0.4", lw=1.2)
+            ax.annotate(f"{bw / 1e12:.2g} TB/s", (grid[0], bw * grid[0]), fontsize=7, color="0.4")
+        ax.axhline(peak, color="0.2", ls="--", lw=1.0)
+        for unit_kind, part in rows.groupby("unit_kind", sort=False):
+            ax.scatter(x[part.index], y[part.index], s=18, color=colours[unit_kind], label=unit_kind)
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+

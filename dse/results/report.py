@@ -139,6 +139,10 @@ PLOT_TEXT = {
     "scatter_matrix": "All pairs of objectives at once, and how the Pareto set spreads in each.",
     "parallel_coordinates": "One line per Pareto design across every objective, best at the bottom of "
                             "each axis: lines that stay low are good all-rounders.",
+    "roofline": "Each unit of the workload alone on each chiplet kind (the study's attribute table, "
+                "`dse characterize`): FLOPs per DRAM byte against attained FLOP/s, under the kind's peak and "
+                "memory-bandwidth ceilings. Points far under both lines lose time to something else "
+                "(fill and drain, kernel overheads, weight loading).",
     "convergence": "How the quality of the front grew with generations of the search; a curve still "
                    "rising at the end means more generations could find better designs.",
 }
@@ -151,7 +155,7 @@ def plots_section(figures: dict[str, str]) -> list[str]:
         lines += ["### Trade-offs between pairs of objectives", "", PLOT_TEXT["front"], ""]
         lines += [f"![{n}]({figures[n]})" for n in fronts] + [""]
     for name, heading in (("scatter_matrix", "All objectives"), ("parallel_coordinates", "Parallel coordinates"),
-                          ("convergence", "Search convergence")):
+                          ("convergence", "Search convergence"), ("roofline", "Units on each chiplet's roofline")):
         if name in figures:
             lines += [f"### {heading}", "", PLOT_TEXT[name], "", f"![{name}]({figures[name]})", ""]
     return lines

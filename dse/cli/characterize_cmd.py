@@ -1,0 +1,60 @@
+"""``dse characterize``: every unit of a study alone on every chiplet kind (dse.model.characterize)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import StudyError
+from ..model.characterize import characterize
+from ..model.prepare import prepare
+from ..results.plots import plot_roofline
+from ..study.spec import load_study
+from .common import cli
+
+OUT_FORMATS = (".csv", ".parquet")
+SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisation", "memory_utilisation",
+         "energy_j", "power_w", "visit_prob", "best_by_latency", "best_by_energy")
+
+
+@cli.command("characterize")
+@click.argument("study_file", metavar="STUDY.yaml")
+@click.option("--out", help="write the table to this .csv or .parquet file")
+@click.option("--format", "fmt", default="table", show_default=True, help="table | csv | json (printed)")
+@click.option("--plot", "plot_path", help="write the roofline plot (PNG) to this file")
+def characterize_cmd(study_file, out, fmt, plot_path):
+    """The expert execution attribute table: every placement unit alone on every chiplet kind of the
+    study (time, compute- or memory-bound, utilisation, energy, power, HBM needed, visit probability,
+    best kind by latency and by energy)."""
+    if fmt not in ("table", "csv", "json"):
+        raise StudyError(f"unknown format {fmt!r}; allowed: table, csv, json", key="--format")
+    for flag, path, suffixes in (("--out", out, OUT_FORMATS), ("--plot", plot_path, (".png",))):
+        if path is None:
+            continue
+        if Path(path).suffix not in suffixes:
+            raise StudyError(f"{path}: the file name must end in {' or '.join(suffixes)}", key=flag)
+        if not Path(path).parent.resolve().is_dir():
+            raise StudyError(f"folder {Path(path).parent} does not exist", key=flag)
+        if Path(path).is_dir():
+            raise StudyError(f"{path} is a folder; give a file name", key=flag)
+    table = characterize(prepare(load_study(study_file)))
+    if out:
+        if out.endswith(".csv"):
+            table.to_csv(out, index=False)
+        else:
+            table.to_parquet(out, index=False)
+    if plot_path:
+        plot_roofline(table).savefig(plot_path, dpi=100)
+    if fmt == "csv":
+        click.echo(table.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        click.echo(table.to_json(orient="records"))
+    else:
+        shown = Table(title=f"{len(table)} rows: units x chiplet kinds")
+        for c in SHOWN:
+            shown.add_column(c, justify="left" if c in ("unit", "chiplet", "bound") else "right")
+        for row in table[list(SHOWN)].itertuples(index=False):
+            shown.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
+        Console().print(shown)

@@ -1,0 +1,65 @@
+"""The expert execution attribute table (dse characterize, issue 20) against the evaluator's own model."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import dse
+from dse.model.breakdown import chiplet_busy_s
+from dse.model.characterize import characterize
+from dse.study.space import Design
+
+
+@pytest.mark.parametrize("kind", ["big", "small"])
+def test_rows_equal_the_step_model_of_each_unit_alone(kind):
+    # tiny study: 4 units; a design with each unit alone on its own chiplet of one kind, one HBM stack each:
+    # each chiplet's busy time in the evaluator equals the unit's row
+    prepared = dse.prepare(dse.load_study("tests/data/tiny.yaml"))
+    table = characterize(prepared)
+    units = prepared.tables.unit_names
+    design = Design(rows=2, cols=2, chiplets=[kind] * 4, hbm_stacks=[1] * 4, ddr_channels=1, link="ucie-advanced",
+                    mapping="many-to-many", placement={u: [i] for i, u in enumerate(units)})
+    _, busy = chiplet_busy_s(design, prepared)
+    rows = table[table["chiplet"] == kind].set_index("unit")
+    for i, u in enumerate(units):
+        assert rows.loc[u, "hbm_stacks"] == 1
+        assert rows.loc[u, "time_s"] * rows.loc[u, "visit_prob"] == pytest.approx(busy[i], rel=1e-9)
+
+
+def test_roofline_points_lie_under_both_ceilings():
+    table = dse.load_study("studies/quickstart.yaml").characterize()
+    rows = table[(table["flops"] > 0) & (table["dram_bytes"] > 0)]
+    attained = rows["flops"] / rows["time_s"]
+    intensity = rows["flops"] / rows["dram_bytes"]
+    assert (attained <= rows["peak_flops"] * (1 + 1e-9)).all()
+    assert (attained <= rows["bandwidth_Bps"] * intensity * (1 + 1e-9)).all()
+    assert set(rows["bound"]) <= {"compute", "memory"}
+    best = table.groupby("unit").apply(lambda g: g.loc[g["time_s"].idxmin(), "chiplet"])
+    assert (table["best_by_latency"] == table["unit"].map(best)).all()
+
+
+def test_an_ensemble_table_holds_both_members():
+    # a chain: a dense GPT-2 hands its hidden states (via a projection) to an OLMoE expert model
+    study = dse.Study.from_dict({
+        "name": "eoe", "workload": {"ensemble": {"morphology": "chain", "nodes": [
+            {"name": "p1", "model": "gpt2"}, {"name": "p2", "model": "olmoe-1b-7b"}]},
+            "phase": "decode", "batch": 2, "context": 64},
+        "hardware": {"chiplets": [{"name": "c", "kind": "systolic", "array": [64, 64], "dataflow": "ws",
+                                   "sram_mb": 8, "freq_ghz": 1.0, "node": "7nm"}],
+                     "memory": [{"kind": "hbm3", "stacks": [0, 3]}, {"kind": "ddr5", "channels": [1, 1]}],
+                     "package": {"mesh": {"rows": 1, "cols": 3}}},
+        "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1}})
+    table = study.characterize()
+    assert {"p1", "p2"} <= set(table["model"])
+    assert (table[table["model"] == "p2"]["unit_kind"] == "expert").any()      # OLMoE's routed experts
+
+
+def test_cli_writes_the_table_and_the_plot(tmp_path, dse_cli):
+    out, png = tmp_path / "attrs.csv", tmp_path / "roofline.png"
+    code, _, err = dse_cli("characterize", "tests/data/tiny.yaml", "--out", str(out), "--plot", str(png),
+                           "--format", "csv")
+    assert code == 0, err
+    assert len(pd.read_csv(out)) == 8 and png.stat().st_size > 1000
+    for args, flag in ((["--out", str(tmp_path / "a.txt")], "--out"), (["--format", "xml"], "--format"),
+                       (["--out", str(tmp_path / "missing" / "a.csv")], "--out")):
+        code, _, err = dse_cli("characterize", "tests/data/tiny.yaml", *args)
+        assert code == 2 and flag in err and len(err.strip().splitlines()) == 1
