@@ -123,6 +123,7 @@ class WorkloadSpec(StrictModel):
         None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
     per_layer: bool = False
     tp: PositiveInt = Field(1, description="tensor-parallel shards of the model's dense units")
+    expert_tp: bool = Field(False, description="shard routed experts tp ways too (TensorRT-LLM's MoE TP)")
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
