@@ -258,3 +258,39 @@ def test_link_overrides_change_the_package_network(tmp_path):
     assert dse.prepare(study).tables.link.sync_latency_s == pytest.approx(10e-6)
     with pytest.raises(dse.StudyError, match="link_overrides"):
         dse.Study.from_dict(yaml.safe_load(text.replace("bandwidth_gbps: 100", "bandwidth_gbps: -1")))
+
+
+def test_expert_tp_shards_routed_experts_evenly():
+    # TensorRT-LLM's MoE tensor parallelism: each of t shards holds 1/t of every expert's FFN width
+    import workloads
+    whole = workloads.extract("mixtral-8x7b", tp=4, batch=8, context=512)
+    sharded = workloads.extract("mixtral-8x7b", tp=4, batch=8, context=512, expert_tp=True)
+    assert sharded.summary["total_params"] == whole.summary["total_params"]
+    g, h = sharded.graph.nodes, whole.graph.nodes
+    for e in range(8):
+        pieces = [f"L0-31.e{e}.tp{i}" for i in range(4)]
+        assert sum(g[p]["weight_bytes"] for p in pieces) == pytest.approx(h[f"L0-31.e{e}"]["weight_bytes"])
+    gemm = lambda wl, unit: wl.ops[(wl.ops["unit"] == unit) & (wl.ops["engine"] == "matrix")]["flops"].sum()
+    assert gemm(sharded, "L0-31.e3.tp2") == pytest.approx(gemm(whole, "L0-31.e3") / 4)
+    # an expert width tp does not divide is refused, naming it
+    cfg = workloads.load_model("mixtral-8x7b")
+    import dataclasses
+    odd = dataclasses.replace(cfg, expert_width=14335)
+    with pytest.raises(workloads.WorkloadError, match="expert width"):
+        workloads.extract_transformer(odd, tp=2, batch=8, context=512, expert_tp=True)
+
+
+def test_expert_tp_study_evaluates(tmp_path):
+    import dse
+    text = _one_chiplet_study(tmp_path, model="mixtral-8x7b").read_text()
+    text = text.replace("context: 512, precision: bf16}", "context: 512, precision: fp8, tp: 2, expert_tp: true}")
+    text = text.replace("cols: [1, 1]}", "cols: [2, 2]}").replace("stacks: [5, 5]", "stacks: [10, 10]")
+    prepared = dse.prepare(dse.Study.from_dict(yaml.safe_load(text)))
+    names = prepared.tables.unit_names
+    assert "L0-31.e0.tp1" in names
+    from dse.study.space import Design
+    design = Design(rows=1, cols=2, chiplets=[prepared.tables.kind_names[0]] * 2, hbm_stacks=[5, 5], ddr_channels=0,
+                    link="ucie-advanced", mapping="many-to-one",
+                    placement={u: [int(u.endswith(".tp1"))] for u in names})
+    metrics = prepared.evaluator.evaluate_designs([design], with_faults=False).iloc[0]
+    assert np.isfinite(metrics["latency_s"]) and metrics["capacity_short_bytes"] == 0

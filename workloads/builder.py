@@ -45,15 +45,18 @@ class Builder:
         return names
 
     def expert_units(self, names: list[str], kind: str, stage: int, layers: int, experts: np.ndarray,
-                     prob: np.ndarray, selection_prob: np.ndarray, tokens: np.ndarray, params_each: float):
-        """Many unsharded units at once (routed experts of one layer group)."""
+                     prob: np.ndarray, selection_prob: np.ndarray, tokens: np.ndarray, params_each: float,
+                     shards: int = 1):
+        """Many units at once (routed experts of one layer group), each whole or in ``shards`` pieces
+        (``name.tp0`` ...) holding 1/shards of its weights."""
+        pieces = (lambda n: [n]) if shards == 1 else (lambda n: [f"{n}.tp{i}" for i in range(shards)])
         self.graph.add_nodes_from(
-            (n, dict(kind=kind, stage=stage, layers=layers, expert=int(e), params=params_each * layers,
-                     weight_bytes=params_each * layers * self.wbytes, kv_bytes_per_token=0.0, prob=float(p),
-                     selection_prob=float(q), tokens=float(t), logical=n, shards=1))
-            for n, e, p, q, t in zip(names, experts, prob, selection_prob, tokens))
+            (piece, dict(kind=kind, stage=stage, layers=layers, expert=int(e), params=params_each * layers / shards,
+                         weight_bytes=params_each * layers * self.wbytes / shards, kv_bytes_per_token=0.0,
+                         prob=float(p), selection_prob=float(q), tokens=float(t), logical=n, shards=shards))
+            for n, e, p, q, t in zip(names, experts, prob, selection_prob, tokens) for piece in pieces(n))
         for n in names:
-            self.logical[n] = [n]
+            self.logical[n] = pieces(n)
             self.logical_params[n] = params_each * layers
 
     def add_params(self, unit: str, params_per_layer: float, split: bool):

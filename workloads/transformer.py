@@ -74,7 +74,7 @@ def _layer_groups(cfg: ModelConfig, per_layer: bool) -> list[tuple[int, int]]:
     return groups
 
 
-def _check_tp(cfg: ModelConfig, tp: int) -> None:
+def _check_tp(cfg: ModelConfig, tp: int, expert_tp: bool = False) -> None:
     if tp < 1:
         raise WorkloadError(f"tensor-parallel degree must be >= 1, got {tp}")
     if tp == 1:
@@ -84,6 +84,8 @@ def _check_tp(cfg: ModelConfig, tp: int) -> None:
         widths["num_key_value_heads"] = cfg.kv_heads
     if cfg.shared_experts:
         widths["shared expert width"] = cfg.shared_width
+    if expert_tp and cfg.experts:
+        widths["expert width"] = cfg.expert_width
     for key, value in widths.items():
         if value % tp:
             raise WorkloadError(f"{cfg.name}: tensor-parallel degree {tp} does not divide {key} {value}")
@@ -92,7 +94,7 @@ def _check_tp(cfg: ModelConfig, tp: int) -> None:
 def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 1, context: int = 2048,
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                         seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
-                        lm_head: bool = True, kv_precision: str | None = None) -> Workload:
+                        lm_head: bool = True, kv_precision: str | None = None, expert_tp: bool = False) -> Workload:
     """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
 
     ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
@@ -102,9 +104,12 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     ``lm_head=False``: the model ends with its final norm (an ensemble member whose output is composed).
     ``kv_precision``: the KV cache's element type when it differs from the weights' (fp8 weights with a
     16-bit cache is the common serving setup); it sizes the cache and its reads and writes.
+    ``expert_tp``: routed experts are sharded ``tp`` ways too (each shard 1/tp of every expert's FFN width,
+    its output all-reduced like the dense FFN's: TensorRT-LLM's MoE tensor parallelism) instead of staying
+    whole for expert parallelism.
     """
     check_step(phase, batch, context)
-    _check_tp(cfg, tp)
+    _check_tp(cfg, tp, expert_tp)
     wbytes = bytes_per_element(precision)
     abytes = max(wbytes, 1.0)
     b = Builder(wbytes, abytes, shards=tp)
@@ -183,10 +188,12 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
             with np.errstate(divide="ignore", invalid="ignore"):
                 tokens_if_run = np.where(touched > 0, tokens / touched, 0.0)
             units = [f"{tag}.e{e}" for e in range(E)]
+            shards = tp if expert_tp else 1
             b.expert_units(units, "expert", s, count, np.arange(E), touched, q, tokens,
-                           _ffn_params(cfg, cfg.expert_width))
-            _ffn_ops(b, cfg, units, tokens_if_run, cfg.expert_width, count, prob=touched, expert=True,
-                     params=False)
+                           _ffn_params(cfg, cfg.expert_width), shards=shards)
+            pieces = [n for u in units for n in b.logical[u]]
+            _ffn_ops(b, cfg, pieces, np.repeat(tokens_if_run, shards), cfg.expert_width // shards, count,
+                     prob=np.repeat(touched, shards), expert=True, params=False)
             for u, t in zip(units, tokens):
                 ffn_units[u] = t * h * abytes
             moe_groups.append((first, units))

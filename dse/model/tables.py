@@ -88,7 +88,7 @@ def build_workload(study: Study) -> workloads.Workload:
     if w.ensemble is not None:
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
                                           kv_precision=w.kv_precision, **common)
-    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, **common)
+    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, expert_tp=w.expert_tp, **common)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:

@@ -139,6 +139,7 @@ class WorkloadSpec(StrictModel):
     per_layer: bool = False
     tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(
         1, description="tensor-parallel shards of the model's dense units")
+    expert_tp: bool = Field(False, description="shard routed experts tp ways too (TensorRT-LLM's MoE TP)")
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
