@@ -19,8 +19,8 @@ from ..model.prepare import Prepared
 from ..model.tables import build_tables
 from ..study.space import Design, build_space
 
-BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-CONTEXTS = (64, 256, 1024, 4096, 16384)
+BATCHES = (1, 4, 16, 64, 256, 1024)
+CONTEXTS = (128, 512, 2048, 8192, 32768, 131072)
 
 
 def step_latency_s(prepared: Prepared, design: Design, phase: str, batch: int, context: int) -> float:
