@@ -1,0 +1,90 @@
+"""``dse serve``: serving metrics of one design under a request workload (dse.serving), with the names
+vLLM's benchmark_serving prints."""
+from __future__ import annotations
+
+import json
+import math
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import StudyError
+from ..model.prepare import prepare
+from ..results.folder import read_design
+from ..serving.requests import from_file, synthetic
+from ..serving.simulate import SCHEDULERS, simulate
+from ..serving.steps import StepTable
+from ..study.spec import load_study
+from .common import cli
+
+KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
+        "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
+        "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms")
+
+
+@cli.command("serve")
+@click.argument("study_file", metavar="STUDY.yaml")
+@click.option("--design", "design_file", required=True, help="a design YAML (a results folder's designs/<id>.yaml)")
+@click.option("--input-len", type=int, help="prompt tokens of every request")
+@click.option("--output-len", type=int, help="output tokens of every request")
+@click.option("--dataset", help="an Azure LLM inference trace (.csv) or a JSON of [input, output] length pairs")
+@click.option("--request-rate", type=float, help="Poisson arrivals, requests per second")
+@click.option("--max-concurrency", type=int, help="requests in flight at most (all arrive at once)")
+@click.option("--num-prompts", type=int, default=1000, show_default=True)
+@click.option("--scheduler", default="continuous", show_default=True, help=" | ".join(SCHEDULERS))
+@click.option("--max-batch", type=int, default=256, show_default=True, help="sequences in a batch at most")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
+              scheduler, max_batch, seed, as_json):
+    """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
+    iteration's time from the study's own step model (TTFT, TPOT, ITL, throughput)."""
+    if (dataset is None) == (input_len is None or output_len is None):
+        raise StudyError("give --input-len and --output-len, or --dataset", key="--dataset")
+    if request_rate is not None and max_concurrency is not None:
+        raise StudyError("give --request-rate or --max-concurrency, not both", key="--max-concurrency")
+    for flag, value, high in (("--max-batch", max_batch, 65536), ("--max-concurrency", max_concurrency, 65536),
+                              ("--seed", seed, 2**32 - 1)):
+        if value is not None and not (0 if flag == "--seed" else 1) <= value <= high:
+            raise StudyError(f"must be a whole number up to {high:,}, got {value}", key=flag)
+    if request_rate is not None and not (math.isfinite(request_rate) and request_rate > 0):
+        raise StudyError(f"must be a positive number, got {request_rate}", key="--request-rate")
+    study = load_study(study_file)
+    prepared = prepare(study)
+    design = read_design(design_file)
+    prepared.check_design(design, source=design_file)
+    reqs = (from_file(dataset, num_prompts, request_rate, seed) if dataset else
+            synthetic(num_prompts, input_len, output_len, request_rate, seed))
+    batch = min(max_batch, max_concurrency or max_batch, len(reqs))
+    longest = int((reqs.prompt + reqs.output).max())
+    steps = StepTable.build(prepared, design, batch, longest)
+    kv = _kv_capacity_tokens(prepared, design)
+    out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
+                   kv_capacity_tokens=kv)
+    metrics = out.metrics()
+    metrics["kv_cache_tokens"] = kv
+    if as_json:
+        click.echo(json.dumps(metrics))
+        return
+    table = Table(title=f"{len(reqs)} requests, {scheduler} batching", show_header=False)
+    for key in KEYS + ("kv_cache_tokens",):
+        value = metrics[key]
+        table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
+    Console().print(table)
+
+
+def _kv_capacity_tokens(prepared, design) -> float:
+    """Tokens of KV cache the design holds: its HBM and DDR less the model's weights, over the KV bytes of
+    one token (all layers)."""
+    t = prepared.tables
+    hbm = sum(design.hbm_stacks) * (t.hbm.capacity_bytes if t.hbm else 0.0)
+    ddr = design.ddr_channels * (t.ddr.capacity_bytes if t.ddr else 0.0)
+    per_token = t.workload.summary.get("kv_cache_bytes_per_token", 0.0)
+    free = hbm + ddr - float(t.unit_capacity_bytes.sum())
+    if per_token <= 0:
+        return math.inf
+    if free <= 0:
+        raise StudyError("the design's memory does not hold the model's weights: no room for a KV cache",
+                         key="--design")
+    return free / per_token

@@ -1,0 +1,172 @@
+"""A discrete-event simulation of an LLM server, iteration by iteration, and vLLM's serving metrics.
+
+Schedulers (each iteration's time from the design's step table, dse.serving.steps):
+
+* ``continuous`` (iteration-level batching, Orca / vLLM without chunking): before every iteration,
+  waiting requests are admitted first come first served while the batch has room (``max_batch``,
+  ``max_concurrency``) and the KV cache can reserve their prompt and output tokens (what does not fit
+  waits); an iteration either prefills the newly admitted prompts (prefill first, as vLLM does) or
+  decodes one token for every running sequence;
+* ``chunked`` (chunked prefill, Sarathi-Serve / vLLM): an iteration decodes every running sequence and
+  spends the rest of a ``chunk_tokens`` budget on prompt chunks; its time is the decode step plus the
+  prefill of the chunk;
+* ``static``: batches of ``max_batch`` requests in arrival order; a batch starts when it is full (or the
+  last) and the server is free, prefills together and decodes until its longest output is done.
+
+Metrics use vLLM benchmark_serving's names: TTFT (arrival to first token), TPOT (time per output token
+after the first, per request), ITL (every gap between consecutive tokens), request and output
+throughput over the run (first arrival to last completion).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import StudyError
+from .requests import Requests
+
+SCHEDULERS = ("continuous", "chunked", "static")
+
+
+@dataclass
+class Outcome:
+    """Per request: first-token and completion times (s); all inter-token gaps of the run (s)."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    done_s: np.ndarray
+    output: np.ndarray
+    itl_s: np.ndarray
+
+    def metrics(self) -> dict:
+        """vLLM benchmark_serving's metrics (times in ms, throughputs per second)."""
+        ttft = (self.first_token_s - self.arrival_s) * 1e3
+        many = self.output > 1
+        tpot = (self.done_s - self.first_token_s)[many] / (self.output[many] - 1) * 1e3
+        duration = float(self.done_s.max() - self.arrival_s.min())
+        out = {"completed": int(len(ttft)), "duration_s": duration,
+               "request_throughput": len(ttft) / duration, "output_throughput": float(self.output.sum()) / duration}
+        for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", self.itl_s * 1e3),
+                             ("e2el", (self.done_s - self.arrival_s) * 1e3)):
+            values = values if len(values) else np.zeros(1)
+            out[f"mean_{name}_ms"] = float(np.mean(values))
+            out[f"median_{name}_ms"] = float(np.median(values))
+            out[f"p99_{name}_ms"] = float(np.percentile(values, 99))
+        return out
+
+
+def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch: int = 256,
+             max_concurrency: int | None = None, kv_capacity_tokens: float = np.inf,
+             chunk_tokens: int = 512) -> Outcome:
+    """Serve ``requests`` (module docstring); ``steps`` has ``prefill(batch, context)`` and
+    ``decode(batch, context)`` in seconds."""
+    if scheduler not in SCHEDULERS:
+        raise StudyError(f"unknown scheduler {scheduler!r}; allowed: {', '.join(SCHEDULERS)}", key="scheduler")
+    too_long = requests.prompt + requests.output > kv_capacity_tokens
+    if too_long.any():
+        raise StudyError(f"a request of {int((requests.prompt + requests.output)[too_long][0]):,} tokens cannot fit "
+                         f"the KV cache of {kv_capacity_tokens:,.0f} tokens", key="kv cache")
+    if scheduler == "static":
+        return _static(requests, steps, max_batch)
+    return _iterations(requests, steps, scheduler == "chunked", max_batch, max_concurrency or max_batch,
+                       kv_capacity_tokens, chunk_tokens)
+
+
+def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: int, kv_capacity: float,
+                chunk_tokens: int) -> Outcome:
+    n = len(r)
+    order = np.argsort(r.arrival_s, kind="stable")
+    first = np.full(n, np.nan)
+    done = np.full(n, np.nan)
+    generated = np.zeros(n)
+    prefilled = np.zeros(n)                       # prompt tokens already computed (chunked)
+    last_token = np.zeros(n)
+    itl: list[float] = []
+    waiting: deque[int] = deque()
+    running: list[int] = []
+    kv_used = 0.0
+    t = 0.0
+    nxt = 0
+    finished = 0
+    while finished < n:
+        while nxt < n and r.arrival_s[order[nxt]] <= t:
+            waiting.append(int(order[nxt]))
+            nxt += 1
+        if not running and not waiting:
+            t = float(r.arrival_s[order[nxt]])
+            continue
+        admitted = []
+        while waiting and len(running) + len(admitted) < min(max_batch, concurrency):
+            i = waiting[0]
+            need = r.prompt[i] + r.output[i]
+            if kv_used + need > kv_capacity:
+                break
+            kv_used += need
+            admitted.append(waiting.popleft())
+        if chunked:
+            running += admitted
+            prompts = [i for i in running if prefilled[i] < r.prompt[i]]
+            decoding = [i for i in running if prefilled[i] >= r.prompt[i]]
+            budget = max(chunk_tokens - len(decoding), 0)
+            chunk = 0.0
+            for i in prompts:
+                take = min(r.prompt[i] - prefilled[i], budget - chunk)
+                if take <= 0:
+                    break
+                prefilled[i] += take
+                chunk += take
+            ctx = float(np.mean([r.prompt[i] + generated[i] for i in decoding])) if decoding else 0.0
+            t += (steps.decode(len(decoding), ctx) if decoding else 0.0) + (steps.prefill(1, chunk) if chunk else 0.0)
+            produced = decoding + [i for i in prompts if prefilled[i] >= r.prompt[i]]
+        elif admitted:
+            t += steps.prefill(len(admitted), float(np.mean(r.prompt[admitted])))
+            prefilled[admitted] = r.prompt[admitted]
+            running += admitted
+            produced = admitted
+        else:
+            t += steps.decode(len(running), float(np.mean(r.prompt[running] + generated[running])))
+            produced = list(running)
+        for i in produced:
+            if generated[i] == 0:
+                first[i] = t
+            else:
+                itl.append(t - last_token[i])
+            last_token[i] = t
+            generated[i] += 1
+            if generated[i] >= r.output[i]:
+                done[i] = t
+                kv_used -= r.prompt[i] + r.output[i]
+                finished += 1
+        running = [i for i in running if generated[i] < r.output[i]]
+    return Outcome(arrival_s=r.arrival_s, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl))
+
+
+def _static(r: Requests, steps, max_batch: int) -> Outcome:
+    n = len(r)
+    order = np.argsort(r.arrival_s, kind="stable")
+    first = np.zeros(n)
+    done = np.zeros(n)
+    itl: list[float] = []
+    free = 0.0
+    for start in range(0, n, max_batch):
+        batch = order[start:start + max_batch]
+        t = max(free, float(r.arrival_s[batch].max()))
+        t += steps.prefill(len(batch), float(np.mean(r.prompt[batch])))
+        first[batch] = t
+        steps_left = int(r.output[batch].max()) - 1
+        ctx = float(np.mean(r.prompt[batch]))
+        for k in range(steps_left):
+            step = steps.decode(len(batch), ctx + k + 1)
+            t += step
+            for i in batch:
+                if r.output[i] >= k + 2:
+                    itl.append(step)
+                    if r.output[i] == k + 2:
+                        done[i] = t
+        for i in batch:
+            if r.output[i] <= 1:
+                done[i] = first[i]
+        free = t
+    return Outcome(arrival_s=r.arrival_s, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl))

@@ -1,0 +1,97 @@
+"""The serving simulator (dse.serving) against closed forms and hand computations."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+from dse.serving.requests import Requests, synthetic
+from dse.serving.simulate import simulate
+
+
+class Steps:
+    """A step table with prefill = a + b x tokens and decode = c + d x batch (seconds)."""
+
+    def __init__(self, a=0.0, b=0.0, c=0.0, d=0.0):
+        self.a, self.b, self.c, self.d = a, b, c, d
+
+    def prefill(self, batch, context):
+        return self.a + self.b * batch * context
+
+    def decode(self, batch, context):
+        return self.c + self.d * batch
+
+
+def test_single_server_queue_matches_pollaczek_khinchine():
+    # one request at a time, one token each: an M/D/1 queue of service S; mean wait lambda S^2 / (2 (1 - rho))
+    S, rate = 0.01, 60.0
+    reqs = synthetic(20000, prompt=100, output=1, rate=rate, seed=1)
+    out = simulate(reqs, Steps(a=S), max_batch=1)
+    rho = rate * S
+    expected_ttft = S + rate * S * S / (2 * (1 - rho))
+    assert out.metrics()["mean_ttft_ms"] / 1e3 == pytest.approx(expected_ttft, rel=0.05)
+
+
+def test_static_batching_by_hand():
+    # 4 requests at t = 0, batches of 2: prefill 2 x 10 tokens = 0.2 s, then decode steps of 0.05 s
+    reqs = Requests(arrival_s=np.zeros(4), prompt=np.full(4, 10.0), output=np.array([3.0, 1.0, 2.0, 2.0]))
+    out = simulate(reqs, Steps(b=0.01, c=0.05), scheduler="static", max_batch=2)
+    # batch 1: prefill ends 0.2 (first tokens), request 0 needs 2 more steps: done 0.3; request 1 done 0.2
+    # batch 2 starts 0.3: first tokens 0.5, one more step: done 0.55
+    assert out.first_token_s.tolist() == pytest.approx([0.2, 0.2, 0.5, 0.5])
+    assert out.done_s.tolist() == pytest.approx([0.3, 0.2, 0.55, 0.55])
+    m = out.metrics()
+    assert m["mean_tpot_ms"] == pytest.approx(np.mean([50.0, 50.0, 50.0]))
+    assert m["request_throughput"] == pytest.approx(4 / 0.55)
+
+
+def test_continuous_batching_by_hand():
+    # two requests: A at 0 (prompt 10, 3 tokens), B at 0.15 (prompt 10, 2 tokens); prefill 0.1 each,
+    # decode 0.05 + 0.01 x batch
+    reqs = Requests(arrival_s=np.array([0.0, 0.15]), prompt=np.full(2, 10.0), output=np.array([3.0, 2.0]))
+    out = simulate(reqs, Steps(b=0.01, c=0.05, d=0.01))
+    # A: prefill 0..0.1 (token 1); decode 0.1..0.16 (token 2); B arrived: prefill 0.16..0.26 (B token 1);
+    # decode both 0.26..0.33 (A token 3 done, B token 2 done)
+    assert out.first_token_s.tolist() == pytest.approx([0.1, 0.26])
+    assert out.done_s.tolist() == pytest.approx([0.33, 0.33])
+    assert sorted(out.itl_s.tolist()) == pytest.approx(sorted([0.06, 0.17, 0.07]))
+
+
+def test_kv_capacity_makes_requests_wait():
+    reqs = Requests(arrival_s=np.zeros(2), prompt=np.full(2, 100.0), output=np.full(2, 10.0))
+    roomy = simulate(reqs, Steps(b=0.001, c=0.01))
+    tight = simulate(reqs, Steps(b=0.001, c=0.01), kv_capacity_tokens=150)
+    assert roomy.first_token_s[1] == roomy.first_token_s[0]
+    assert tight.first_token_s[1] > tight.done_s[0] - 1e-12       # the second waits for the first's cache
+
+
+def test_ten_thousand_requests_simulate_quickly():
+    reqs = synthetic(10000, prompt={"uniform": [100, 1000]}, output={"lognormal": {"median": 128, "sigma": 0.5}},
+                     rate=20.0, seed=0)
+    start = time.perf_counter()
+    out = simulate(reqs, Steps(a=0.005, b=2e-6, c=0.01, d=1e-4))
+    took = time.perf_counter() - start
+    print(f"\n10,000 requests simulated in {took:.2f} s")
+    assert np.isfinite(out.done_s).all() and out.metrics()["completed"] == 10000
+
+
+def test_dse_serve_prints_vllm_metric_names(tmp_path, dse_cli):
+    import json
+
+    import yaml
+
+    import dse
+    p = dse.prepare(dse.load_study("tests/data/tiny.yaml"))
+    design = p.evaluator.designs(p.space.upper[None, :])[0]
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(design.to_dict()))
+    code, out, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128",
+                             "--output-len", "16", "--request-rate", "4", "--num-prompts", "50", "--max-batch", "8",
+                             "--json")
+    assert code == 0, err
+    m = json.loads(out)
+    for key in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
+                "mean_itl_ms", "request_throughput", "output_throughput"):
+        assert math.isfinite(m[key]) and m[key] > 0
+    code, _, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128")
+    assert code == 2 and "--dataset" in err and len(err.strip().splitlines()) == 1
