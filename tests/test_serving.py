@@ -95,3 +95,21 @@ def test_dse_serve_prints_vllm_metric_names(tmp_path, dse_cli):
         assert math.isfinite(m[key]) and m[key] > 0
     code, _, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128")
     assert code == 2 and "--dataset" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("coeffs, prompt, output", [((0.002, 2e-6, 0.01, 1e-4), 512, 128),
+                                                    ((0.001, 5e-6, 0.02, 5e-4), 256, 64),
+                                                    ((0.0, 1e-5, 0.005, 2e-4), 1024, 256)])
+def test_steady_state_model_agrees_with_the_simulation(coeffs, prompt, output):
+    # mean TTFT within 15 % and mean TPOT within 10 % up to 80 % of the saturation rate (the model gives
+    # means; p99 is the simulation's)
+    from dse.serving.analytic import max_rate, steady_state
+    steps = Steps(*coeffs)
+    saturation = max_rate(steps, prompt, output)
+    for fraction in (0.2, 0.5, 0.8):
+        rate = fraction * saturation
+        model = steady_state(steps, rate, prompt, output)
+        sim = simulate(synthetic(3000, prompt, output, rate, seed=1), steps).metrics()
+        assert model.ttft_s * 1e3 == pytest.approx(sim["mean_ttft_ms"], rel=0.15)
+        assert model.tpot_s * 1e3 == pytest.approx(sim["mean_tpot_ms"], rel=0.10)
+    assert steady_state(steps, 1.2 * saturation, prompt, output).saturated
