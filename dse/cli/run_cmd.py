@@ -19,7 +19,8 @@ from .common import cli
 
 HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM", "ddr_channels": "DDR",
            "latency_s": "latency s", "throughput_tok_s": "tok/s", "energy_j_per_token": "J/token",
-           "area_mm2": "area mm²", "cost_usd": "cost $", "fault_tolerance_frac": "fault tol."}
+           "area_mm2": "area mm²", "cost_usd": "cost $", "fault_tolerance_frac": "fault tol.",
+           "carbon_g_per_token": "g CO2e/tok"}
 
 
 @cli.command("run")

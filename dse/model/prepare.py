@@ -70,4 +70,4 @@ def prepare(study: Study) -> Prepared:
 
 def _evaluator(study: Study, tables: EvalTables, space: Space) -> Evaluator:
     return Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
-                     faults=study.faults)
+                     faults=study.faults, carbon_spec=study.carbon)

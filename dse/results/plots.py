@@ -35,6 +35,7 @@ DISPLAY = {
     "cost_usd": ("cost", 1.0, "$"),
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),
     "power_w": ("peak power", 1.0, "W"),
+    "carbon_g_per_token": ("carbon", 1e3, "mg CO2e/token"),
 }
 BETTER = {name: ("lower" if sign > 0 else "higher") for name, (_, sign) in OBJECTIVES.items()}
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]

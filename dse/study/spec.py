@@ -19,6 +19,7 @@ from .schema import (
     ALGORITHMS,
     MAPPINGS,
     OBJECTIVES,
+    CarbonSpec,
     ConstraintsSpec,
     FaultsSpec,
     HardwareSpec,
@@ -42,6 +43,7 @@ class Study(StrictModel):
     mapping: MappingSpec = MappingSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
     faults: FaultsSpec = FaultsSpec()
+    carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
 
     @field_validator("name")

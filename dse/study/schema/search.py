@@ -8,7 +8,7 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, ValidationInfo, field
 from . import limits
 from .common import StrictModel
 
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance")
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
