@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..model.breakdown import chiplet_table
-from ..model.prepare import prepare
+from ..system.prepare import prepare
 from ..results.folder import read_design
 from ..study.spec import load_study
 from .common import cli

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..model.objectives import OBJECTIVE_COLUMNS
-from ..model.prepare import prepare
+from ..system.prepare import prepare
 from ..results.folder import write_results
 from ..results.run import resume_study, run_study
 from ..search import checkpoint
@@ -126,9 +126,8 @@ WHY = {
 
 def _why_infeasible(result) -> str:
     """The constraints the evaluated designs broke most often, in words."""
-    from ..model.evaluator import METRICS
     from ..model.objectives import constraint_matrix, constraint_names
-    G = constraint_matrix(result.evaluations[METRICS], result.study)
+    G = constraint_matrix(result.evaluations, result.study)
     broken = (G > 0).mean(axis=0)
     names = constraint_names(result.study)
     order = [i for i in broken.argsort()[::-1] if broken[i] > 0]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..model.prepare import prepare
+from ..system.prepare import prepare
 from ..study.spec import load_study
 from .common import cli
 

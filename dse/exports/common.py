@@ -10,11 +10,11 @@ import pandas as pd
 import yaml
 
 from ..errors import StudyError
-from ..model.prepare import prepare
 from ..model.traffic import chiplet_traffic
 from ..results.folder import design_path, read_design
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.prepare import prepare
 
 
 @dataclass

@@ -23,6 +23,7 @@ OBJECTIVES = {
     "area": ("area_mm2", 1.0),
     "cost": ("cost_usd", 1.0),
     "fault_tolerance": ("fault_tolerance_frac", -1.0),
+    "carbon": ("carbon_g_per_token", 1.0),
 }
 
 #: metric column of each objective

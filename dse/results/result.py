@@ -13,9 +13,9 @@ import pandas as pd
 
 from ..model.breakdown import chiplet_table
 from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, constraint_matrix
-from ..model.prepare import prepare
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.prepare import prepare
 from .knee import knee_index
 from .whatif import evaluate
 
@@ -49,7 +49,7 @@ class StudyResult:
     prepared: object | None = field(default=None, repr=False)  # dse.model.prepare.Prepared, built when first needed
 
     def prepare(self):
-        """The study's tables and evaluator (dse.model.prepare), built once and kept."""
+        """The study's tables and evaluator (dse.system.prepare), built once and kept."""
         if self.prepared is None:
             self.prepared = prepare(self.study)
         return self.prepared

@@ -12,9 +12,9 @@ import copy
 import pandas as pd
 
 from ..errors import StudyError
-from ..model.prepare import prepare
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.prepare import prepare
 
 
 def changed_study(study: Study, changes: dict) -> Study:
@@ -36,7 +36,7 @@ def changed_study(study: Study, changes: dict) -> Study:
 
 def evaluate(design: Design, study: Study, changes: dict | None = None, prepared=None,
              with_faults: bool = True) -> pd.Series:
-    """Metrics of ``design`` (dse.model.evaluator.METRICS) under ``study`` with ``changes`` applied."""
+    """Metrics of ``design`` (dse.system.SYSTEM_METRICS) under ``study`` with ``changes`` applied."""
     if changes:
         study = changed_study(study, changes)
         prepared = None

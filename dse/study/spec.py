@@ -20,11 +20,13 @@ from .schema import (
     ALGORITHMS,
     MAPPINGS,
     OBJECTIVES,
+    CarbonSpec,
     ConstraintsSpec,
     FaultsSpec,
     HardwareSpec,
     MappingSpec,
     SearchSpec,
+    SystemSpec,
     WorkloadSpec,
 )
 from .schema.common import StrictModel
@@ -41,6 +43,8 @@ class Study(StrictModel):
     mapping: MappingSpec = MappingSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
     faults: FaultsSpec = FaultsSpec()
+    system: SystemSpec | None = None        # several packages in nodes (dse.system); None: one package
+    carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
 
     @classmethod

@@ -7,7 +7,7 @@ from pydantic import Field, PositiveFloat, ValidationInfo, field_validator
 
 from .common import StrictModel
 
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance")
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
@@ -20,13 +20,13 @@ class ConstraintsSpec(StrictModel):
 
 class SearchSpec(StrictModel):
     objectives: list[Literal[OBJECTIVES]] = Field(
-        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=6)
+        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=7)
     algorithm: Literal[ALGORITHMS] = "nsga2"
     population: int = Field(48, ge=4, le=100_000)
     generations: int = Field(30, ge=1, le=100_000)
     seed: int = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
-    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac); objectives left out are derived
+    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token); objectives left out are derived
     #: (dse.search.hypervolume.reference_point)
     reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
     #: save the search state every this many generations (0: never); see dse.search.checkpoint

@@ -1,0 +1,58 @@
+"""A study made ready to evaluate, systems of packages and carbon included: `prepare` wraps the package
+evaluator of dse.model.prepare in a `SystemEvaluator` (one package: its metrics plus carbon; a ``system``
+section: every layout's packages, dse.system.packages). Every layer above (search, results, exports,
+cli) prepares studies here."""
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+from ..errors import StudyError
+from ..model.prepare import Prepared
+from ..model.prepare import prepare as prepare_package
+from ..model.tables import build_tables
+from ..study.spec import Study
+from .carbon import CarbonFactors
+from .embodied import PackageEmbodied
+from .evaluator import SystemEvaluator
+from .hardware import SystemHardware
+from .packages import PackageBank
+
+
+def prepare(study: Study) -> Prepared:
+    """Tables, design space and a `SystemEvaluator` for ``study`` (see module docstring)."""
+    p = prepare_package(study)
+    factors = CarbonFactors.from_spec(study.carbon)
+    embodied = [PackageEmbodied(v.tables, factors) for v in (p.variants or [p])]
+    if study.system is None:
+        return dataclasses.replace(p, evaluator=SystemEvaluator(p.evaluator, p.space, factors, embodied),
+                                   package_of=p.for_design)
+    hardware = _check_system(study)
+
+    @lru_cache(maxsize=None)
+    def tables_at_batch(batch: int):
+        if batch == study.workload.batch:
+            return p.tables
+        workload = study.workload.model_copy(update={"batch": batch})
+        return build_tables(study.model_copy(update={"workload": workload}))
+
+    bank = PackageBank(study, p.tables, p.space, tables_at_batch)
+    evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied, hardware, bank, study)
+    return dataclasses.replace(p, evaluator=evaluator, package_of=bank.first_package)
+
+
+def _check_system(study: Study) -> SystemHardware:
+    """The study's system resolved, or a `StudyError` naming what a system of packages cannot take."""
+    if len(study.variants()) > 1:
+        raise StudyError("a system study explores one package variant: give hardware.package.topology, "
+                         "hardware.package.link and each memory kind as a single choice", key="system")
+    hardware = SystemHardware.from_spec(study.system)
+    parallel = study.system.parallel
+    if max(parallel.pipeline) > 1 and study.workload.ensemble is not None:
+        raise StudyError("pipeline stages across packages need one model (a chain of layers); an ensemble can "
+                         "spread over packages with experts and replicas", key="system.parallel.pipeline")
+    largest = max(p * e * r for p, e, r in parallel.layouts())
+    if largest > hardware.packages_per_node and hardware.network is None:
+        raise StudyError(f"layouts of up to {largest} packages span nodes of {hardware.packages_per_node}: the system "
+                         "needs a network (system.network or a preset)", key="system.network")
+    return hardware
