@@ -11,13 +11,13 @@ Typical use in Python::
 """
 from .errors import StudyError
 from .model.evaluator import Evaluator
-from .system import SYSTEM_METRICS as METRICS
-from .system import prepare
 from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
 from .study.space import Design
 from .study.spec import Study, load_study
+from .system import SYSTEM_METRICS as METRICS
+from .system import prepare
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

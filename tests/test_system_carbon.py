@@ -12,9 +12,17 @@ import pytest
 
 import dse
 from dse.errors import StudyError
-from dse.system.carbon import (BYTES_PER_GB, CarbonFactors, die_g, dram_g_per_byte, grid_g_per_kwh, logic_g_per_cm2,
-                               operational_g, packaging_g)
 from dse.study.schema.carbon import CarbonSpec
+from dse.system.carbon import (
+    BYTES_PER_GB,
+    CarbonFactors,
+    die_g,
+    dram_g_per_byte,
+    grid_g_per_kwh,
+    logic_g_per_cm2,
+    operational_g,
+    packaging_g,
+)
 
 COAL = grid_g_per_kwh("coal")
 ACT_YIELD = 0.875

@@ -5,10 +5,17 @@ import math
 import pytest
 
 from dse.errors import StudyError
-from dse.system.collectives import (all_to_all_s, bus_bandwidth_Bps, hierarchical_allreduce_s, ring_allreduce_s,
-                                    ring_reduce_scatter_s, send_s, tree_allreduce_s)
-from dse.system.hardware import Level, SystemHardware, fabric_level, network_level
 from dse.study.schema.system import SystemSpec
+from dse.system.collectives import (
+    all_to_all_s,
+    bus_bandwidth_Bps,
+    hierarchical_allreduce_s,
+    ring_allreduce_s,
+    ring_reduce_scatter_s,
+    send_s,
+    tree_allreduce_s,
+)
+from dse.system.hardware import Level, SystemHardware, fabric_level, network_level
 
 MB = 1e6
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..system.prepare import prepare
 from ..study.spec import load_study
+from ..system.prepare import prepare
 from .common import cli
 
 

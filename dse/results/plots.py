@@ -34,6 +34,7 @@ DISPLAY = {
     "cost_usd": ("cost", 1.0, "$"),
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),
     "power_w": ("peak power", 1.0, "W"),
+    "carbon_g_per_token": ("carbon", 1e3, "mg CO2e/token"),
 }
 BETTER = {name: ("lower" if sign > 0 else "higher") for name, (_, sign) in OBJECTIVES.items()}
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
@@ -363,7 +364,11 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
         rows = result.pareto.set_index("design_id")
         for design_id, title in floorplans.items():
             design = result.designs[design_id]
-            fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
-                                 title=f"{title} {design_id}")
+            if design.system:          # one package of a system: its own step, not the system's
+                fig = plot_floorplan(design, prepared, None, title=f"{title} {design_id}: package 0 (pipeline "
+                                     "stage 0, expert rank 0)")
+            else:
+                fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
+                                     title=f"{title} {design_id}")
             written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}")[0]
     return written

@@ -28,7 +28,7 @@ def design_columns(designs: list[Design], kind_names: list[str]) -> pd.DataFrame
         for name in kind_names:
             row[f"n_{name}"] = d.chiplets.count(name)
         row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
-                   **d.package_choices(),
+                   **d.package_choices(), **(d.system or {}),
                    chiplets=",".join(d.chiplets),
                    placement=";".join(f"{u}={'+'.join(map(str, s))}" for u, s in d.placement.items()))
         rows.append(row)

@@ -30,15 +30,14 @@ import pandas as pd
 from ..model.evaluator import METRICS
 from ..study.space import SYSTEM_AXES, Design
 from .carbon import CarbonFactors
+from .compose import compose, stage_figures
 from .embodied import PackageEmbodied
+from .failures import fault_columns, replica_kept
 from .hardware import SystemHardware
 from .layout import Layout
+from .metrics import SYSTEM_METRICS, C
 from .packages import PackageBank, StagePackages
 from .traffic import LayoutTraffic, layout_traffic
-
-SYSTEM_METRICS = METRICS + ["carbon_g_per_token", "carbon_operational_g_per_token", "carbon_embodied_g_per_token",
-                            "embodied_kg", "packages", "nodes", "comm_fabric_s", "comm_network_s"]
-C = {name: i for i, name in enumerate(SYSTEM_METRICS)}
 
 
 class SystemEvaluator:
@@ -184,128 +183,39 @@ class SystemEvaluator:
             rows = np.array(rows)
             stage = self.bank.get(layout.pipeline, layout.experts)
             M = [[run(share, rows) for share in row] for row in stage.shares]
-            f = self._stage_figures(stage, M)
+            f = stage_figures(M, stage.rank_tokens)
             out[rows] = self._compose(layout, f, M[0][0])
             if with_faults:
                 self._package_failures(layout, stage, M, f, out, rows, run)
         self._carbon(out, self._embodied_g(arrays) * out[:, C["packages"]])
         return out
 
-    def _stage_figures(self, stage: StagePackages, M: list[list[np.ndarray]]) -> dict[str, np.ndarray]:
-        """Per pipeline stage (axis 0) and design (axis 1): its slowest rank and its ranks' sums."""
-        tokens = stage.rank_tokens
-        i = {m: METRICS.index(m) for m in METRICS}
-        lat = np.array([np.max([m[:, i["latency_s"]] for m in row], axis=0) for row in M])
-        p99 = np.array([np.max([m[:, i["latency_p99_s"]] for m in row], axis=0) for row in M])
-
-        def total(name: str, scale=1.0) -> np.ndarray:
-            return np.array([np.sum([m[:, i[name]] * scale for m in row], axis=0) for row in M])
-        static_w = np.array([np.sum([m[:, i["energy_static_j_per_token"]] * tokens / m[:, i["latency_s"]]
-                                     for m in row], axis=0) for row in M])
-        return dict(lat=lat, p99=p99, static_w=static_w,
-                    compute=total("energy_compute_j_per_token", tokens), dram_e=total("energy_dram_j_per_token", tokens),
-                    net_e=total("energy_network_j_per_token", tokens), short=total("capacity_short_bytes"),
-                    unplaced=total("unplaced_experts"), dram=total("dram_bytes"), hops=total("net_byte_hops"))
-
-    def _replica(self, layout: Layout, traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray):
-        """Per replica class: (latency, p99, throughput) arrays over designs."""
-        batch = float(self.study.workload.batch)
-        m = self.bank.in_flight(layout.pipeline)
-        out = []
-        for stages in traffic.stages:
-            t = lat + np.array([s.time_s for s in stages])[:, None]
-            send = np.array([s.send_s for s in stages])[:, None]
-            latency = t.sum(axis=0) + send.sum()
-            tail = p99.sum(axis=0) + sum(s.time_s + s.send_s for s in stages)
-            period = np.maximum(t, send).max(axis=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                throughput = batch * np.minimum(1.0 / period, m / latency)
-            out.append((latency, tail, throughput))
-        return out
-
     def _compose(self, layout: Layout, f: dict, first: np.ndarray) -> np.ndarray:
-        """Every metric of a layout's designs from its stage figures and first package's own metrics."""
-        traffic = self.traffic(layout)
-        replicas = self._replica(layout, traffic, f["lat"], f["p99"])
-        n_designs = f["lat"].shape[1]
-        out = np.zeros((n_designs, len(SYSTEM_METRICS)))
-        batch = float(self.study.workload.batch)
-        latency = np.max([r[0] for r in replicas], axis=0)
-        throughput = np.sum([r[2] for r in replicas], axis=0)
-        comm_e = np.mean([sum(s.energy_j for s in stages) for stages in traffic.stages])
-        static_w = layout.replicas * f["static_w"].sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            e_static = static_w / throughput
-        e_compute = f["compute"].sum(axis=0) / batch
-        e_dram = f["dram_e"].sum(axis=0) / batch
-        e_net = (f["net_e"].sum(axis=0) + comm_e) / batch
-        out[:, C["latency_s"]] = latency
-        out[:, C["latency_p99_s"]] = np.max([r[1] for r in replicas], axis=0)
-        out[:, C["throughput_tok_s"]] = throughput
-        out[:, C["energy_j_per_token"]] = e_compute + e_dram + e_net + e_static
-        out[:, C["energy_compute_j_per_token"]] = e_compute
-        out[:, C["energy_dram_j_per_token"]] = e_dram
-        out[:, C["energy_network_j_per_token"]] = e_net
-        out[:, C["energy_static_j_per_token"]] = e_static
-        for name in ("area_mm2", "package_area_mm2", "cost_usd", "power_w"):
-            out[:, C[name]] = layout.packages * first[:, C[name]]
-        out[:, C["max_die_mm2"]] = first[:, C["max_die_mm2"]]
-        out[:, C["capacity_short_bytes"]] = f["short"].sum(axis=0)
-        out[:, C["unplaced_experts"]] = f["unplaced"].sum(axis=0)
-        out[:, C["dram_bytes"]] = f["dram"].sum(axis=0)
-        out[:, C["net_byte_hops"]] = f["hops"].sum(axis=0) + sum(s.byte_hops for s in traffic.stages[0])
-        out[:, C["mc_retained_frac"]] = np.nan
-        out[:, C["mc_survival_frac"]] = np.nan
-        out[:, C["packages"]] = layout.packages
-        out[:, C["nodes"]] = layout.nodes(self.hardware.packages_per_node)
-        out[:, C["comm_fabric_s"]] = sum(s.fabric_s for s in traffic.stages[0])
-        out[:, C["comm_network_s"]] = sum(s.network_s for s in traffic.stages[0])
-        return out
+        return compose(layout, f, first, self.traffic(layout), float(self.study.workload.batch),
+                       self.bank.in_flight(layout.pipeline), self.hardware.packages_per_node)
 
     def _package_failures(self, layout: Layout, stage: StagePackages, M, f: dict, out: np.ndarray,
                           rows: np.ndarray, run) -> None:
-        """Fault tolerance over single package failures (module docstring), into ``out[rows]``."""
-        one = Layout(layout.pipeline, layout.experts, 1)
-        before = self._replica(one, self.traffic(one), f["lat"], f["p99"])[0][2]
-        short = f["short"].sum(axis=0)
+        kept = replica_kept(self, layout, stage, f, rows, run)
+        out[rows, C["fault_tolerance_frac"]], out[rows, C["worst_retained_frac"]], out[rows, C["all_served_frac"]] = \
+            fault_columns(kept, layout.replicas)
+
+    def package_failure_report(self, design: Design) -> pd.DataFrame:
+        """What losing each package of a system design does: the packages alike (one row per pipeline stage
+        with expert parallelism, one row otherwise) and the fraction of the system's throughput kept."""
+        layout = Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+        stage = self.bank.get(layout.pipeline, layout.experts)
+        rows = np.array([0])
+
+        def run(share, rows_):
+            return share.evaluator.evaluate_designs([share.restrict(design)], False).to_numpy()
+        M = [[run(share, rows) for share in row] for row in stage.shares]
+        f = stage_figures(M, stage.rank_tokens)
+        kept = replica_kept(self, layout, stage, f, rows, run)
         others = (layout.replicas - 1) / layout.replicas
-        if layout.per_replica == 1:
-            kept_replica = [np.zeros(len(rows))]
-        elif layout.experts > 1:
-            kept_replica = [self._after(layout, stage, f, rows, run, p, before, short) for p in range(layout.pipeline)]
+        if layout.per_replica > 1 and layout.experts > 1:
+            labels = [f"stage {p}: any of its {layout.experts} ranks" for p in range(layout.pipeline)]
         else:
-            kept_replica = [self._after(layout, stage, f, rows, run, None, before, short)]
-        kept = np.array([others + k / layout.replicas for k in kept_replica])
-        out[rows, C["fault_tolerance_frac"]] = kept.mean(axis=0)
-        out[rows, C["worst_retained_frac"]] = kept.min(axis=0)
-        out[rows, C["all_served_frac"]] = np.mean([k > 0 for k in kept_replica], axis=0)
-
-    def _after(self, layout: Layout, stage: StagePackages, f: dict, rows, run, failed_stage, before,
-               short) -> np.ndarray:
-        """Throughput one replica keeps after losing a package of ``failed_stage`` (expert-parallel: that
-        stage re-spread over one rank fewer) or, without expert parallelism, any package (``None``: the
-        layers re-split over one stage fewer)."""
-        if failed_stage is None:
-            smaller = Layout(layout.pipeline - 1, 1, 1)
-            st = self.bank.get(smaller.pipeline, 1)
-            g = self._stage_figures(st, [[run(share, rows) for share in row] for row in st.shares])
-            traffic, replica = self.traffic(smaller), smaller
-        else:
-            st = self.bank.get(layout.pipeline, layout.experts - 1)
-            fewer = self._stage_figures(st, [[run(share, rows) for share in st.shares[failed_stage]]])
-            g = {key: value.copy() for key, value in f.items()}
-            for key in ("lat", "p99", "short"):
-                g[key][failed_stage] = fewer[key][0]
-            replica = Layout(layout.pipeline, layout.experts, 1)
-            traffic = self._mixed_traffic(replica, Layout(layout.pipeline, layout.experts - 1, 1), failed_stage)
-        _, _, throughput = self._replica(replica, traffic, g["lat"], g["p99"])[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kept = np.minimum(throughput / before, 1.0)
-        lost = (g["short"].sum(axis=0) > short) | ~np.isfinite(kept) | ~(throughput > 0)
-        return np.where(lost, 0.0, kept)
-
-    def _mixed_traffic(self, layout: Layout, smaller: Layout, failed_stage: int) -> LayoutTraffic:
-        """The layout's own cross-package costs with the failed stage's all-to-alls among one rank fewer."""
-        stages = list(self.traffic(layout).stages[0])
-        stages[failed_stage] = self.traffic(smaller).stages[0][failed_stage]
-        return LayoutTraffic(stages=[stages])
+            labels = [f"any of the {layout.packages} packages"]
+        return pd.DataFrame({"failed_package": labels, "replica_kept_frac": [float(k[0]) for k in kept],
+                             "retained_frac": [others + float(k[0]) / layout.replicas for k in kept]})

@@ -31,6 +31,10 @@ import noc
 from ..errors import StudyError
 from ..study.schema.system import SystemSpec
 
+#: packages per node when neither the study nor a preset says: the 8 GPUs of an NVIDIA HGX baseboard
+#: (HGX A100 / H100 8-GPU, the DGX nodes of systems.yaml)
+DEFAULT_PACKAGES_PER_NODE = 8
+
 
 @lru_cache(maxsize=1)
 def systems_table() -> dict:
@@ -133,8 +137,9 @@ class SystemHardware:
         if "fabric" not in merged:
             raise StudyError("a system needs a fabric (or a preset): one of "
                              f"{', '.join(fabric_names())} or a link technology", key="system.fabric")
-        hw = cls(packages_per_node=int(merged.get("packages_per_node", 1)), fabric=merged["fabric"],
-                 network=merged.get("network"), nics_per_node=int(merged.get("nics_per_node", 0)),
+        hw = cls(packages_per_node=int(merged.get("packages_per_node", DEFAULT_PACKAGES_PER_NODE)),
+                 fabric=merged["fabric"], network=merged.get("network"),
+                 nics_per_node=int(merged.get("nics_per_node", 0)),
                  network_topology=merged.get("network_topology", "rail-optimised"), preset=spec.preset)
         fabric_level(hw.fabric, hw.packages_per_node)          # unknown names fail here, with their key
         if hw.network is not None:

@@ -8,6 +8,7 @@ from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
 from .system import MAX_PACKAGES, ParallelSpec, SystemSpec
 from .workload import RoutingSpec, WorkloadSpec
 
-__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec", "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
+__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec",
+           "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
            "MeshSpec", "PackageSpec", "MAPPINGS", "MappingSpec", "ALGORITHMS", "OBJECTIVES", "ConstraintsSpec",
            "SearchSpec", "RoutingSpec", "WorkloadSpec"]

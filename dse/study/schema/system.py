@@ -3,7 +3,7 @@
 A system is identical packages (the searched package design) in nodes joined by a scale-up ``fabric``;
 nodes are joined by a scale-out ``network``. ``preset`` (``dgx-a100-80gb``, ``dgx-h100-80gb``) fills
 ``packages_per_node``, ``fabric``, ``network``, ``nics_per_node`` and ``network_topology``; keys given
-beside it override the preset. ``fabric`` names a fabric of dse/system/data/systems.yaml or any package
+beside it override the preset. Without either, a node holds 8 packages (an HGX baseboard's GPUs). ``fabric`` names a fabric of dse/system/data/systems.yaml or any package
 link technology (noc/data/links.yaml; switched: each package reaches every other at the link's rate).
 
 ``parallel`` lists what the search may choose per axis: pipeline stages, expert-parallel ranks and
