@@ -104,7 +104,7 @@ class SystemEvaluator:
         if not self.is_system:
             return self._one_package(X, self.package.metrics_array(X, with_faults))
         return self._systems(X, self.layouts_of(X), with_faults,
-                             lambda share, rows: share.evaluator.metrics_array(X[rows][:, share.genes], False))
+                             lambda share, rows: share.evaluator.metrics_array(X[np.ix_(rows, share.genes)], False))
 
     def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
