@@ -109,3 +109,53 @@ def test_a_design_without_its_layout_is_refused(tiny_dict):
     with pytest.raises(StudyError) as err:
         p.check_design(design)
     assert err.value.key == "system"
+
+
+def _trace(path):
+    from chakra.schema.protobuf import et_def_pb2 as et
+    from chakra.src.third_party.utils.protolib import decodeMessage, openFileRd
+    f = openFileRd(str(path))
+    decodeMessage(f, et.GlobalMetadata())
+    nodes = []
+    while True:
+        n = et.Node()
+        if not decodeMessage(f, n):
+            return et, nodes
+        nodes.append(n)
+
+
+def test_astrasim_export_of_the_whole_system(deepseek_run, dse_cli, tmp_path):
+    pytest.importorskip("chakra")
+    study, out = deepseek_run
+    design_id = sorted((out / "designs").glob("*.yaml"))[0].stem
+    code, _, err = dse_cli("export", out, "--design", design_id, "--to", "astrasim", "--out", tmp_path / "astra")
+    assert code == 0, err
+    network = yaml.safe_load((tmp_path / "astra" / "network.yml").read_text())
+    design = dse.read_design(out / "designs" / f"{design_id}.yaml")
+    s = design.system
+    packages = s["pipeline"] * s["experts"] * s["replicas"]
+    nodes = -(-packages // 8)
+    assert network["npus_count"] == ([8, nodes] if nodes > 1 else [packages])
+    assert network["bandwidth"][0] == 450.0 and network["topology"][0] == "Switch"   # NVLink 4 via NVSwitch
+    traces = sorted((tmp_path / "astra").glob(f"{design_id}.*.et"))
+    assert len(traces) == int(np.prod(network["npus_count"]))
+    et, nodes_ = _trace(tmp_path / "astra" / f"{design_id}.0.et")
+    kinds = [n.type for n in nodes_]
+    # every MoE layer instance of the first package: a dispatch and a combine around its compute
+    moe = sum(1 for n in nodes_ if n.type == et.COMP_NODE and ".moe#" in n.name)
+    assert kinds.count(et.COMM_COLL_NODE) == (2 * moe if s["experts"] > 1 else 0)
+    # the compute of the first package adds up to its own step (the package model), to whole microseconds
+    step = float(dse.prepare(study).for_design(design).evaluator.evaluate_designs([design], False)["latency_s"][0])
+    compute_us = sum(n.duration_micros for n in nodes_ if n.type == et.COMP_NODE)
+    assert compute_us == pytest.approx(step * 1e6, abs=len(nodes_))
+    groups = yaml.safe_load((tmp_path / "astra" / "comm_groups.json").read_text())
+    if s["experts"] > 1:
+        assert sorted(x for g in groups.values() for x in g) == list(range(packages))
+
+
+def test_astrasim_export_needs_a_system(dse_cli, tiny_path, tmp_path):
+    out = tmp_path / "res"
+    assert dse_cli("run", tiny_path, "--out", out, "--quiet")[0] == 0
+    design_id = sorted((out / "designs").glob("*.yaml"))[0].stem
+    code, _, err = dse_cli("export", out, "--design", design_id, "--to", "astrasim")
+    assert code == 2 and "--to" in err and len(err.strip().splitlines()) == 1

@@ -13,7 +13,7 @@ from .common import ExportContext, load_context
 
 #: format name -> module under dse.exports holding ``export(ctx, out_dir) -> list[Path]``
 FORMATS = {"rapidchiplet": "rapidchiplet", "booksim": "booksim", "gem5": "gem5", "scalesim": "scalesim",
-           "chakra": "chakra"}
+           "chakra": "chakra", "astrasim": "astrasim"}
 
 
 def export_design(results_dir: str | Path, design_id: str, fmt: str, out: str | Path | None = None) -> list[Path]:

@@ -63,6 +63,8 @@ class Level:
     pair_bandwidth_Bps: float
     energy_j_per_byte: float
     hops: int = 1                 # links a byte crosses (for byte-hop counts)
+    sync_s: float = 0.0           # the software part of alpha_s (the rest is wire, NICs and switches)
+    switched: bool = True         # every package reaches every other through a switch (else a full mesh)
 
     def __post_init__(self):
         if not (self.bandwidth_Bps > 0 and self.pair_bandwidth_Bps > 0 and self.alpha_s >= 0):
@@ -83,7 +85,8 @@ def fabric_level(name: str, packages_per_node: int) -> Level:
     peers = max(packages_per_node - 1, 1)
     per_package = link.bandwidth_Bps if switched else link.bandwidth_Bps * peers
     return Level(name=name, alpha_s=link.hop_latency_s + link.sync_latency_s, bandwidth_Bps=per_package,
-                 pair_bandwidth_Bps=link.bandwidth_Bps, energy_j_per_byte=link.hop_energy_j_per_byte)
+                 pair_bandwidth_Bps=link.bandwidth_Bps, energy_j_per_byte=link.hop_energy_j_per_byte,
+                 sync_s=link.sync_latency_s, switched=switched)
 
 
 def switches_crossed(topology: str, nodes: int, radix: int) -> int:
@@ -107,8 +110,9 @@ def network_level(name: str, nics_per_node: int, packages_per_node: int, topolog
     share = nics_per_node / packages_per_node
     alpha = f["latency_ns"] * 1e-9 + switches * f["switch_latency_ns"] * 1e-9 + f["sync_latency_us"] * 1e-6
     bandwidth = nic_Bps * share
-    return Level(name=name, alpha_s=alpha, bandwidth_Bps=bandwidth, pair_bandwidth_Bps=min(bandwidth, nic_Bps * max(
-        share, 1.0)), energy_j_per_byte=(switches + 1) * f["energy_pj_per_bit"] * 8e-12, hops=switches + 1)
+    return Level(name=name, alpha_s=alpha, bandwidth_Bps=bandwidth, pair_bandwidth_Bps=bandwidth,
+                 energy_j_per_byte=(switches + 1) * f["energy_pj_per_bit"] * 8e-12, hops=switches + 1,
+                 sync_s=f["sync_latency_us"] * 1e-6)
 
 
 @dataclass(frozen=True)
