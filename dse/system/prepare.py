@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
+import numpy as np
+
 from ..errors import StudyError
 from ..model.prepare import Prepared
 from ..model.prepare import prepare as prepare_package
@@ -36,6 +38,7 @@ def prepare(study: Study) -> Prepared:
         workload = study.workload.model_copy(update={"batch": batch})
         return build_tables(study.model_copy(update={"workload": workload}))
 
+    p.space.seeds = layout_seeds(p.space, study)
     bank = PackageBank(study, p.tables, p.space, tables_at_batch)
     evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied, hardware, bank, study)
     return dataclasses.replace(p, evaluator=evaluator, package_of=bank.first_package)
@@ -56,3 +59,20 @@ def _check_system(study: Study) -> SystemHardware:
         raise StudyError(f"layouts of up to {largest} packages span nodes of {hardware.packages_per_node}: the system "
                          "needs a network (system.network or a preset)", key="system.network")
     return hardware
+
+
+def layout_seeds(space, study: Study):
+    """The heuristic package designs (dse.model.heuristics) in every (pipeline, experts) layout the study
+    allows, one replica, seed by seed: the search starts from every layout, not the smallest alone."""
+    if space.seeds is None or not len(space.seeds):
+        return space.seeds
+    parallel = study.system.parallel
+    at = {axis: space.slices[axis].start for axis in ("pipeline", "experts", "replicas")}
+    out = []
+    for seed in space.seeds:
+        for i in range(len(parallel.pipeline)):
+            for j in range(len(parallel.experts)):
+                x = np.array(seed, copy=True)
+                x[at["pipeline"]], x[at["experts"]], x[at["replicas"]] = i, j, 0
+                out.append(x)
+    return np.array(out)
