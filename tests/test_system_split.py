@@ -156,3 +156,14 @@ def test_system_designs_round_trip(prepared):
                                rtol=1e-12)
     back = dataclasses.replace(designs_[0], **{})
     assert back.to_dict()["system"] == designs_[0].system
+
+
+def test_a_system_evaluator_pickles_for_dask_workers():
+    """Dask scatters the evaluator to its workers: the copy evaluates alike (packages rebuilt there)."""
+    import pickle
+    p = dse.prepare(moe_study())
+    X = np.random.default_rng(6).integers(p.space.lower, p.space.upper + 1, size=(6, p.space.n_var))
+    before = p.evaluator(X).to_numpy()
+    copy = pickle.loads(pickle.dumps(p.evaluator))
+    np.testing.assert_allclose(copy(X).to_numpy(), before, rtol=1e-12)
+    assert copy.metric_names == p.evaluator.metric_names

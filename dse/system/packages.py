@@ -61,6 +61,10 @@ class PackageBank:
         self.layers = stage_layers(tables)
         self.cache: dict[tuple[int, int, int], StagePackages] = {}
 
+    def __getstate__(self):
+        """Pickled (to Dask workers) without the packages built so far: they are rebuilt there when used."""
+        return {**self.__dict__, "cache": {}}
+
     def in_flight(self, pipeline: int) -> int:
         m = self.study.system.in_flight
         return pipeline if m == "pipeline" else int(m)

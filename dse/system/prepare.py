@@ -5,7 +5,6 @@ cli) prepares studies here."""
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
 
 import numpy as np
 
@@ -30,18 +29,23 @@ def prepare(study: Study) -> Prepared:
         return dataclasses.replace(p, evaluator=SystemEvaluator(p.evaluator, p.space, factors, embodied),
                                    package_of=p.for_design)
     hardware = _check_system(study)
-
-    @lru_cache(maxsize=None)
-    def tables_at_batch(batch: int):
-        if batch == study.workload.batch:
-            return p.tables
-        workload = study.workload.model_copy(update={"batch": batch})
-        return build_tables(study.model_copy(update={"workload": workload}))
-
     p.space.seeds = layout_seeds(p.space, study)
-    bank = PackageBank(study, p.tables, p.space, tables_at_batch)
+    bank = PackageBank(study, p.tables, p.space, TablesAtBatch(study, p.tables))
     evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied, hardware, bank, study)
     return dataclasses.replace(p, evaluator=evaluator, package_of=bank.first_package)
+
+
+class TablesAtBatch:
+    """``tables(batch)``: the study's tables (dse.model.tables) with another batch, built once each."""
+
+    def __init__(self, study: Study, tables):
+        self.study, self.cache = study, {study.workload.batch: tables}
+
+    def __call__(self, batch: int):
+        if batch not in self.cache:
+            workload = self.study.workload.model_copy(update={"batch": batch})
+            self.cache[batch] = build_tables(self.study.model_copy(update={"workload": workload}))
+        return self.cache[batch]
 
 
 def _check_system(study: Study) -> SystemHardware:
