@@ -3,8 +3,9 @@
 A system is identical packages (the searched package design) in nodes joined by a scale-up ``fabric``;
 nodes are joined by a scale-out ``network``. ``preset`` (``dgx-a100-80gb``, ``dgx-h100-80gb``) fills
 ``packages_per_node``, ``fabric``, ``network``, ``nics_per_node`` and ``network_topology``; keys given
-beside it override the preset. Without either, a node holds 8 packages (an HGX baseboard's GPUs). ``fabric`` names a fabric of dse/system/data/systems.yaml or any package
-link technology (noc/data/links.yaml; switched: each package reaches every other at the link's rate).
+beside it override the preset. Without either, a node holds 8 packages (an HGX baseboard's GPUs).
+``fabric`` names a fabric of dse/system/data/systems.yaml or any package link technology
+(noc/data/links.yaml; switched: each package reaches every other at the link's rate).
 
 ``parallel`` lists what the search may choose per axis: pipeline stages, expert-parallel ranks and
 data-parallel replicas; a design uses pipeline x experts x replicas packages (at most `MAX_PACKAGES`).
@@ -12,7 +13,7 @@ data-parallel replicas; a design uses pipeline x experts x replicas packages (at
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
@@ -50,7 +51,7 @@ class SystemSpec(StrictModel):
     nics_per_node: int | None = Field(None, ge=0, le=64)
     network_topology: Literal["fat-tree", "rail-optimised"] | None = None
     parallel: ParallelSpec = ParallelSpec()
-    in_flight: Literal["pipeline"] | PositiveInt = "pipeline"
+    in_flight: Literal["pipeline"] | Annotated[int, Field(ge=1, le=MAX_PACKAGES)] = "pipeline"
 
     @model_validator(mode="after")
     def _bounded(self):
