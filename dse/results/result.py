@@ -94,9 +94,11 @@ class StudyResult:
         return plot_floorplan(d, self.prepare(), title=title)
 
     def chiplets(self, design: str | Design) -> pd.DataFrame:
-        """Per-chiplet breakdown of a design (dse.model.breakdown.chiplet_table)."""
+        """Per-chiplet breakdown of a design (dse.model.breakdown.chiplet_table); of a system: its first package,
+        over that package's own step."""
         d = self.design(design) if isinstance(design, str) else design
-        latency = float(self.prepare().evaluator.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0])
+        package = self.prepare().for_design(d).evaluator
+        latency = float(package.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0])
         return chiplet_table(d, self.prepare(), latency)
 
     def best(self, objective: str) -> pd.Series:
