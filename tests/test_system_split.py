@@ -55,8 +55,16 @@ def prepared():
     return one, dse.prepare(system_study())
 
 
-def test_two_packages_equal_one_package_when_the_fabric_is_the_package_link(prepared):
+def prefill(study: dict) -> dict:
+    return {**study, "workload": {**study["workload"], "phase": "prefill", "context": 256}}
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_two_packages_equal_one_package_when_the_fabric_is_the_package_link(prepared, phase):
     p1, p2 = prepared
+    if phase == "prefill":         # a step of batch x prompt tokens
+        p1 = dse.prepare(Study.from_dict(prefill(BASE)))
+        p2 = dse.prepare(Study.from_dict(prefill(system_study().model_dump(mode="json"))))
     one, two = designs(p1.tables.unit_names, p1.tables.workload.graph)
     a = p1.evaluator.evaluate_designs([one]).iloc[0]
     b = p2.evaluator.evaluate_designs([two]).iloc[0]

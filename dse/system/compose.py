@@ -4,7 +4,8 @@ and the cross-package traffic of its layout (dse.system.traffic); the model is i
 Per pipeline stage: the slowest expert-parallel rank, and the sums over ranks of energies, memory
 shortfall and bytes. Per replica: latency = sum over stages of (slowest rank + all-to-alls) + the
 hand-offs between stages; ``period`` = the slowest stage (or hand-off); with m batches in flight a replica
-serves ``batch x min(1 / period, m / latency)`` tokens per second.
+serves ``tokens x min(1 / period, m / latency)`` tokens per second (``tokens``: a replica's step, the
+batch in decode, batch x prompt in prefill).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def stage_figures(M: list[list[np.ndarray]], tokens: float) -> dict[str, np.ndar
                 unplaced=total("unplaced_experts"), dram=total("dram_bytes"), hops=total("net_byte_hops"))
 
 
-def replica_rates(traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray, batch: float,
+def replica_rates(traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray, tokens: float,
                   in_flight: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per replica: (latency, p99 latency, throughput) over designs (see module docstring)."""
     out = []
@@ -49,25 +50,25 @@ def replica_rates(traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray, batc
         tail = p99.sum(axis=0) + sum(s.time_s + s.send_s for s in stages)
         period = np.maximum(t, send).max(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            throughput = batch * np.minimum(1.0 / period, in_flight / latency)
+            throughput = tokens * np.minimum(1.0 / period, in_flight / latency)
         out.append((latency, tail, throughput))
     return out
 
 
-def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, batch: float, in_flight: int,
+def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, tokens: float, in_flight: int,
             packages_per_node: int) -> np.ndarray:
     """Every metric of a layout's designs (dse.system.evaluator.SYSTEM_METRICS, fault tolerance left 0) from
     its stage figures ``f`` and the first package's own metrics ``first`` (identical hardware)."""
-    replicas = replica_rates(traffic, f["lat"], f["p99"], batch, in_flight)
+    replicas = replica_rates(traffic, f["lat"], f["p99"], tokens, in_flight)
     out = np.zeros((f["lat"].shape[1], len(SYSTEM_METRICS)))
     throughput = np.sum([r[2] for r in replicas], axis=0)
     comm_e = np.mean([sum(s.energy_j for s in stages) for stages in traffic.stages])
     static_w = layout.replicas * f["static_w"].sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         e_static = static_w / throughput
-    e_compute = f["compute"].sum(axis=0) / batch
-    e_dram = f["dram_e"].sum(axis=0) / batch
-    e_net = (f["net_e"].sum(axis=0) + comm_e) / batch
+    e_compute = f["compute"].sum(axis=0) / tokens
+    e_dram = f["dram_e"].sum(axis=0) / tokens
+    e_net = (f["net_e"].sum(axis=0) + comm_e) / tokens
     out[:, C["latency_s"]] = np.max([r[0] for r in replicas], axis=0)
     out[:, C["latency_p99_s"]] = np.max([r[1] for r in replicas], axis=0)
     out[:, C["throughput_tok_s"]] = throughput

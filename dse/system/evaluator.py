@@ -7,9 +7,9 @@ its share of the workload (dse.system.packages) and the shares are composed:
 
 * a stage of the pipeline lasts as long as its slowest rank plus its expert all-to-alls (dispatch and
   combine per MoE layer instance, dse.system.traffic); latency = the stages and the hand-offs between
-  them; with m batches in flight (``system.in_flight``) a replica serves ``batch x min(1 / period,
+  them; with m batches in flight (``system.in_flight``) a replica serves ``tokens x min(1 / period,
   m / latency)`` tokens per second, ``period`` its slowest stage; throughput sums the replicas;
-* energy per token: the packages' dynamic energy and the cross-package traffic per step over the batch,
+* energy per token: the packages' dynamic energy and the cross-package traffic per step over its tokens,
   plus every package's static power over the throughput;
 * area, cost, peak power and embodied carbon: the package's times the packages (NICs, switches, hosts
   and boards are not counted);
@@ -191,7 +191,7 @@ class SystemEvaluator:
         return out
 
     def _compose(self, layout: Layout, f: dict, first: np.ndarray) -> np.ndarray:
-        return compose(layout, f, first, self.traffic(layout), float(self.study.workload.batch),
+        return compose(layout, f, first, self.traffic(layout), float(self.tables.tokens_per_step),
                        self.bank.in_flight(layout.pipeline), self.hardware.packages_per_node)
 
     def _package_failures(self, layout: Layout, stage: StagePackages, M, f: dict, out: np.ndarray,

@@ -24,8 +24,8 @@ def replica_kept(ev, layout: Layout, stage: StagePackages, f: dict, rows: np.nda
     if layout.per_replica == 1:
         return [np.zeros(len(rows))]
     one = Layout(layout.pipeline, layout.experts, 1)
-    batch = float(ev.study.workload.batch)
-    before = replica_rates(ev.traffic(one), f["lat"], f["p99"], batch, ev.bank.in_flight(one.pipeline))[0][2]
+    tokens = float(ev.tables.tokens_per_step)
+    before = replica_rates(ev.traffic(one), f["lat"], f["p99"], tokens, ev.bank.in_flight(one.pipeline))[0][2]
     short = f["short"].sum(axis=0)
     if layout.experts == 1:
         smaller = Layout(layout.pipeline - 1, 1, 1)
@@ -46,7 +46,7 @@ def replica_kept(ev, layout: Layout, stage: StagePackages, f: dict, rows: np.nda
             cases.append((g, LayoutTraffic(stages=[stages]), one))
     out = []
     for g, traffic, replica in cases:
-        throughput = replica_rates(traffic, g["lat"], g["p99"], batch, ev.bank.in_flight(replica.pipeline))[0][2]
+        throughput = replica_rates(traffic, g["lat"], g["p99"], tokens, ev.bank.in_flight(replica.pipeline))[0][2]
         with np.errstate(divide="ignore", invalid="ignore"):
             kept = np.minimum(throughput / before, 1.0)
         lost = (g["short"].sum(axis=0) > short) | ~np.isfinite(kept) | ~(throughput > 0)
