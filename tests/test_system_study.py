@@ -90,6 +90,8 @@ def test_carbon_is_an_objective_of_a_one_package_study(dse_cli, tiny_dict, tmp_p
     ({"fabric": "nvlink4", "packages_per_node": 8, "parallel": {"experts": [16]}}, "system.network"),
     ({"fabric": "nvlink4", "parallel": {"replicas": [4096], "experts": [2]}}, "system"),
     ({"fabric": "nvlink4", "colour": "green"}, "system.colour"),
+    ({"fabric": "nvlink4", "packages_per_node": 16, "parallel": {"pipeline": [13]}},   # GPT-2: 12 layers
+     "system.parallel.pipeline"),
 ])
 def test_bad_system_keys_are_one_line_errors(dse_cli, tiny_dict, tmp_path, system, key):
     tiny_dict["system"] = system

@@ -18,6 +18,7 @@ from .embodied import PackageEmbodied
 from .evaluator import SystemEvaluator
 from .hardware import SystemHardware
 from .packages import PackageBank
+from .slices import stage_layers
 
 
 def prepare(study: Study) -> Prepared:
@@ -29,6 +30,10 @@ def prepare(study: Study) -> Prepared:
         return dataclasses.replace(p, evaluator=SystemEvaluator(p.evaluator, p.space, factors, embodied),
                                    package_of=p.for_design)
     hardware = _check_system(study)
+    layers, stages = stage_layers(p.tables).total, max(study.system.parallel.pipeline)
+    if stages > layers:
+        raise StudyError(f"{stages} pipeline stages for a model of {layers} layers; at most one stage per layer",
+                         key="system.parallel.pipeline")
     p.space.seeds = layout_seeds(p.space, study)
     bank = PackageBank(study, p.tables, p.space, TablesAtBatch(study, p.tables))
     evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied, hardware, bank, study)
