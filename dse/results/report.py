@@ -128,11 +128,12 @@ def inputs_section(result, prepared) -> list[str]:
              f"generations, seed {s.search.seed}; objectives: " +
              ", ".join(f"{o} ({BETTER[o]} is better)" for o in s.search.objectives) + ".",
              "", "Chiplet library (area and cost per die from the study's technology models):", ""]
-    lib = pd.DataFrame([{
-        "chiplet": c.name, "kind": c.kind, "array": "x".join(map(str, c.array)), "dataflow": c.dataflow,
-        "SRAM [MB]": c.sram_mb, "clock [GHz]": c.freq_ghz, "node": c.node,
-        "die area [mm²]": float(t.kind_area_mm2[i]), "die cost [$]": float(t.kind_cost_usd[i])}
-        for i, c in enumerate(hw.chiplets)])
+    lib = pd.DataFrame([{                 # the library as built (presets and options resolved), one row per kind
+        "chiplet": c.name, "kind": c.kind, "array": f"{c.rows}x{c.cols}" if hasattr(c, "rows") else "-",
+        "dataflow": getattr(c, "dataflow", "-"),
+        "SRAM [MB]": getattr(c, "sram_bytes", getattr(c, "l2_bytes", 0.0)) / 2**20, "clock [GHz]": c.freq_hz / 1e9,
+        "node": c.node, "die area [mm²]": float(t.kind_area_mm2[i]), "die cost [$]": float(t.kind_cost_usd[i])}
+        for i, c in enumerate(hw.library())])
     return lines + [table(lib), ""]
 
 
