@@ -102,18 +102,18 @@ class SystemEvaluator:
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
         if not self.is_system:
-            return self._one_package(X, self.package.metrics_array(X, with_faults))
-        return self._systems(X, self.layouts_of(X), with_faults,
+            return self._one_package(self.package.metrics_array(X, with_faults), self._decoded(X))
+        return self._systems(self._decoded(X), self.layouts_of(X), with_faults,
                              lambda share, rows: share.evaluator.metrics_array(X[np.ix_(rows, share.genes)], False))
 
     def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
-        X = self._package_arrays(designs)
+        arrays = self._package_arrays(designs)
         if not self.is_system:
-            out = self._one_package(X, self.package.evaluate_designs(designs, with_faults).to_numpy(), designs)
+            out = self._one_package(self.package.evaluate_designs(designs, with_faults).to_numpy(), arrays)
         else:
             layouts = [Layout(**{a: int((d.system or {}).get(a, 1)) for a in SYSTEM_AXES}) for d in designs]
-            out = self._systems(X, layouts, with_faults, lambda share, rows: share.evaluator.evaluate_designs(
+            out = self._systems(arrays, layouts, with_faults, lambda share, rows: share.evaluator.evaluate_designs(
                 [share.restrict(designs[i]) for i in rows], False).to_numpy())
         return pd.DataFrame(out, columns=SYSTEM_METRICS)
 
@@ -141,6 +141,7 @@ class SystemEvaluator:
         return n, kind, stacks, ddr, variant
 
     def _decoded(self, X: np.ndarray):
+        """(n, kind, stacks, ddr, variant) of decision vectors, for their embodied carbon."""
         rows, cols, kind, stacks, ddr, *_ = self.decode(X)
         variant = X[:, self.space.slices["variant"].start] if "variant" in self.space.slices \
             else np.zeros(len(X), np.int64)
@@ -154,8 +155,8 @@ class SystemEvaluator:
             out[rows] = self.embodied[v](n[rows], kind[rows], stacks[rows], ddr[rows])
         return out
 
-    def _one_package(self, X, metrics: np.ndarray, designs=None) -> np.ndarray:
-        arrays = X if designs is not None else self._decoded(X)
+    def _one_package(self, metrics: np.ndarray, arrays) -> np.ndarray:
+        """A one-package study: the package evaluator's metrics, carbon, one package in one node."""
         out = np.zeros((len(metrics), len(SYSTEM_METRICS)))
         out[:, : len(METRICS)] = metrics
         self._carbon(out, self._embodied_g(arrays))
@@ -172,9 +173,9 @@ class SystemEvaluator:
         out[:, C["embodied_kg"]] = embodied_g / 1000.0
 
     # --- systems ---------------------------------------------------------------------------------------
-    def _systems(self, X, layouts: list[Layout], with_faults: bool, run) -> np.ndarray:
-        """Every metric of designs with their layouts; ``run(share, rows)`` evaluates one package share."""
-        arrays = X if not isinstance(X, np.ndarray) else self._decoded(X)
+    def _systems(self, arrays, layouts: list[Layout], with_faults: bool, run) -> np.ndarray:
+        """Every metric of designs (package ``arrays`` for carbon) with their layouts; ``run(share, rows)``
+        evaluates one package share for the designs ``rows``."""
         out = np.zeros((len(layouts), len(SYSTEM_METRICS)))
         groups: dict[Layout, list[int]] = {}
         for i, layout in enumerate(layouts):
