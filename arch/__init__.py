@@ -1,6 +1,6 @@
 """Compute chiplets: systolic arrays (after SCALE-Sim), GPU-, CPU-like and reconfigurable chiplets;
 operator cost tables; energy, area, yield and cost."""
-from . import carbon, technology
+from . import technology
 from .area_cost import (area_breakdown_mm2, check_manufacturable, chiplet_area_mm2, chiplet_cost_usd, die_yield,
                         dies_per_wafer, kgd_cost, known_good_die_cost_usd, static_power_w)
 from .chiplet import (DATAFLOWS, KINDS, Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, SystolicChiplet,

@@ -10,14 +10,15 @@ Typical use in Python::
     result = dse.load_results("results/quickstart")   # a results folder read back
 """
 from .errors import StudyError
-from .model.evaluator import METRICS, Evaluator
 from .model.characterize import characterize
-from .model.prepare import prepare
+from .model.evaluator import Evaluator
 from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
 from .study.space import Design
 from .study.spec import Study, load_study
+from .system import SYSTEM_METRICS as METRICS
+from .system import prepare
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

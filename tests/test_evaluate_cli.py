@@ -32,7 +32,8 @@ def test_json_holds_every_metric_and_one_row_per_chiplet(dse_cli, tiny_path, tmp
     code, out, err = dse_cli("evaluate", tiny_path, "--design", _write(tmp_path, data), "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert set(dse.METRICS) - {"mc_retained_frac", "mc_survival_frac"} == set(result["metrics"])   # no Monte Carlo
+    assert set(dse.METRICS) - {"mc_retained_frac", "mc_survival_frac", "packages", "nodes", "comm_fabric_s",
+                               "comm_network_s"} == set(result["metrics"])   # no Monte Carlo, one package
     assert len(result["chiplets"]) == 2
     expected = prepared.evaluator.evaluate_designs([dse.Design(**data)]).iloc[0]
     assert result["metrics"]["latency_s"] == pytest.approx(expected["latency_s"])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import dse
-from dse.model.objectives import reported_metrics
+from dse.system.metrics import reported_metrics
 
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dse-hypothesis-"))     # its caches go to /tmp, not the checkout
 

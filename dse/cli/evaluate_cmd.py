@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..model.breakdown import chiplet_table
-from ..model.objectives import reported_metrics
-from ..model.prepare import prepare
 from ..results.folder import read_design
 from ..study.spec import load_study
+from ..system.metrics import reported_metrics
+from ..system.prepare import prepare
 from .common import cli
 
 
@@ -30,17 +30,21 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
     metrics = ev.evaluate_designs([design]).iloc[0][reported_metrics(study)]
-    chiplets = chiplet_table(design, prepared, float(metrics["latency_s"]))
-    failures = ev.failure_report(design)
-    chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy()
-    links = ev.link_failure_report(design)
+    package = prepared.for_design(design).evaluator     # a system's chiplets: those of its first package
+    step = float(metrics["latency_s"]) if not design.system else \
+        float(package.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+    chiplets = chiplet_table(design, prepared, step)
+    failures = package.failure_report(design)
+    # a package of one chiplet has no failure it survives (the evaluator counts none): it keeps nothing
+    chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy() if len(failures) == len(chiplets) else 0.0
+    links = package.link_failure_report(design)
+    packages = ev.package_failure_report(design) if design.system else None
     if as_json:
+        extra = {"package_failures": _records(packages)} if packages is not None else {}
         click.echo(json.dumps({
             "study": study.name, "design": design.to_dict(),
             "metrics": {k: _plain(v) for k, v in metrics.items()},
-            "chiplets": [{k: _plain(v) for k, v in row.items()} for row in chiplets.to_dict(orient="records")],
-            "link_failures": [{k: _plain(v) for k, v in row.items()} for row in links.to_dict(orient="records")]},
-            indent=1))
+            "chiplets": _records(chiplets), "link_failures": _records(links), **extra}, indent=1))
         return
     console = Console(width=max(Console().width, 150))     # the per-chiplet table is wide
     table = Table(title=f"{design_file} under study '{study.name}'")
@@ -49,7 +53,16 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     for name, value in metrics.items():
         table.add_row(name, f"{value:.5g}")
     console.print(table)
-    per_chip = Table(title="per chiplet (retained_if_lost: throughput kept when this chiplet fails)")
+    if packages is not None:
+        per_package = Table(title=f"per package failure (system of {int(metrics['packages'])} packages: the "
+                                  "failed package's replica re-maps onto its survivors)")
+        for c in packages.columns:
+            per_package.add_column(c, justify="right")
+        for _, row in packages.iterrows():
+            per_package.add_row(*[_cell(v) for v in row])
+        console.print(per_package)
+    where = "package 0 of the system, its own step" if design.system else "the package"
+    per_chip = Table(title=f"per chiplet of {where} (retained_if_lost: throughput kept when this chiplet fails)")
     columns = ["slot", "kind", "hbm_stacks", "n_units", "stored_GiB", "busy_share", "sent_MB", "received_MB",
                "retained_if_lost", "units"]
     for c in columns:
@@ -64,6 +77,10 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
         for _, row in links.iterrows():
             per_link.add_row(*[_cell(row[c]) for c in ("failed_link", "latency_s", "retained_frac", "all_served")])
         console.print(per_link)
+
+
+def _records(frame) -> list[dict]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def _plain(value):

@@ -5,22 +5,28 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ..model.objectives import OBJECTIVE_COLUMNS
-from ..model.prepare import prepare
 from ..results.folder import prepare_results_target, write_results
 from ..results.run import resume_study, run_study
 from ..search import checkpoint
 from ..search.loop import GenerationReport
 from ..study.spec import load_study
+from ..system.prepare import prepare
 from .common import cli
 
 HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM", "ddr_channels": "DDR",
            "latency_s": "latency s", "throughput_tok_s": "tok/s", "energy_j_per_token": "J/token",
            "area_mm2": "area mm²", "cost_usd": "cost $", "fault_tolerance_frac": "fault tol.",
-           "carbon_g_per_token": "g CO2e/tok"}
+           "carbon_g_per_token": "g CO2e/token", "packages": "packages"}
 
 
 @cli.command("run")
@@ -106,6 +112,7 @@ def _print_summary(result, out: Path) -> None:
     ev = result.evaluations
     table = Table(title=f"Pareto front of '{result.study.name}' ({len(result.pareto)} designs)")
     columns = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
+        (["packages"] if result.study.system is not None else []) + \
         [OBJECTIVE_COLUMNS[o] for o in result.study.search.objectives]
     for c in columns:
         table.add_column(HEADERS.get(c, c), justify="right")

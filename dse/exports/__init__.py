@@ -15,7 +15,7 @@ from .common import ExportContext, load_context
 
 #: format name -> module under dse.exports holding ``export(ctx, out_dir) -> list[Path]``
 FORMATS = {"rapidchiplet": "rapidchiplet", "booksim": "booksim", "gem5": "gem5", "scalesim": "scalesim",
-           "chakra": "chakra"}
+           "chakra": "chakra", "astrasim": "astrasim"}
 
 
 #: marks a folder an export wrote, so a later export may write into it again

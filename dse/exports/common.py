@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
-from ..model.prepare import prepare
 from ..model.traffic import chiplet_traffic
 from ..results.folder import design_path, read_design, read_study_file
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.prepare import prepare
 
 
 @dataclass
@@ -24,7 +24,8 @@ class ExportContext:
     design: Design
     study: Study
     prepared: object                 # dse.model.prepare.Prepared
-    metrics: pd.Series               # dse.model.evaluator.METRICS of the design under its study
+    metrics: pd.Series               # dse.model.evaluator.METRICS of the design's package under its study
+    system: object | None = None     # the study's system-level Prepared when the design is a system of packages
 
     @property
     def n(self) -> int:
@@ -100,11 +101,11 @@ def load_context(results_dir: str | Path, design_id: str) -> ExportContext:
     if missing:
         raise StudyError(f"the design places no copy of unit {missing[0]!r} of the study's workload",
                          key="placement", source=str(design_path(folder, design_id)))
-    prepared.check_design(design, source=str(design_path(folder, design_id)), in_space=False)
-    prepared = prepared.for_design(design)          # the design's package variant (dse.model.variants)
-    metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
+    system = prepared if design.system else None
+    prepared = prepared.for_design(design)          # the design's package variant (dse.model.variants), or for a
+    metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]     # system its first package
     return ExportContext(design_id=design_id, design=design, study=prepared.study, prepared=prepared,
-                         metrics=metrics)
+                         metrics=metrics, system=system)
 
 
 def write_json(path: Path, data) -> Path:

@@ -22,9 +22,6 @@ Per design (the step model is in dse.model.perf_model):
   numbers), NaN when off (results and `dse evaluate` leave them out then: dse.model.objectives.reported_metrics).
 * capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
 * max_die_mm2: the largest die (chiplet with its HBM PHYs), held against the reticle limit.
-* embodied_carbon_kg, carbon_g_per_token: ACT's embodied carbon of the package's dies, memory and
-  packaging, and carbon per token, operational plus embodied amortised over the study's ``carbon``
-  lifetime (dse.model.carbon).
 """
 from __future__ import annotations
 
@@ -37,11 +34,9 @@ import pandas as pd
 import arch
 from arch.area_cost import kgd_cost
 
-from ..study.schema.carbon import CarbonSpec
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.hardware import PackageSpec
 from ..study.space import Design, Space
-from . import carbon
 from .failures import failures_latency, remap, rerouted_failures, restore
 from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
@@ -52,7 +47,7 @@ METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token
            "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
            "package_area_mm2", "cost_usd", "power_w", "fault_tolerance_frac", "worst_retained_frac",
            "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
-           "dram_bytes", "net_byte_hops", "max_die_mm2", "embodied_carbon_kg", "carbon_g_per_token"]
+           "dram_bytes", "net_byte_hops", "max_die_mm2"]
 N_METRICS = len(METRICS)
 
 
@@ -335,10 +330,8 @@ class Evaluator:
     """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
 
     def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int,
-                 faults: FaultsSpec | None = None, carbon_spec: CarbonSpec | None = None):
+                 faults: FaultsSpec | None = None):
         self.tables, self.space, self.link, self.topology = tables, space, package.link, package.topology
-        self.carbon = carbon_spec or CarbonSpec()
-        self._carbon_per_mm2 = carbon.kind_carbon_per_mm2_g(tables, self.carbon.fab_intensity_g_per_kwh)
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
         self.package = package
@@ -381,16 +374,7 @@ class Evaluator:
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
         out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
-        return self._with_package_metrics(out, rows * cols, kind, stacks, ddr)
-
-    def _with_package_metrics(self, out, n, kind, stacks, ddr) -> np.ndarray:
-        """The kernel's metrics and those of the package as a whole: largest die, carbon (dse.model.carbon)."""
-        c = self.carbon
-        embodied = carbon.embodied_g(self.tables, self._carbon_per_mm2, n, kind, stacks, ddr)
-        per_token = carbon.per_token_g(embodied, out[:, METRICS.index("energy_j_per_token")],
-                                       out[:, METRICS.index("throughput_tok_s")], c.grid_intensity_g_per_kwh,
-                                       c.lifetime_years, c.utilisation)
-        return np.column_stack([out, self._largest_die(n, kind, stacks), embodied / 1e3, per_token])
+        return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
 
     def _largest_die(self, n: np.ndarray, kind: np.ndarray, stacks: np.ndarray) -> np.ndarray:
         """Area of each design's largest die: chiplet kind plus the PHYs of its HBM stacks."""
@@ -408,7 +392,7 @@ class Evaluator:
                                                                     self.max_copies)
         unplaced = np.zeros(len(designs), np.int64)
         out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
-        return pd.DataFrame(self._with_package_metrics(out, rows * cols, kind, stacks, ddr), columns=METRICS)
+        return pd.DataFrame(np.column_stack([out, self._largest_die(rows * cols, kind, stacks)]), columns=METRICS)
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""

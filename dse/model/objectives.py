@@ -14,7 +14,6 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from arch.technology import reticle_limit_mm2
 
 from ..study.spec import Study
-from .evaluator import METRICS
 
 #: metrics measured only when the study asks for Monte Carlo failure sets (faults.monte_carlo.samples > 0)
 MONTE_CARLO_METRICS = ("mc_retained_frac", "mc_survival_frac")
@@ -35,15 +34,6 @@ OBJECTIVE_COLUMNS = {name: column for name, (column, _) in OBJECTIVES.items()}
 
 GIB = 2**30
 _BUDGETS = (("area_mm2", "area_mm2"), ("power_w", "power_w"), ("cost_usd", "cost_usd"))
-
-
-def reported_metrics(study: Study) -> list[str]:
-    """The metric columns results, reports and ``dse evaluate`` show for ``study``: every one of
-    dse.model.evaluator.METRICS but the Monte Carlo ones when the study has no Monte Carlo failures
-    (they would be NaN in every row)."""
-    if study.faults.monte_carlo.samples:
-        return list(METRICS)
-    return [m for m in METRICS if m not in MONTE_CARLO_METRICS]
 
 
 def constraint_names(study: Study) -> list[str]:

@@ -6,6 +6,7 @@ and the exports receive a `Prepared` (or build one with this function) rather th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import workloads
 
@@ -27,9 +28,15 @@ class Prepared:
     space: Space
     evaluator: Evaluator | VariantEvaluator
     variants: list["Prepared"] = field(default_factory=list)     # per package variant (dse.model.variants)
+    #: the package a design's per-chiplet views (breakdown, floorplan, exports) look at, when the evaluator
+    #: is not a package evaluator (set by dse.system.prepare: one package of a system)
+    package_of: Callable[[Design], "Prepared"] | None = field(default=None, repr=False)
 
     def for_design(self, design) -> "Prepared":
-        """The tables and evaluator of the package variant a design belongs to (itself without variants)."""
+        """The tables and package evaluator a design's package is costed with: its package variant's
+        (itself without variants), or for a system one package of its layout (`package_of`)."""
+        if self.package_of is not None:
+            return self.package_of(design)
         if not self.variants:
             return self
         return self.variants[self.evaluator.variant_for(design)]
@@ -70,4 +77,4 @@ def prepare(study: Study) -> Prepared:
 
 def _evaluator(study: Study, tables: EvalTables, space: Space) -> Evaluator:
     return Evaluator(tables, space, study.hardware.package, study.mapping.max_replicas,
-                     faults=study.faults, carbon_spec=study.carbon)
+                     faults=study.faults)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import StudyError
 from ..study.schema.common import check_safe_name
-from ..study.space import Design
+from ..study.space import SYSTEM_AXES, Design
 from ..study.yaml_input import read_yaml_file
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Design)}
@@ -89,8 +89,21 @@ def design_from_dict(data: Any, source: str | None = None, strict: bool = False)
     if bad:
         raise StudyError(f"unit {bad[0][0]!r} is placed on slot {bad[0][1]}; slots are 0 .. {n - 1}",
                          key=f"placement.{bad[0][0]}", source=source)
+    if data.get("system") is not None:
+        texts["system"] = _system(data["system"], source)
     return Design(rows=rows, cols=cols, chiplets=list(chiplets), hbm_stacks=list(stacks), ddr_channels=ddr,
                   placement=placement, **texts)
+
+
+def _system(value: Any, source: str | None) -> dict[str, int]:
+    """A system design's layout across packages: whole numbers >= 1 per axis (pipeline, experts, replicas)."""
+    if not isinstance(value, dict) or any(k not in SYSTEM_AXES for k in value):
+        raise StudyError(f"must map {', '.join(SYSTEM_AXES)} to whole numbers, got {value!r}"[:200], key="system",
+                         source=source)
+    for axis, n in value.items():
+        if not _is_int(n) or n < 1:
+            raise StudyError(f"must be a whole number >= 1, got {n!r}"[:200], key=f"system.{axis}", source=source)
+    return dict(value)
 
 
 def read_design(path: str | Path, strict: bool = False) -> Design:

@@ -365,8 +365,12 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
         rows = result.pareto.set_index("design_id")
         for design_id, title in floorplans.items():
             design = result.designs[design_id]
-            fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
-                                 title=f"{title} {design_id}")
+            if design.system:          # one package of a system: its own step, not the system's
+                fig = plot_floorplan(design, prepared, None, title=f"{title} {design_id}: package 0 (pipeline "
+                                     "stage 0, expert rank 0)")
+            else:
+                fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
+                                     title=f"{title} {design_id}")
             written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}")[0]
         written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline")[0]
     return written

@@ -20,7 +20,8 @@ import noc
 from ..model.breakdown import chiplet_table
 from ..model.objectives import OBJECTIVE_COLUMNS
 from .knee import knee_index
-from .plots import BETTER, DISPLAY, column, write_plots
+from .plots import BETTER, DISPLAY, column, save, write_plots
+from .system_plot import plot_system
 
 MAX_FRONT_ROWS = 50
 
@@ -80,6 +81,24 @@ def package_line(package) -> str:
             f"{'XY' if package.routing_algorithm == 'xy' else 'shortest-path'} routing.")
 
 
+def system_lines(study, prepared) -> list[str]:
+    """The system around the packages, when the study has one (dse.system)."""
+    if study.system is None:
+        return []
+    hw = prepared.evaluator.hardware
+    parallel = study.system.parallel
+    fabric = hw.fabric_level()
+    network = (f"nodes joined by `{hw.network}` ({hw.network_topology}, {hw.nics_per_node} NICs per node)"
+               if hw.network else "a single node")
+    return [f"- **System**: {hw.packages_per_node} packages per node on `{hw.fabric}` "
+            f"({fabric.bandwidth_Bps / 1e9:.4g} GB/s per package per direction), {network}"
+            + (f" (preset `{hw.preset}`)" if hw.preset else "") + "; the search chooses pipeline stages from "
+            f"{parallel.pipeline}, expert-parallel ranks from {parallel.experts} and replicas from "
+            f"{parallel.replicas}.",
+            f"- **Carbon**: grid `{study.carbon.grid}`, dies made on `{study.carbon.fab_grid}` power, "
+            f"{study.carbon.lifetime_years:g}-year lifetime at {100 * study.carbon.utilisation:g} % use (ACT)."]
+
+
 def inputs_section(result, prepared) -> list[str]:
     s = result.study
     w, hw = s.workload, s.hardware
@@ -98,7 +117,7 @@ def inputs_section(result, prepared) -> list[str]:
              f"{w.precision}{routing_text}; {t.tokens_per_step} tokens per step. It is cut into "
              f"{len(t.unit_names)} placement units ({', '.join(f'{n} {k}' for k, n in kinds.items())}): "
              "the search decides which chiplet(s) hold each unit.",
-             package_line(hw.package),
+             package_line(hw.package), *system_lines(s, prepared),
              "- **Memory**: " + "; ".join(
                  f"{' or '.join(m.kinds)} {m.count_range[0]}-{m.count_range[1]} {'stacks' if m.is_hbm else 'channels'}"
                  for m in hw.memory) + " (HBM stacks are spread over the chiplets, DDR is shared).",
@@ -109,11 +128,12 @@ def inputs_section(result, prepared) -> list[str]:
              f"generations, seed {s.search.seed}; objectives: " +
              ", ".join(f"{o} ({BETTER[o]} is better)" for o in s.search.objectives) + ".",
              "", "Chiplet library (area and cost per die from the study's technology models):", ""]
-    lib = pd.DataFrame([{
-        "chiplet": c.name, "kind": c.kind, "array": "x".join(map(str, c.array)), "dataflow": c.dataflow,
-        "SRAM [MB]": c.sram_mb, "clock [GHz]": c.freq_ghz, "node": c.node,
-        "die area [mm²]": float(t.kind_area_mm2[i]), "die cost [$]": float(t.kind_cost_usd[i])}
-        for i, c in enumerate(hw.chiplets)])
+    lib = pd.DataFrame([{                 # the library as built (presets and options resolved), one row per kind
+        "chiplet": c.name, "kind": c.kind, "array": f"{c.rows}x{c.cols}" if hasattr(c, "rows") else "-",
+        "dataflow": getattr(c, "dataflow", "-"),
+        "SRAM [MB]": getattr(c, "sram_bytes", getattr(c, "l2_bytes", 0.0)) / 2**20, "clock [GHz]": c.freq_hz / 1e9,
+        "node": c.node, "die area [mm²]": float(t.kind_area_mm2[i]), "die cost [$]": float(t.kind_cost_usd[i])}
+        for i, c in enumerate(hw.library())])
     return lines + [table(lib), ""]
 
 
@@ -161,6 +181,18 @@ def plots_section(figures: dict[str, str]) -> list[str]:
     return lines
 
 
+def system_text(design, row: pd.Series, package_step_s: float) -> str:
+    """What a system design is, in words: its packages, nodes, layout and carbon."""
+    s = design.system
+    share = 100 * row["carbon_embodied_g_per_token"] / row["carbon_g_per_token"] if row["carbon_g_per_token"] else 0
+    return (f"**A system of {int(row['packages'])} such packages in {int(row['nodes'])} node(s)**: {s['pipeline']} "
+            f"pipeline stage(s) x {s['experts']} expert-parallel rank(s) x {s['replicas']} replica(s). The step "
+            f"spends {row['comm_fabric_s'] * 1e3:.3g} ms on the fabric and {row['comm_network_s'] * 1e3:.3g} ms on "
+            f"the network. Carbon {row['carbon_g_per_token'] * 1e3:.3g} mg CO2e per token, {share:.0f} % of it "
+            f"embodied ({row['embodied_kg']:.4g} kg CO2e in the packages). The floorplan and the table below are "
+            f"package 0 (pipeline stage 0, expert rank 0), whose own step takes {package_step_s * 1e3:.3g} ms.")
+
+
 def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str]) -> list[str]:
     row = result.pareto.set_index("design_id").loc[design_id]
     design = result.designs[design_id]
@@ -173,15 +205,22 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
              f"{design.ddr_channels} DDR channels, {design.mapping} mapping. {metric_text}; "
              f"cost ${row['cost_usd']:.4g}, peak power {row['power_w']:.4g} W. "
              f"Design file: `designs/{design_id}.yaml`.", ""]
+    latency = float(row["latency_s"])
+    if design.system:
+        latency = float(prepared.for_design(design).evaluator.evaluate_designs([design], with_faults=False)
+                        ["latency_s"].iloc[0])
+        lines += [system_text(design, row, latency), ""]
+        if f"system_{design_id}" in figures:
+            lines += [f"![system {design_id}]({figures[f'system_{design_id}']})", ""]
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
-    chips = chiplet_table(design, prepared, float(row["latency_s"]))
+    chips = chiplet_table(design, prepared, latency)
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
         "kind": chips["kind"], "units held": chips["units"].replace("", "-"),
         "stored / HBM [GiB]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
         "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
-        "compute [% of step]": 100 * chips["compute_s"] / float(row["latency_s"]),
+        "compute [% of step]": 100 * chips["compute_s"] / latency,
         "sent / received [MB per step]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["sent_MB"],
                                                                                chips["received_MB"])]})
     return lines + ["Per chiplet (busy = compute or memory-bound time of the units it holds; the rest of the "
@@ -218,7 +257,8 @@ def report_markdown(result, prepared, figures: dict[str, str]) -> str:
     """The report as markdown; ``figures`` maps figure names to paths relative to the report."""
     s = result.study
     chosen = picks(result)
-    lines = [f"# Study `{s.name}`: {s.workload.model} {s.workload.phase} on chiplet packages", "",
+    where = "systems of chiplet packages" if s.system is not None else "chiplet packages"
+    lines = [f"# Study `{s.name}`: {s.workload.model} {s.workload.phase} on {where}", "",
              "Written by `dse run`. The search tried packages of compute chiplets, HBM and DDR, and which "
              "chiplet serves which part of the model, then kept the designs that no other design beats in "
              "every objective. Start with the table of designs to look at first, then the plots.", ""]
@@ -263,6 +303,11 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
     prepared = prepared or result.prepare()
     chosen = picks(result)
     pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen)
+    if result.study.system is not None:
+        rows = result.pareto.set_index("design_id")
+        for design_id, why in chosen.items():
+            fig = plot_system(result.designs[design_id], prepared, rows.loc[design_id], title=f"{why} {design_id}")
+            pngs[f"system_{design_id}"] = save(fig, folder / "plots", f"system_{design_id}")[0]
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
     md_text = report_markdown(result, prepared, figures)
     (folder / "report.md").write_text(md_text)

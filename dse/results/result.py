@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 from ..model.breakdown import chiplet_table
-from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, constraint_matrix, reported_metrics
-from ..model.prepare import prepare
+from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, constraint_matrix
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.metrics import reported_metrics
+from ..system.prepare import prepare
 from .knee import knee_index
 from .whatif import evaluate
 
@@ -28,7 +29,7 @@ def design_columns(designs: list[Design], kind_names: list[str]) -> pd.DataFrame
         for name in kind_names:
             row[f"n_{name}"] = d.chiplets.count(name)
         row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
-                   **d.package_choices(),
+                   **d.package_choices(), **(d.system or {}),
                    chiplets=",".join(d.chiplets),
                    placement=";".join(f"{u}={'+'.join(map(str, s))}" for u, s in d.placement.items()))
         rows.append(row)
@@ -49,7 +50,7 @@ class StudyResult:
     prepared: object | None = field(default=None, repr=False)  # dse.model.prepare.Prepared, built when first needed
 
     def prepare(self):
-        """The study's tables and evaluator (dse.model.prepare), built once and kept."""
+        """The study's tables and evaluator (dse.system.prepare), built once and kept."""
         if self.prepared is None:
             self.prepared = prepare(self.study)
         return self.prepared
@@ -94,9 +95,11 @@ class StudyResult:
         return plot_floorplan(d, self.prepare(), title=title)
 
     def chiplets(self, design: str | Design) -> pd.DataFrame:
-        """Per-chiplet breakdown of a design (dse.model.breakdown.chiplet_table)."""
+        """Per-chiplet breakdown of a design (dse.model.breakdown.chiplet_table); of a system: its first package,
+        over that package's own step."""
         d = self.design(design) if isinstance(design, str) else design
-        latency = float(self.prepare().evaluator.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0])
+        package = self.prepare().for_design(d).evaluator
+        latency = float(package.evaluate_designs([d], with_faults=False)["latency_s"].iloc[0])
         return chiplet_table(d, self.prepare(), latency)
 
     def best(self, objective: str) -> pd.Series:

@@ -1,4 +1,4 @@
-"""One study from start to end: prepare (dse.model) -> search (dse.search) -> a `StudyResult`."""
+"""One study from start to end: prepare (dse.system) -> search (dse.search) -> a `StudyResult`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +7,12 @@ from typing import Callable
 import numpy as np
 
 from ..errors import StudyError
-from ..model.prepare import Prepared, prepare
+from ..model.prepare import Prepared
 from ..search import checkpoint
 from ..search.distributed import evaluation_engine
 from ..search.loop import GenerationReport, SearchOutcome, run_search
 from ..study.spec import Study
+from ..system.prepare import prepare
 from .result import StudyResult, build_result
 
 

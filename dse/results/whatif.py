@@ -12,10 +12,10 @@ import copy
 import pandas as pd
 
 from ..errors import StudyError
-from ..model.objectives import reported_metrics
-from ..model.prepare import prepare
 from ..study.space import Design
 from ..study.spec import Study
+from ..system.metrics import reported_metrics
+from ..system.prepare import prepare
 
 
 def changed_study(study: Study, changes: dict) -> Study:
@@ -37,8 +37,7 @@ def changed_study(study: Study, changes: dict) -> Study:
 
 def evaluate(design: Design, study: Study, changes: dict | None = None, prepared=None,
              with_faults: bool = True) -> pd.Series:
-    """Metrics of ``design`` under ``study`` with ``changes`` applied (dse.model.evaluator.METRICS, those of
-    Monte Carlo failures only when the study has them: dse.model.objectives.reported_metrics)."""
+    """Metrics of ``design`` (dse.system.metrics.reported_metrics) under ``study`` with ``changes`` applied."""
     if changes:
         study = changed_study(study, changes)
         prepared = None

@@ -26,7 +26,7 @@ CONNECT_TIMEOUT = "10s"
 
 def evaluate_chunk(evaluator, X: np.ndarray) -> np.ndarray:
     """The task a worker runs: metrics of a block of decision vectors."""
-    return evaluator(X)[METRICS].to_numpy()
+    return evaluator(X)[list(getattr(evaluator, "metric_names", METRICS))].to_numpy()
 
 
 class DaskEngine:
@@ -36,11 +36,12 @@ class DaskEngine:
         self.client = client
         self.remote = client.scatter(evaluator, broadcast=True)
         self.chunks = max(1, sum(client.nthreads().values()))
+        self.metric_names = list(getattr(evaluator, "metric_names", METRICS))
 
     def __call__(self, X: np.ndarray) -> pd.DataFrame:
         blocks = [b for b in np.array_split(X, min(self.chunks, len(X))) if len(b)]
         futures = self.client.map(evaluate_chunk, [self.remote] * len(blocks), blocks)
-        return pd.DataFrame(np.vstack(self.client.gather(futures)), columns=METRICS)
+        return pd.DataFrame(np.vstack(self.client.gather(futures)), columns=self.metric_names)
 
 
 @contextmanager

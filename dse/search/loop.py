@@ -27,8 +27,14 @@ from .variables import as_integers, bounds
 __all__ = ["OBJECTIVES", "constraint_matrix", "objective_matrix", "pareto_front", "DesignProblem", "Search",
            "SearchOutcome", "GenerationReport", "run_search"]
 
-#: evaluates decision vectors: ``engine(X) -> DataFrame`` with the columns of dse.model.evaluator.METRICS
+#: evaluates decision vectors: ``engine(X) -> DataFrame`` with the evaluator's metric columns
+#: (``evaluator.metric_names``: dse.system.SYSTEM_METRICS; dse.model.evaluator.METRICS for a bare package evaluator)
 Engine = Callable[[np.ndarray], pd.DataFrame]
+
+
+def metric_names(evaluator) -> list[str]:
+    """The metric columns an evaluator returns."""
+    return list(getattr(evaluator, "metric_names", METRICS))
 
 
 class DesignProblem(Problem):
@@ -39,13 +45,14 @@ class DesignProblem(Problem):
         super().__init__(n_var=len(lower), n_obj=len(study.search.objectives),
                          n_ieq_constr=len(constraint_names(study)), xl=lower, xu=upper, vtype=int)
         self.study, self.engine = study, engine
+        self.columns = metric_names(engine)
         self.seeds = getattr(space, "seeds", None)     # heuristic starting designs (dse.model.heuristics)
         self.batches: list[tuple[np.ndarray, np.ndarray]] = []     # (X, metrics array) per evaluation call
 
     def _evaluate(self, X, out, *args, **kwargs):
         X = as_integers(X)
         metrics = self.engine(X)
-        self.batches.append((X, metrics[METRICS].to_numpy()))
+        self.batches.append((X, metrics[self.columns].to_numpy()))
         out["F"] = objective_matrix(metrics, self.study.search.objectives)
         out["G"] = constraint_matrix(metrics, self.study)
 
@@ -100,6 +107,8 @@ class Search:
     def attach(self, engine: Engine) -> None:
         """Evaluate with ``engine`` from now on (after unpickling, or to switch to a Dask cluster)."""
         self.problem.engine = engine
+        if engine is not None and not self.problem.batches:
+            self.problem.columns = metric_names(engine)
 
     def step(self) -> GenerationReport | None:
         """Run one generation; None when the algorithm stopped without evaluating anything."""
@@ -109,7 +118,7 @@ class Search:
         if not new:
             return None
         self.batch_generation += [self.generation] * len(new)
-        metrics = pd.DataFrame(np.vstack([m for _, m in new]), columns=METRICS)
+        metrics = pd.DataFrame(np.vstack([m for _, m in new]), columns=self.problem.columns)
         row = self.convergence.update(self.generation, metrics)
         self.generation += 1
         return GenerationReport(total=self.total, **row)
@@ -117,7 +126,7 @@ class Search:
     def outcome(self) -> SearchOutcome:
         batches = self.problem.batches
         X = np.vstack([x for x, _ in batches])
-        metrics = pd.DataFrame(np.vstack([m for _, m in batches]), columns=METRICS)
+        metrics = pd.DataFrame(np.vstack([m for _, m in batches]), columns=self.problem.columns)
         generation = np.concatenate([np.full(len(x), g) for (x, _), g in zip(batches, self.batch_generation)])
         F = objective_matrix(metrics, self.study.search.objectives)
         G = constraint_matrix(metrics, self.study)

@@ -13,6 +13,9 @@ place[u]        0 .. S_max-1           primary slot of unit u, taken modulo N
 copies[u]       1 .. max_replicas      copies (many-to-many) or shards (one-to-many) of unit u
 variant         0 .. V-1               link technology and memory kinds (only when the study lists
                                        several: dse.model.variants)
+pipeline,       index into the study's system.parallel choices (only with a ``system`` section:
+experts,        pipeline stages, expert-parallel ranks and data-parallel replicas across packages;
+replicas        dse.system)
 ==============  =====================  ==============================================================
 
 Decoding is a repair: any vector in the bounds gives a valid design (dse.model.placement).
@@ -28,6 +31,7 @@ from .schema import limits
 from .spec import Study
 
 SPLIT_MAPPINGS = ("one-to-many",)
+SYSTEM_AXES = ("pipeline", "experts", "replicas")
 COPY_MAPPINGS = ("one-to-many", "many-to-many")
 
 
@@ -86,6 +90,10 @@ def build_space(study: Study, kind_names: list[str], unit_names: list[str], vari
     add("copies", 1, copies, U, labels=unit_names)
     if variants > 1:                    # link technology and memory kinds the study leaves open (dse.model.variants)
         add("variant", 0, variants - 1)
+    if study.system is not None:        # the parallel layout across packages (dse.system)
+        parallel = study.system.parallel
+        for axis in SYSTEM_AXES:
+            add(axis, 0, len(getattr(parallel, axis)) - 1)
     return Space(names=names, lower=np.array(lower), upper=np.array(upper), max_slots=max_slots, n_units=U,
                  has_hbm=hbm is not None, has_ddr=ddr is not None, mapping=study.mapping.kind,
                  split=study.mapping.kind in SPLIT_MAPPINGS,
@@ -107,11 +115,14 @@ class Design:
     topology: str | None = None         # mesh, torus or graph (None: the study's)
     hbm_kind: str | None = None         # when the study lets the search choose memory kinds
     ddr_kind: str | None = None
+    system: dict | None = None          # {pipeline, experts, replicas} across packages (dse.system); the
+                                        # package and placement above are every package's
 
     def to_dict(self) -> dict:
+        system = {"system": dict(self.system)} if self.system else {}
         return dict(rows=self.rows, cols=self.cols, chiplets=list(self.chiplets), hbm_stacks=list(self.hbm_stacks),
                     ddr_channels=self.ddr_channels, link=self.link, mapping=self.mapping, **self.package_choices(),
-                    placement={u: list(s) for u, s in self.placement.items()})
+                    **system, placement={u: list(s) for u, s in self.placement.items()})
 
     def package_choices(self) -> dict[str, str]:
         """Topology and memory kinds where the design names them."""
@@ -141,6 +152,7 @@ def check_design(design: Design, study: Study, kind_names: list[str], unit_names
         if value is not None and value not in allowed:
             raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(allowed) or 'none'}",
                              key=key, source=source)
+    _check_system(design, study, source)
     mesh = package.mesh
     for key, value, (low, high) in (("rows", design.rows, mesh.rows), ("cols", design.cols, mesh.cols)):
         if not low <= value <= high:
@@ -197,3 +209,21 @@ def _check_counts(design: Design, study: Study, in_space: bool, source: str | No
                              f"({where})", key=key, source=source)
         if value > cap.limit:
             raise StudyError(f"{value} in all; " + cap.message(), key=key, source=source)
+
+
+def _check_system(design: Design, study: Study, source: str | None) -> None:
+    """A design's parallel layout across packages against the study's ``system.parallel`` choices."""
+    if study.system is None:
+        if design.system:
+            raise StudyError("the design is a system of packages but the study has no system section",
+                             key="system", source=source)
+        return
+    if not isinstance(design.system, dict):
+        raise StudyError("a design of a system study names its layout: system: {pipeline: P, experts: E, "
+                         "replicas: R}", key="system", source=source)
+    for axis in SYSTEM_AXES:
+        allowed = getattr(study.system.parallel, axis)
+        value = design.system.get(axis, 1)
+        if value not in allowed:
+            raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(map(str, allowed))} "
+                             f"(system.parallel.{axis})", key=f"system.{axis}", source=source)

@@ -25,6 +25,7 @@ from .schema import (
     HardwareSpec,
     MappingSpec,
     SearchSpec,
+    SystemSpec,
     WorkloadSpec,
 )
 from .schema import limits
@@ -43,6 +44,7 @@ class Study(StrictModel):
     mapping: MappingSpec = MappingSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
     faults: FaultsSpec = FaultsSpec()
+    system: SystemSpec | None = None        # several packages in nodes (dse.system); None: one package
     carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
 

@@ -1,12 +1,14 @@
 """The study schema, one module per section of the study file."""
-from .common import IntRange
 from .carbon import CarbonSpec
+from .common import IntRange
 from .faults import FaultsSpec, MonteCarloSpec
 from .hardware import ChipletSpec, HardwareSpec, LinkSpec, MemoryEntry, MeshSpec, PackageSpec
 from .mapping import MAPPINGS, MappingSpec
 from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
+from .system import MAX_PACKAGES, ParallelSpec, SystemSpec
 from .workload import RoutingSpec, WorkloadSpec
 
-__all__ = ["CarbonSpec", "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
+__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec",
+           "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
            "MeshSpec", "PackageSpec", "MAPPINGS", "MappingSpec", "ALGORITHMS", "OBJECTIVES", "ConstraintsSpec",
            "SearchSpec", "RoutingSpec", "WorkloadSpec"]

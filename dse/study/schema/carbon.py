@@ -1,16 +1,35 @@
-"""Study schema: the ``carbon`` section (how a design's embodied and operational carbon are counted;
-dse.model.carbon). Defaults and their sources: ACT (Gupta et al., ISCA 2022) carbon_intensity/location.json."""
+"""Study schema: the ``carbon`` section (operational and embodied carbon, dse.system.carbon after ACT).
+
+``grid`` and ``fab_grid`` are a named grid of ACT's table (``usa``, ``taiwan``, ``coal``, ...; the list is
+in dse/system/data/carbon.yaml) or a carbon intensity in g CO2e per kWh. Defaults and their sources:
+
+* ``grid: usa`` (380 g CO2e/kWh, ACT carbon_intensity/location.json) where the system runs;
+* ``fab_grid: taiwan`` (583 g/kWh) and ``gas_abatement: 97``: ACT's defaults for where dies are made;
+* ``lifetime_years: 6`` and ``utilisation: 0.85``: the replacement rate and average use Luccioni,
+  Viguier & Ligozat assume for GPU servers ("Estimating the Carbon Footprint of BLOOM", JMLR 2023).
+"""
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, field_validator
 
 from .common import StrictModel
 
 
+def _grid(value):
+    if isinstance(value, bool):
+        raise ValueError("a grid is a name (usa, taiwan, coal, ...) or g CO2e per kWh")
+    if isinstance(value, (int, float)) and not 0 <= value <= 2000:
+        raise ValueError(f"a grid intensity is 0 to 2000 g CO2e per kWh, got {value}")
+    return value
+
+
 class CarbonSpec(StrictModel):
-    grid_intensity_g_per_kwh: float = Field(380.0, ge=0, le=2000, description=(
-        "carbon intensity of the electricity the design runs on; default the USA grid's 380 g/kWh (ACT)"))
-    fab_intensity_g_per_kwh: float = Field(583.0, ge=0, le=2000, description=(
-        "carbon intensity of the fab's electricity; default Taiwan's 583 g/kWh (ACT)"))
-    lifetime_years: float = Field(5.0, gt=0, le=50, description="years the design serves (amortises embodied)")
-    utilisation: float = Field(0.5, gt=0, le=1, description="fraction of its lifetime the design serves at full rate")
+    grid: str | float = "usa"
+    fab_grid: str | float = "taiwan"
+    gas_abatement: Literal[95, 97, 99] = 97
+    lifetime_years: float = Field(6.0, gt=0, le=30)
+    utilisation: float = Field(0.85, gt=0, le=1)
+
+    _grids = field_validator("grid", "fab_grid")(_grid)

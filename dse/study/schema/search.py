@@ -21,14 +21,14 @@ class ConstraintsSpec(StrictModel):
 
 class SearchSpec(StrictModel):
     objectives: list[Literal[OBJECTIVES]] = Field(
-        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=6)
+        default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=7)
     algorithm: Literal[ALGORITHMS] = "nsga2"
     population: int = Field(48, ge=4, le=100_000)
     generations: int = Field(30, ge=1, le=100_000)
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
-    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac); objectives left out are derived
-    #: (dse.search.hypervolume.reference_point)
+    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token); objectives left out
+    #: are derived (dse.search.hypervolume.reference_point)
     reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
     #: save the search state every this many generations (0: never); see dse.search.checkpoint
     checkpoint_every: int = Field(5, ge=0)

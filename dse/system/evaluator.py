@@ -1,0 +1,222 @@
+"""Evaluate populations of systems: one package design x the study's parallel layouts across packages.
+
+Without a ``system`` section a design is one package: the package evaluator's metrics, plus carbon.
+With one, each design also chooses pipeline stages P, expert-parallel ranks E and replicas D
+(``pipeline``, ``experts``, ``replicas`` genes); every package is evaluated by the package evaluator on
+its share of the workload (dse.system.packages) and the shares are composed:
+
+* a stage of the pipeline lasts as long as its slowest rank plus its expert all-to-alls (dispatch and
+  combine per MoE layer instance, dse.system.traffic); latency = the stages and the hand-offs between
+  them; with m batches in flight (``system.in_flight``) a replica serves ``tokens x min(1 / period,
+  m / latency)`` tokens per second, ``period`` its slowest stage; throughput sums the replicas;
+* energy per token: the packages' dynamic energy and the cross-package traffic per step over its tokens,
+  plus every package's static power over the throughput;
+* area, cost, peak power and embodied carbon: the package's times the packages (NICs, switches, hosts
+  and boards are not counted);
+* fault tolerance: every single package failure (each equally likely). Its replica re-maps onto the
+  survivors as a failed chiplet's units do: with E > 1 the failed rank's experts and sequences spread
+  over the E - 1 others of its stage, with E = 1 the replica re-splits its layers over P - 1 stages; a
+  replica of one package is lost. The replica keeps ``min(1, throughput after / before)``, nothing when
+  its memory no longer holds the model; the other replicas are untouched. ``worst_retained_frac``: the
+  least kept; ``all_served_frac``: failures after which the replica still serves every unit.
+* carbon (dse.system.carbon): energy per token x grid intensity, plus the embodied carbon of every
+  package spread over the tokens of its lifetime.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model.evaluator import METRICS
+from ..study.space import SYSTEM_AXES, Design
+from .carbon import CarbonFactors
+from .compose import compose, stage_figures
+from .embodied import PackageEmbodied
+from .failures import fault_columns, replica_kept
+from .hardware import SystemHardware
+from .layout import Layout
+from .metrics import SYSTEM_METRICS, C
+from .packages import PackageBank, StagePackages
+from .traffic import LayoutTraffic, layout_traffic
+
+
+class SystemEvaluator:
+    """The evaluator interface (``__call__``, ``metrics_array``, ``evaluate_designs``, ``designs``) over
+    systems of packages; see the module docstring."""
+
+    def __init__(self, package, space, factors: CarbonFactors, embodied: list[PackageEmbodied],
+                 hardware: SystemHardware | None = None, bank: PackageBank | None = None, study=None):
+        self.package, self.space, self.factors, self.embodied = package, space, factors, embodied
+        self.hardware, self.bank, self.study = hardware, bank, study
+        self.traffic_cache: dict[Layout, LayoutTraffic] = {}
+
+    # --- the parts of the package evaluator every caller used -------------------------------------------
+    def __getattr__(self, name: str):
+        """Anything else is the package evaluator's (routes, kernel, failure reports, variant labels, ...)."""
+        package = self.__dict__.get("package")
+        if package is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(package, name)
+
+    @property
+    def tables(self):
+        return self.package.tables
+
+    @property
+    def max_copies(self) -> int:
+        return self.package.max_copies
+
+    @property
+    def metric_names(self) -> list[str]:
+        return SYSTEM_METRICS
+
+    def decode(self, X):
+        return self.package.decode(X)
+
+    def variant_for(self, design: Design) -> int:
+        return self.package.variant_for(design)
+
+    # --- layouts ---------------------------------------------------------------------------------------
+    @property
+    def is_system(self) -> bool:
+        return self.hardware is not None
+
+    def layouts_of(self, X: np.ndarray) -> list[Layout]:
+        if not self.is_system:
+            return [Layout()] * len(X)
+        parallel = self.study.system.parallel
+        idx = [X[:, self.space.slices[a].start] for a in SYSTEM_AXES]
+        return [Layout(*(getattr(parallel, a)[int(i[k])] for a, i in zip(SYSTEM_AXES, idx))) for k in range(len(X))]
+
+    def traffic(self, layout: Layout) -> LayoutTraffic:
+        if layout not in self.traffic_cache:
+            stage = self.bank.get(layout.pipeline, layout.experts)
+            self.traffic_cache[layout] = layout_traffic(stage.rank_tables, layout, stage.held, stage.ranks,
+                                                        self.hardware)
+        return self.traffic_cache[layout]
+
+    # --- evaluation ------------------------------------------------------------------------------------
+    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
+        return pd.DataFrame(self.metrics_array(X, with_faults), columns=SYSTEM_METRICS)
+
+    def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        if not self.is_system:
+            return self._one_package(self.package.metrics_array(X, with_faults), self._decoded(X))
+        return self._systems(self._decoded(X), self.layouts_of(X), with_faults,
+                             lambda share, rows: share.evaluator.metrics_array(X[np.ix_(rows, share.genes)], False))
+
+    def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
+        """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
+        arrays = self._package_arrays(designs)
+        if not self.is_system:
+            out = self._one_package(self.package.evaluate_designs(designs, with_faults).to_numpy(), arrays)
+        else:
+            layouts = [Layout(**{a: int((d.system or {}).get(a, 1)) for a in SYSTEM_AXES}) for d in designs]
+            out = self._systems(arrays, layouts, with_faults, lambda share, rows: share.evaluator.evaluate_designs(
+                [share.restrict(designs[i]) for i in rows], False).to_numpy())
+        return pd.DataFrame(out, columns=SYSTEM_METRICS)
+
+    def designs(self, X: np.ndarray) -> list[Design]:
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        out = self.package.designs(X)
+        if self.is_system:
+            for design, layout in zip(out, self.layouts_of(X)):
+                design.system = layout.as_dict()
+        return out
+
+    # --- one package -----------------------------------------------------------------------------------
+    def _package_arrays(self, designs: list[Design]):
+        """(n, kind, stacks, ddr, variant) of explicit designs, for their embodied carbon."""
+        names = self.tables.kind_names
+        width = self.space.max_slots
+        kind = np.zeros((len(designs), width), np.int64)
+        stacks = np.zeros((len(designs), width), np.int64)
+        for i, d in enumerate(designs):
+            kind[i, : len(d.chiplets)] = [names.index(k) for k in d.chiplets]
+            stacks[i, : len(d.hbm_stacks)] = d.hbm_stacks
+        n = np.array([d.rows * d.cols for d in designs], np.int64)
+        ddr = np.array([d.ddr_channels for d in designs], np.int64)
+        variant = np.array([self.variant_for(d) if len(self.embodied) > 1 else 0 for d in designs], np.int64)
+        return n, kind, stacks, ddr, variant
+
+    def _decoded(self, X: np.ndarray):
+        """(n, kind, stacks, ddr, variant) of decision vectors, for their embodied carbon."""
+        rows, cols, kind, stacks, ddr, *_ = self.decode(X)
+        variant = X[:, self.space.slices["variant"].start] if "variant" in self.space.slices \
+            else np.zeros(len(X), np.int64)
+        return rows * cols, kind, stacks, ddr, variant
+
+    def _embodied_g(self, arrays) -> np.ndarray:
+        n, kind, stacks, ddr, variant = arrays
+        out = np.zeros(len(n))
+        for v in np.unique(variant):
+            rows = variant == v
+            out[rows] = self.embodied[v](n[rows], kind[rows], stacks[rows], ddr[rows])
+        return out
+
+    def _one_package(self, metrics: np.ndarray, arrays) -> np.ndarray:
+        """A one-package study: the package evaluator's metrics, carbon, one package in one node."""
+        out = np.zeros((len(metrics), len(SYSTEM_METRICS)))
+        out[:, : len(METRICS)] = metrics
+        self._carbon(out, self._embodied_g(arrays))
+        out[:, C["packages"]] = 1
+        out[:, C["nodes"]] = 1
+        return out
+
+    def _carbon(self, out: np.ndarray, embodied_g: np.ndarray) -> None:
+        operational, embodied = self.factors.per_token(out[:, C["energy_j_per_token"]], embodied_g,
+                                                       out[:, C["throughput_tok_s"]])
+        out[:, C["carbon_operational_g_per_token"]] = operational
+        out[:, C["carbon_embodied_g_per_token"]] = embodied
+        out[:, C["carbon_g_per_token"]] = operational + embodied
+        out[:, C["embodied_kg"]] = embodied_g / 1000.0
+
+    # --- systems ---------------------------------------------------------------------------------------
+    def _systems(self, arrays, layouts: list[Layout], with_faults: bool, run) -> np.ndarray:
+        """Every metric of designs (package ``arrays`` for carbon) with their layouts; ``run(share, rows)``
+        evaluates one package share for the designs ``rows``."""
+        out = np.zeros((len(layouts), len(SYSTEM_METRICS)))
+        groups: dict[Layout, list[int]] = {}
+        for i, layout in enumerate(layouts):
+            groups.setdefault(layout, []).append(i)
+        for layout, rows in groups.items():
+            rows = np.array(rows)
+            stage = self.bank.get(layout.pipeline, layout.experts)
+            M = [[run(share, rows) for share in row] for row in stage.shares]
+            f = stage_figures(M, stage.rank_tokens)
+            out[rows] = self._compose(layout, f, M[0][0])
+            if with_faults:
+                self._package_failures(layout, stage, M, f, out, rows, run)
+        self._carbon(out, self._embodied_g(arrays) * out[:, C["packages"]])
+        return out
+
+    def _compose(self, layout: Layout, f: dict, first: np.ndarray) -> np.ndarray:
+        return compose(layout, f, first, self.traffic(layout), float(self.tables.tokens_per_step),
+                       self.bank.in_flight(layout.pipeline), self.hardware.packages_per_node)
+
+    def _package_failures(self, layout: Layout, stage: StagePackages, M, f: dict, out: np.ndarray,
+                          rows: np.ndarray, run) -> None:
+        kept = replica_kept(self, layout, stage, f, rows, run)
+        out[rows, C["fault_tolerance_frac"]], out[rows, C["worst_retained_frac"]], out[rows, C["all_served_frac"]] = \
+            fault_columns(kept, layout.replicas)
+
+    def package_failure_report(self, design: Design) -> pd.DataFrame:
+        """What losing each package of a system design does: the packages alike (one row per pipeline stage
+        with expert parallelism, one row otherwise) and the fraction of the system's throughput kept."""
+        layout = Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+        stage = self.bank.get(layout.pipeline, layout.experts)
+        rows = np.array([0])
+
+        def run(share, rows_):
+            return share.evaluator.evaluate_designs([share.restrict(design)], False).to_numpy()
+        M = [[run(share, rows) for share in row] for row in stage.shares]
+        f = stage_figures(M, stage.rank_tokens)
+        kept = replica_kept(self, layout, stage, f, rows, run)
+        others = (layout.replicas - 1) / layout.replicas
+        if layout.per_replica > 1 and layout.experts > 1:
+            labels = [f"stage {p}: any of its {layout.experts} ranks" for p in range(layout.pipeline)]
+        else:
+            labels = [f"any of the {layout.packages} packages"]
+        return pd.DataFrame({"failed_package": labels, "replica_kept_frac": [float(k[0]) for k in kept],
+                             "retained_frac": [others + float(k[0]) / layout.replicas for k in kept]})

@@ -1,0 +1,24 @@
+"""The metric columns a system evaluation returns: the package evaluator's (dse.model.evaluator.METRICS,
+for the whole system) and the system's own. Units are in the names."""
+from ..model.evaluator import METRICS
+from ..model.objectives import MONTE_CARLO_METRICS
+from ..study.spec import Study
+
+#: metrics only a study with a ``system`` section varies (one package: 1, 1, 0, 0)
+LAYOUT_METRICS = ("packages", "nodes", "comm_fabric_s", "comm_network_s")
+SYSTEM_METRICS = METRICS + ["carbon_g_per_token", "carbon_operational_g_per_token", "carbon_embodied_g_per_token",
+                            "embodied_kg", *LAYOUT_METRICS]
+#: column index of each metric
+C = {name: i for i, name in enumerate(SYSTEM_METRICS)}
+
+
+def reported_metrics(study: Study) -> list[str]:
+    """The metric columns results, reports and ``dse evaluate`` show for ``study``: every one of
+    SYSTEM_METRICS but the Monte Carlo ones when the study has no Monte Carlo failures (NaN in every row)
+    and the layout ones when it has no ``system`` section (constant for one package)."""
+    hidden = set()
+    if not study.faults.monte_carlo.samples:
+        hidden.update(MONTE_CARLO_METRICS)
+    if study.system is None:
+        hidden.update(LAYOUT_METRICS)
+    return [m for m in SYSTEM_METRICS if m not in hidden]
