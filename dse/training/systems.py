@@ -1,5 +1,6 @@
 """Systems a model trains on: identical devices in nodes, a scale-up fabric inside a node, a scale-out
-network between nodes. Presets with datasheet sources; a system YAML may give the same fields.
+network between nodes. The presets are dse.system's (dse/system/data/systems.yaml: one source for the
+hardware of a DGX) with the figures of their training software; a system YAML may give the same fields.
 
 The collective model per level is alpha-beta (Thakur, Rabenseifner & Gropp, IJHPCA 2005): a ring over p
 ranks takes 2(p - 1) steps of ``alpha + bytes / (p x bus bandwidth)``; the bus bandwidth is the link's
@@ -18,6 +19,7 @@ import memory
 import noc
 
 from ..errors import StudyError
+from ..system import hardware
 
 
 @dataclass(frozen=True)
@@ -45,24 +47,39 @@ class TrainingSystem:
         return memory.effective_bandwidth_Bps(self.hbm, self.hbm_stacks) * self.chiplet.mem_efficiency
 
 
-#: DGX A100 80GB: 8 A100 SXM 80GB (5 HBM2e stacks, 2,039 GB/s), NVSwitch at NVLink3's 300 GB/s per GPU per
-#: direction, 8 x 200 Gb/s HDR InfiniBand per node (NVIDIA DGX A100 user guide; A100 datasheet).
+#: What a system preset (dse/system/data/systems.yaml: packages per node, fabric, network, NICs, the
+#: reference package) needs besides its hardware to train: the HBM data rate of its reference package and
+#: the fractions its training software reaches.
+#: A100 80GB SXM: 5 HBM2e stacks at 3.186 Gb/s per pin, 2,039 GB/s (A100 datasheet); H100 SXM5 80GB: 5 HBM3
+#: stacks at 5.24 Gb/s, 3,352 GB/s (H100 datasheet).
 #: Efficiencies: 8 x A100 nccl-tests all-reduce busbw 234.9 GB/s at 16 GiB = 0.78 of 300 (S. Bekman,
 #: ml-engineering network/README.md); InfiniBand HDR all-reduce across nodes reaches about 0.9 of line
-#: rate (L). DGX H100: 8 H100 SXM (HBM3, 3,352 GB/s), NVLink4 450 GB/s, 8 x 400 Gb/s NDR (DGX H100 user
-#: guide); ring busbw 370 GB/s = 0.82 of 450 (NVIDIA/nccl issue 1455).
+#: rate (L). 8 x H100 ring busbw 370 GB/s = 0.82 of 450 (NVIDIA/nccl issue 1455).
 #: dgx-a100-80gb also sets the effective GEMM efficiency of Megatron-LM's 2021 training software (fp16,
 #: CUDA 11; the elementwise kernels of training the operator trace leaves out are folded in): 0.609,
 #: fitted to two rows of Narayanan et al.'s Table 1 (39.1 B and 145.6 B parameters); the other eight
 #: rows validate it (tests/test_training.py, docs/training.md).
-PRESETS = {
-    "dgx-a100-80gb": dict(chiplet="a100-like", hbm="hbm2e", hbm_stacks=5, data_rate_gbps=3.186, gpus_per_node=8,
-                          fabric="nvlink3", fabric_efficiency=0.78, network_gbps=200, network_latency_us=5.0,
-                          network_efficiency=0.9, max_efficiency=0.609),
-    "dgx-h100-80gb": dict(chiplet="h100-like", hbm="hbm3", hbm_stacks=5, data_rate_gbps=5.24, gpus_per_node=8,
-                          fabric="nvlink4", fabric_efficiency=0.82, network_gbps=400, network_latency_us=5.0,
-                          network_efficiency=0.9),
+TRAINING_SOFTWARE = {
+    "dgx-a100-80gb": dict(data_rate_gbps=3.186, fabric_efficiency=0.78, network_efficiency=0.9, max_efficiency=0.609),
+    "dgx-h100-80gb": dict(data_rate_gbps=5.24, fabric_efficiency=0.82, network_efficiency=0.9),
 }
+
+
+def _preset(name: str) -> dict:
+    """A training system's keys from the system preset ``name`` and its training software figures; the
+    network's latency is one step of a collective between two nodes (dse.system.hardware.network_level)."""
+    preset = hardware.systems_table()["presets"][name]
+    package = preset["reference_package"]
+    link = hardware.systems_table()["fabrics"][preset["fabric"]]["link"]
+    per_node = int(preset["packages_per_node"])
+    network = hardware.network_level(preset["network"], int(preset["nics_per_node"]), per_node,
+                                     preset["network_topology"], nodes=2)
+    return dict(chiplet=package["chiplet"], hbm=package["memory"], hbm_stacks=int(package["stacks"]),
+                gpus_per_node=per_node, fabric=link, network_gbps=network.bandwidth_Bps * 8e-9,
+                network_latency_us=network.alpha_s * 1e6, **TRAINING_SOFTWARE[name])
+
+
+PRESETS = {name: _preset(name) for name in TRAINING_SOFTWARE}
 #: optional keys: run-time parameters of the device's chiplet under the system's training software
 #: (arch.Chiplet fields in the chiplet YAML's units, e.g. max_efficiency)
 CHIPLET_KEYS = {"max_efficiency", "mem_efficiency", "kernel_overhead_us", "dispatch_us"}
