@@ -11,7 +11,8 @@ import workloads
 
 from ..errors import StudyError
 from ..training import Strategy, check, iteration, load_system
-from ..training.iteration import tokens_to_train_s
+from ..study.schema.carbon import CarbonSpec
+from ..training.footprint import to_train
 from ..training.search import fastest
 from .common import cli
 
@@ -35,17 +36,20 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--sequence-parallel", is_flag=True, help="shard norms and dropout over the tp devices")
 @click.option("--zero", type=int, default=0, show_default=True, help="ZeRO stage 0-3")
 @click.option("--precision", default="bf16", show_default=True, help="bf16 | fp16 | fp8")
-@click.option("--tokens", type=float, help="training tokens: also print the time to train on them")
+@click.option("--tokens", type=float, help="training tokens: also print the time, energy and carbon to train on them")
+@click.option("--grid", default="usa", show_default=True,
+              help="electricity the system runs on: a grid of ACT's table (usa, europe, coal, ...) or g CO2e/kWh")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
 def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave, recompute,
-              sequence_parallel, zero, precision, tokens, search_, as_json):
+              sequence_parallel, zero, precision, tokens, grid, search_, as_json):
     """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
     training iteration of MODEL (a preset or a config.json) on SYSTEM."""
     cfg = workloads.load_model(model)
     system = load_system(system_name)
     if tokens is not None and not 0 < tokens <= MAX_TOKENS:
         raise StudyError(f"must be a number of tokens in (0, {MAX_TOKENS:.0e}]", key="--tokens")
+    carbon = CarbonSpec(grid=_grid(grid))
     if precision not in PRECISIONS:
         raise StudyError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}", key="--precision")
     base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision)
@@ -57,13 +61,13 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
             raise StudyError("give --tp, --pp and --dp, or --search to find them", key=missing[0])
         strategy = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=micro_batch, global_batch=global_batch, seq=seq,
                             interleave=interleave, **base)
-        check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices)
+        check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices, cfg.kv_heads)
         it, tried = iteration(cfg, system, strategy), 1
     out = {"model": cfg.name, "system": system.name, "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
            "dp": strategy.dp, "ep": strategy.ep, "micro_batch": strategy.micro_batch,
            "interleave": strategy.interleave, **it.as_dict(), "strategies_tried": tried}
     if tokens is not None:
-        out["time_to_train_s"] = tokens_to_train_s(it, strategy, tokens)
+        out.update(to_train(it, strategy, system, tokens, carbon))
     if as_json:
         click.echo(json.dumps(out, default=float))
         return
@@ -73,6 +77,25 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
             for part, seconds in value.items():
                 table.add_row(f"  {part}", f"{seconds:.4g} s ({seconds / it.iteration_s:.1%})")
             continue
+        if key == "energy_breakdown":
+            for part, joules in value.items():
+                table.add_row(f"  {part}", f"{joules:.4g} J ({joules / it.energy_j:.1%})")
+            continue
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
         table.add_row(key, text)
     Console().print(table)
+
+
+def _grid(value: str) -> str | float:
+    """A grid name or a number of g CO2e per kWh (0 to 2000), checked here so a bad one names --grid."""
+    from ..system.carbon import grid_g_per_kwh, grid_names
+    try:
+        number = float(value)
+    except ValueError:
+        if value not in grid_names():
+            raise StudyError(f"unknown grid {value!r}; allowed: g CO2e per kWh or one of {', '.join(grid_names())}",
+                             key="--grid") from None
+        return value
+    if not 0 <= number <= 2000:
+        raise StudyError(f"must be 0 to 2000 g CO2e per kWh or a grid name, got {value}", key="--grid")
+    return grid_g_per_kwh(number)

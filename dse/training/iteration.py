@@ -19,6 +19,9 @@ Model (each term's source in its function):
 * Memory: weights, gradients and optimizer state (ZeRO), activations of the micro-batches in flight
   (p of them on the first stage under 1F1B, times 1 + (p - 1)/(p v) interleaved; Korthikanti et al.
   section 4.2.3), and the last stage's logits.
+* Energy (dse.training.energy): the same kernels' compute, SRAM and HBM energy, the bytes each device
+  sends per collective times the energy per byte of the level it crosses, the Adam step's HBM traffic,
+  and the chiplet's static power over the iteration.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import workloads
 from arch.roofline import kernel_times_s
 from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
 
+from .energy import DeviceEnergy, ring_bytes
 from .strategy import Strategy
 from .systems import TrainingSystem
 
@@ -49,13 +53,17 @@ class Iteration:
     mfu: float
     memory_per_device_bytes: float
     fits: bool
+    energy_j: float = 0.0             # of the whole system, per iteration
+    power_per_device_w: float = 0.0   # average over the iteration
     breakdown: dict = field(default_factory=dict)
+    energy_breakdown: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"iteration_s": self.iteration_s, "tokens_per_s": self.tokens_per_s,
                 "model_tflops_per_device": self.model_tflops_per_device, "mfu": self.mfu,
                 "memory_per_device_bytes": self.memory_per_device_bytes, "fits": self.fits,
-                "breakdown": self.breakdown}
+                "energy_per_iteration_j": self.energy_j, "power_per_device_w": self.power_per_device_w,
+                "breakdown": self.breakdown, "energy_breakdown": self.energy_breakdown}
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class LayerCosts:
     dense_params: float               # parameters of the whole model outside routed experts
     expert_params: float
     forward_flops: float              # of one micro-batch, every tp shard
+    layer_fwd_j: float = 0.0          # compute, SRAM and HBM energy of the same kernels
+    attention_core_fwd_j: float = 0.0
+    ends_fwd_j: float = 0.0
 
     def params_per_device(self, s: Strategy) -> float:
         """Dense parameters split over tp x pp devices, routed experts over ep x pp."""
@@ -91,17 +102,21 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     in_layer = ops["layer"].to_numpy() >= 0
     expert = ops["expert"].to_numpy() >= 0
     share = np.where(expert, 1.0 / s.ep, 1.0)          # routed experts spread over the ep ranks
-    weighted = kt * prob * share
-    total_layers = cfg.layers
-    layer = float((weighted * layers)[in_layer].sum()) / total_layers
-    core = float((weighted * layers)[in_layer & ops["name"].isin(ATTENTION_CORE).to_numpy()].sum()) / total_layers
-    experts = float((weighted * layers)[in_layer & expert].sum()) / total_layers
-    ends = float(weighted[~in_layer].sum())
+    weight = prob * share
+    per_layer = weight * layers / cfg.layers
+    core_ops = in_layer & ops["name"].isin(ATTENTION_CORE).to_numpy()
+    kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
-    return LayerCosts(layer_fwd_s=layer, attention_core_fwd_s=core, ends_fwd_s=ends, experts_fwd_s=experts,
+    return LayerCosts(layer_fwd_s=float((kt * per_layer)[in_layer].sum()),
+                      attention_core_fwd_s=float((kt * per_layer)[core_ops].sum()),
+                      ends_fwd_s=float((kt * weight)[~in_layer].sum()),
+                      experts_fwd_s=float((kt * per_layer)[in_layer & expert].sum()),
                       dense_params=params - expert_params, expert_params=expert_params,
-                      forward_flops=float(wl.summary["flops_per_step"]))
+                      forward_flops=float(wl.summary["flops_per_step"]),
+                      layer_fwd_j=float((kj * per_layer)[in_layer].sum()),
+                      attention_core_fwd_j=float((kj * per_layer)[core_ops].sum()),
+                      ends_fwd_j=float((kj * weight)[~in_layer].sum()))
 
 
 def ring_s(ranks: int, bytes_: float, alpha_s: float, bus_Bps: float) -> float:
@@ -126,12 +141,15 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     act = s.micro_batch * s.seq * h * abytes
     tp_alpha, tp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.tp <= node
                         else (system.network_latency_s, net_bus))
+    energy = DeviceEnergy(system)
     tp_collective = ring_s(s.tp, act, tp_alpha, tp_bus)
     recompute_fwd = {"none": 0.0, "selective": c.attention_core_fwd_s, "full": c.layer_fwd_s}[s.recompute]
     recompute_comm = 2.0 if s.recompute == "full" else 0.0
-    a2a = 0.0
+    recompute_fwd_j = {"none": 0.0, "selective": c.attention_core_fwd_j, "full": c.layer_fwd_j}[s.recompute]
+    a2a = a2a_bytes = 0.0
     if s.ep > 1:      # dispatch and combine all-to-all of the routed tokens' activations, each way
-        a2a = 2.0 * (s.ep - 1) / s.ep * act * cfg.top_k / fabric_bus + 2.0 * system.fabric.sync_latency_s
+        a2a_bytes = 2.0 * (s.ep - 1) / s.ep * act * cfg.top_k
+        a2a = a2a_bytes / fabric_bus + 2.0 * system.fabric.sync_latency_s
     layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
     layer_bwd = 2.0 * c.layer_fwd_s + recompute_fwd + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
     stage_layers = L / s.pp
@@ -172,13 +190,23 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     flops, flops_no_recompute = _flops(cfg, s, c)
     tflops = flops / total / s.devices / 1e12
     mfu = flops_no_recompute / total / s.devices / system.chiplet.peak_flops(s.precision)
+    tp_count = m * stage_layers * (4.0 + recompute_comm)
+    energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + recompute_fwd_j) + 3.0 * c.ends_fwd_j))
+    energy.send("tp_communication_j", tp_count * ring_bytes(s.tp, act), inter_node=s.tp > node)
+    energy.send("ep_communication_j", m * stage_layers * 3.0 * a2a_bytes, inter_node=False)
+    energy.send("pp_communication_j", m * 2.0 * v * p2p_bytes if s.pp > 1 else 0.0, inter_node=inter_node)
+    energy.send("dp_communication_j", ring_bytes(s.dp, params * abytes), inter_node=s.dp > dp_ranks_in_node)
+    energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
+    energy.static(total)
     breakdown = {"compute_s": m * stage_layers * (3.0 * c.layer_fwd_s + recompute_fwd) + m * ends,
                  "tp_communication_s": m * stage_layers * (4.0 + recompute_comm) * tp_collective,
                  "ep_communication_s": m * stage_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
     return Iteration(iteration_s=total, tokens_per_s=tokens / total, model_tflops_per_device=tflops, mfu=mfu,
-                     memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes), breakdown=breakdown)
+                     memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes),
+                     energy_j=energy.total_j * s.devices, power_per_device_w=energy.total_j / total,
+                     breakdown=breakdown, energy_breakdown=energy.parts_j(s.devices))
 
 
 def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[float, float]:
@@ -191,8 +219,3 @@ def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[floa
         return model_flops(*args, recompute=full), model_flops(*args, recompute=False)
     per_batch = c.forward_flops * s.global_batch / s.micro_batch      # the trace holds every tp shard
     return per_batch * (4.0 if full else 3.0), per_batch * 3.0
-
-
-def tokens_to_train_s(it: Iteration, strategy: Strategy, tokens: float) -> float:
-    """Seconds to train on ``tokens`` tokens at this iteration's rate."""
-    return math.ceil(tokens / (strategy.global_batch * strategy.seq)) * it.iteration_s

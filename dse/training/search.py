@@ -22,10 +22,10 @@ def candidates(cfg: workloads.ModelConfig, devices: int, global_batch: int, seq:
     """Every valid strategy for ``devices`` (``base`` holds the fixed choices: recompute, zero, ...)."""
     ep = base.get("ep", 1)
     check(Strategy(tp=1, pp=1, dp=ep, micro_batch=1, global_batch=ep, seq=seq, **base),
-          cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, None)       # the fixed choices themselves
+          cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, None, cfg.kv_heads)       # the fixed choices themselves
     out = []
     for tp in divisors(devices):
-        if cfg.heads % tp or cfg.ffn_width % tp or tp > 64:
+        if cfg.heads % tp or cfg.kv_heads % tp or cfg.ffn_width % tp or tp > 64:
             continue
         for pp in divisors(devices // tp):
             if cfg.layers % pp:
@@ -39,7 +39,7 @@ def candidates(cfg: workloads.ModelConfig, devices: int, global_batch: int, seq:
                     s = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=global_batch, seq=seq,
                                  interleave=v, **base)
                     try:
-                        check(s, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices)
+                        check(s, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices, cfg.kv_heads)
                     except StudyError:
                         continue
                     out.append(s)

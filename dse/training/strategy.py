@@ -46,7 +46,8 @@ def _divisors(n: int) -> str:
     return ", ".join(map(str, found[:12])) + (" ..." if len(found) > 12 else "")
 
 
-def check(s: Strategy, layers: int, heads: int, ffn_width: int, experts: int, devices: int | None) -> None:
+def check(s: Strategy, layers: int, heads: int, ffn_width: int, experts: int, devices: int | None,
+          kv_heads: int | None = None) -> None:
     """A `StudyError` naming the flag when the strategy cannot run (see module docstring)."""
     for flag, value in (("--tp", s.tp), ("--pp", s.pp), ("--dp", s.dp), ("--ep", s.ep),
                         ("--micro-batch", s.micro_batch), ("--global-batch", s.global_batch), ("--seq", s.seq),
@@ -59,6 +60,9 @@ def check(s: Strategy, layers: int, heads: int, ffn_width: int, experts: int, de
         raise StudyError(f"must be 0, 1, 2 or 3, got {s.zero}", key="--zero")
     if heads % s.tp:
         raise StudyError(f"must divide the model's {heads} attention heads; allowed: {_divisors(heads)}", key="--tp")
+    if kv_heads and kv_heads % s.tp:
+        raise StudyError(f"must divide the model's {kv_heads} key-value heads (grouped-query attention); allowed: "
+                         f"{_divisors(kv_heads)}", key="--tp")
     if ffn_width % s.tp:
         raise StudyError(f"must divide the model's FFN width {ffn_width}; allowed: {_divisors(ffn_width)}", key="--tp")
     if layers % s.pp:

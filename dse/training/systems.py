@@ -36,6 +36,7 @@ class TrainingSystem:
     network_Bps: float                # scale-out bandwidth per device per direction (one NIC per GPU)
     network_latency_s: float          # alpha of one step of a collective between nodes
     network_efficiency: float
+    network_energy_j_per_byte: float  # NICs, cables and switches a byte crosses between two nodes
 
     @property
     def memory_bytes(self) -> float:
@@ -76,7 +77,8 @@ def _preset(name: str) -> dict:
                                      preset["network_topology"], nodes=2)
     return dict(chiplet=package["chiplet"], hbm=package["memory"], hbm_stacks=int(package["stacks"]),
                 gpus_per_node=per_node, fabric=link, network_gbps=network.bandwidth_Bps * 8e-9,
-                network_latency_us=network.alpha_s * 1e6, **TRAINING_SOFTWARE[name])
+                network_latency_us=network.alpha_s * 1e6,
+                network_energy_pj_per_bit=network.energy_j_per_byte / 8e-12, **TRAINING_SOFTWARE[name])
 
 
 PRESETS = {name: _preset(name) for name in TRAINING_SOFTWARE}
@@ -116,7 +118,8 @@ def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
     missing = sorted(KEYS - CHIPLET_KEYS - set(spec))
     if missing:
         raise StudyError(f"system {name!r} needs {', '.join(missing)}", key=flag)
-    for key in ("data_rate_gbps", "network_gbps", "network_latency_us", "fabric_efficiency", "network_efficiency"):
+    for key in ("data_rate_gbps", "network_gbps", "network_latency_us", "fabric_efficiency", "network_efficiency",
+                "network_energy_pj_per_bit"):
         value = spec[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise StudyError(f"system {name!r}: {key} must be a positive number, got {value!r}", key=flag)
@@ -138,4 +141,5 @@ def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
                           fabric_efficiency=float(spec["fabric_efficiency"]),
                           network_Bps=spec["network_gbps"] * 1e9 / 8.0,
                           network_latency_s=spec["network_latency_us"] * 1e-6,
-                          network_efficiency=float(spec["network_efficiency"]))
+                          network_efficiency=float(spec["network_efficiency"]),
+                          network_energy_j_per_byte=spec["network_energy_pj_per_bit"] * 8e-12)
