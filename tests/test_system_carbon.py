@@ -94,3 +94,12 @@ def test_embodied_carbon_of_a_package_counts_dies_memory_and_packaging(tiny_path
         channel = t.ddr.capacity_bytes
         grams += design.ddr_channels * (channel / 1e9 * 65 / 0.875 + 150 * channel / 2e9)
         assert kg == pytest.approx(grams / 1000, rel=1e-9)
+
+
+@pytest.mark.parametrize("grid", [float("inf"), float("nan"), -1, 5000, [1], True])
+def test_bad_grid_values_are_one_line_errors_naming_the_key(grid, tiny_dict, tmp_path, dse_cli):
+    import yaml
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({**tiny_dict, "carbon": {"grid": grid}}))
+    code, out, err = dse_cli("validate", path)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "carbon.grid" in err, err

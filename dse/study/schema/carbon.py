@@ -18,11 +18,13 @@ from .common import StrictModel
 
 
 def _grid(value):
-    if isinstance(value, bool):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("a grid is a name (usa, taiwan, coal, ...) or g CO2e per kWh")
-    if isinstance(value, (int, float)) and not 0 <= value <= 2000:
-        raise ValueError(f"a grid intensity is 0 to 2000 g CO2e per kWh, got {value}")
-    return value
+    if not 0 <= value <= 2000:          # also refuses NaN and infinities
+        raise ValueError("a grid intensity is 0 to 2000 g CO2e per kWh")
+    return float(value)
 
 
 class CarbonSpec(StrictModel):
@@ -32,4 +34,4 @@ class CarbonSpec(StrictModel):
     lifetime_years: float = Field(6.0, gt=0, le=30)
     utilisation: float = Field(0.85, gt=0, le=1)
 
-    _grids = field_validator("grid", "fab_grid")(_grid)
+    _grids = field_validator("grid", "fab_grid", mode="before")(_grid)
