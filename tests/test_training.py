@@ -183,3 +183,10 @@ def test_llama_2_gpu_hours_within_10_percent(dse_cli, model, measured_gpu_hours)
     assert result["carbon_to_train_kg"] == pytest.approx(result["carbon_operational_kg"]
                                                          + result["carbon_embodied_kg"])
     assert result["energy_to_train_j"] > 0 and result["carbon_embodied_kg"] > 0
+
+
+@pytest.mark.parametrize("devices", ["0", "100000000"])
+def test_devices_out_of_range_name_the_flag(dse_cli, devices):
+    code, out, err = dse_cli("train", "llama-2-7b", "--system", "dgx-a100-80gb", "--devices", devices, "--search",
+                             "--global-batch", "64", "--seq", "2048")
+    assert code == 2 and "--devices" in err and len(err.strip().splitlines()) == 1

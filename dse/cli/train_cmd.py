@@ -17,6 +17,7 @@ from ..training.search import fastest
 from .common import cli
 
 MAX_TOKENS = 1e16
+MAX_DEVICES = 131_072        # above the largest GPU clusters built (about 100,000 GPUs); keeps --search's divisor scan short
 PRECISIONS = ("bf16", "fp16", "fp8")
 
 
@@ -47,6 +48,8 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
     training iteration of MODEL (a preset or a config.json) on SYSTEM."""
     cfg = workloads.load_model(model)
     system = load_system(system_name)
+    if not 1 <= devices <= MAX_DEVICES:
+        raise StudyError(f"must be a whole number from 1 to {MAX_DEVICES:,}, got {devices}", key="--devices")
     if tokens is not None and not 0 < tokens <= MAX_TOKENS:
         raise StudyError(f"must be a number of tokens in (0, {MAX_TOKENS:.0e}]", key="--tokens")
     carbon = CarbonSpec(grid=_grid(grid))
