@@ -19,6 +19,7 @@ from .study.space import Design
 from .study.spec import Study, load_study
 from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
+from . import training  # noqa: F401  (registers workload.phase: train with prepare)
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

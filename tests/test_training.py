@@ -96,7 +96,7 @@ def test_small_step_equals_hand_roofline():
     system = load_system("dgx-a100-80gb")
     cfg = gpt(768, 4, 12)
     s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16")
-    wl = workloads.extract_transformer(cfg, phase="prefill", batch=2, context=512, precision="bf16",
+    wl = workloads.extract_transformer(cfg, phase="train", batch=2, context=512, precision="bf16",
                                        routing={"distribution": "uniform"})
     ch = system.chiplet
     costs = arch.op_costs(wl.ops, [ch], "bf16")
@@ -155,7 +155,7 @@ def test_small_step_energy_equals_hand_sum():
     system = load_system("dgx-a100-80gb")
     cfg = gpt(768, 4, 12)
     s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16")
-    wl = workloads.extract_transformer(cfg, phase="prefill", batch=2, context=512, precision="bf16",
+    wl = workloads.extract_transformer(cfg, phase="train", batch=2, context=512, precision="bf16",
                                        routing={"distribution": "uniform"})
     costs = arch.op_costs(wl.ops, [system.chiplet], "bf16")
     kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte

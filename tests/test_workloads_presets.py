@@ -170,8 +170,8 @@ def test_config_errors_name_the_key(tmp_path):
     bad.write_text(json.dumps(cfg))
     with pytest.raises(workloads.WorkloadError, match="missing key 'kv_lora_rank'"):
         workloads.load_model(str(bad))
-    with pytest.raises(workloads.WorkloadError, match="unknown phase 'train'"):
-        workloads.extract("gpt2", phase="train")
+    with pytest.raises(workloads.WorkloadError, match="unknown phase 'serve'"):
+        workloads.extract("gpt2", phase="serve")
     with pytest.raises(workloads.WorkloadError, match="unknown model 'nope'"):
         workloads.extract("nope")
     with pytest.raises(workloads.WorkloadError, match="unknown precision 'fp64'"):

@@ -43,6 +43,8 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
                      seed: int = 0, max_scenarios: int = 64, kv_precision: str | None = None) -> Workload:
     """One step of an ensemble of expert models as a `Workload` (see the module docs and `ensemble_spec`)."""
     check_step(phase, batch, context)
+    if phase == "train":
+        raise _error("an ensemble's members train separately: extract each member's model with phase 'train'")
     if int(batch) != batch:
         raise _error(f"batch must be a whole number of requests, got {batch}")
     if max_scenarios < 1:

@@ -1,4 +1,6 @@
-"""Operator trace of a decoder-only transformer (dense or MoE) for one prefill or decode step.
+"""Operator trace of a decoder-only transformer (dense or MoE) for one prefill or decode step, or the
+forward pass of a training step (``train``: a prefill that keeps no KV cache and computes the logits of
+every position, as next-token training does).
 
 Per layer, with T tokens in the step (prefill: batch x prompt, decode: batch), q queries and L keys per
 sequence (operator list of shared/reference/workloads.md):
@@ -44,7 +46,7 @@ from .precision import bytes_per_element
 from .routing import Router, touch_probability
 from .workload import AFFINITY_COLUMNS, Workload
 
-PHASES = ("prefill", "decode")
+PHASES = ("prefill", "decode", "train")
 RMSNORM_FLOPS_PER_ELEMENT = 4      # square, sum, scale, multiply by weight
 LAYERNORM_FLOPS_PER_ELEMENT = 8    # mean, subtract, square, sum, scale, multiply, add bias
 SOFTMAX_FLOPS_PER_ELEMENT = 5      # max, subtract, exp, sum, divide
@@ -113,7 +115,7 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     wbytes = bytes_per_element(precision)
     abytes = max(wbytes, 1.0)
     b = Builder(wbytes, abytes, shards=tp)
-    q_len = (context if phase == "prefill" else 1) if q_len is None else q_len
+    q_len = (context if phase != "decode" else 1) if q_len is None else q_len
     if not 1 <= q_len <= context:
         raise WorkloadError(f"a step computes 1..context positions per sequence, got {q_len} of {context}")
     h = cfg.hidden
@@ -124,6 +126,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     norm_flops = LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT
     norm_w = 2 * h if cfg.layernorm else h
     kvbytes = max(bytes_per_element(kv_precision), 1.0) if kv_precision else abytes
+    if phase == "train":            # keys and values are activations of the step, not a cache
+        kvbytes = 0.0
     kv_per_token_layer = cfg.kv_elements_per_token_layer * kvbytes
     moe_layer_ids = [i for i, m in enumerate(cfg.moe_layers) if m]
     router = Router(routing, cfg.experts, cfg.top_k, moe_layer_ids, seed) if cfg.is_moe else None
@@ -217,18 +221,19 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
             b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
         prev, prev_bytes = list(ffn_units), ffn_units
 
-    # ---- final norm and LM head (last position of each sequence) ----
+    # ---- final norm and LM head (last position of each sequence; every position in training) ----
     s = new_stage("lm_head" if lm_head else "final_norm", 1)
     head = "lm_head" if lm_head else "final_norm"
-    hn = b.unit(head, "lm_head", s, 1, sharded=lm_head, tokens=batch)
-    out_rows = batch if lm_head else T
+    logit_rows = T if phase == "train" else batch
+    hn = b.unit(head, "lm_head", s, 1, sharded=lm_head, tokens=logit_rows)
+    out_rows = logit_rows if lm_head else T
     b.vector(hn, "final_norm", out_rows * h, norm_flops, 1, weight_elements=norm_w, tokens=out_rows,
              split=False)
     if lm_head:
         # tied: the head reads the embedding table (stored with the embedding, counted once) and needs its
         # own copy where it runs; a model fed hidden states has no table of its own, so the head holds it
         own_table = not cfg.tied_embeddings or bool(input_width)
-        b.gemm(hn, "lm_head", batch, h, -(-cfg.vocab // tp), 1, tokens=batch, params=own_table)
+        b.gemm(hn, "lm_head", logit_rows, h, -(-cfg.vocab // tp), 1, tokens=logit_rows, params=own_table)
         if not own_table:
             for n in hn:
                 b.graph.nodes[n]["weight_bytes"] += cfg.vocab * h * wbytes / tp
@@ -301,7 +306,7 @@ def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
     b.gemm(an, "kv_a_proj", T, h, lora + rope, count, tokens=T, kv_write=T * cache, split=False)
     b.vector(an, "kv_a_norm", T * lora, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=lora, tokens=T)
     b.vector(an, "rope", T * (H + 1) * rope, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
-    if phase == "prefill":
+    if phase != "decode":
         b.gemm(an, "kv_b_proj", T, lora, H * (nope + vd), count, tokens=T)
         b.gemm(an, "attn_score", q_len, qk, kv_len, count, batch=batch * H, weights=False, tokens=T,
                useful=useful)

@@ -29,7 +29,8 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     prepared = prepare(study)
     prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
-    metrics = ev.evaluate_designs([design]).iloc[0][reported_metrics(study)]
+    metrics = ev.evaluate_designs([design]).iloc[0]
+    metrics = metrics[reported_metrics(study, metrics.index)]
     package = prepared.for_design(design).evaluator     # a system's chiplets: those of its first package
     step = float(metrics["latency_s"]) if not design.system else \
         float(package.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])

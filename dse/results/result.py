@@ -117,7 +117,7 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     ids = [f"d{i:05d}" for i in range(len(X))]
     G = constraint_matrix(metrics, study)
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
-                       design_columns(designs, kind_names), metrics.reset_index(drop=True)[reported_metrics(study)]],
+                       design_columns(designs, kind_names), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
                       axis=1)
     table["feasible"] = (G <= 0).all(axis=1)
     table["pareto"] = False

@@ -43,4 +43,5 @@ def evaluate(design: Design, study: Study, changes: dict | None = None, prepared
         prepared = None
     p = prepared or prepare(study)
     p.check_design(design, in_space=False)       # a changed design may leave the study's ranges
-    return p.evaluator.evaluate_designs([design], with_faults=with_faults).iloc[0][reported_metrics(study)]
+    metrics = p.evaluator.evaluate_designs([design], with_faults=with_faults).iloc[0]
+    return metrics[reported_metrics(study, metrics.index)]

@@ -26,6 +26,7 @@ from .schema import (
     MappingSpec,
     SearchSpec,
     SystemSpec,
+    TrainingSpec,
     WorkloadSpec,
 )
 from .schema import limits
@@ -45,6 +46,7 @@ class Study(StrictModel):
     constraints: ConstraintsSpec = ConstraintsSpec()
     faults: FaultsSpec = FaultsSpec()
     system: SystemSpec | None = None        # several packages in nodes (dse.system); None: one package
+    training: TrainingSpec | None = None    # workload.phase: train (dse.training.package)
     carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
 
@@ -67,7 +69,21 @@ class Study(StrictModel):
         except ValidationError as exc:
             raise _to_study_error(exc, source) from None
         study._check_references(source)
+        study._check_training(source)
         return study
+
+    def _check_training(self, source: str | None) -> None:
+        """``workload.phase: train`` and the ``training`` section come together; one model trains."""
+        training = self.workload.phase == "train"
+        if training and self.training is None:
+            raise StudyError("a training study needs a training section (training: {global_batch: B, ...})",
+                             key="training", source=source)
+        if self.training is not None and not training:
+            raise StudyError(f"the training section needs workload.phase: train (got {self.workload.phase})",
+                             key="workload.phase", source=source)
+        if training and self.workload.ensemble is not None:
+            raise StudyError("an ensemble's members train separately: give each member's model as workload.model "
+                             "in a training study of its own", key="workload.ensemble", source=source)
 
     def _check_references(self, source: str | None) -> None:
         """Checks that need the other packages: every model the workload names exists and parses."""

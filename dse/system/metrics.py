@@ -12,13 +12,14 @@ SYSTEM_METRICS = METRICS + ["carbon_g_per_token", "carbon_operational_g_per_toke
 C = {name: i for i, name in enumerate(SYSTEM_METRICS)}
 
 
-def reported_metrics(study: Study) -> list[str]:
-    """The metric columns results, reports and ``dse evaluate`` show for ``study``: every one of
-    SYSTEM_METRICS but the Monte Carlo ones when the study has no Monte Carlo failures (NaN in every row)
-    and the layout ones when it has no ``system`` section (constant for one package)."""
+def reported_metrics(study: Study, names=None) -> list[str]:
+    """The metric columns results, reports and ``dse evaluate`` show for ``study``: every one of ``names``
+    (the evaluator's columns; default SYSTEM_METRICS) but the Monte Carlo ones when the study has no
+    Monte Carlo failures (NaN in every row) and the layout ones when it has no ``system`` section
+    (constant for one package)."""
     hidden = set()
     if not study.faults.monte_carlo.samples:
         hidden.update(MONTE_CARLO_METRICS)
     if study.system is None:
         hidden.update(LAYOUT_METRICS)
-    return [m for m in SYSTEM_METRICS if m not in hidden]
+    return [m for m in (SYSTEM_METRICS if names is None else list(names)) if m not in hidden]

@@ -1,10 +1,15 @@
 """A study made ready to evaluate, systems of packages and carbon included: `prepare` wraps the package
 evaluator of dse.model.prepare in a `SystemEvaluator` (one package: its metrics plus carbon; a ``system``
 section: every layout's packages, dse.system.packages). Every layer above (search, results, exports,
-cli) prepares studies here."""
+cli) prepares studies here.
+
+A phase of its own (``workload.phase: train``) is prepared by the layer that models it: that layer
+registers its preparer in `PHASES` when it is imported (dse/__init__.py imports it), so imports keep
+running down the layers while `prepare` serves every phase."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -21,8 +26,19 @@ from .packages import PackageBank
 from .slices import stage_layers
 
 
+#: workload phase -> its preparer (study -> Prepared), registered by the layer that models the phase
+PHASES: dict[str, Callable[[Study], Prepared]] = {}
+
+
 def prepare(study: Study) -> Prepared:
-    """Tables, design space and a `SystemEvaluator` for ``study`` (see module docstring)."""
+    """Tables, design space and evaluator for ``study``: its phase's preparer (`PHASES`) or `prepare_step`."""
+    if study.workload.phase in PHASES:
+        return PHASES[study.workload.phase](study)
+    return prepare_step(study)
+
+
+def prepare_step(study: Study) -> Prepared:
+    """Tables, design space and a `SystemEvaluator` of one step of ``study`` (see module docstring)."""
     p = prepare_package(study)
     factors = CarbonFactors.from_spec(study.carbon)
     embodied = [PackageEmbodied(v.tables, factors) for v in (p.variants or [p])]

@@ -88,7 +88,7 @@ class LayerCosts:
 
 def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy) -> LayerCosts:
     """Forward kernel times of one micro-batch on one device (module docstring)."""
-    wl = workloads.extract_transformer(cfg, phase="prefill", batch=s.micro_batch, context=s.seq,
+    wl = workloads.extract_transformer(cfg, phase="train", batch=s.micro_batch, context=s.seq,
                                        precision=s.precision, tp=s.tp, routing={"distribution": "uniform"})
     ops = wl.ops
     mine = ops["unit"].map(lambda u: not u.rpartition(".tp")[1] or u.endswith(".tp0")).to_numpy(bool)

@@ -57,11 +57,11 @@ class TrainingSystem:
 #: ml-engineering network/README.md); InfiniBand HDR all-reduce across nodes reaches about 0.9 of line
 #: rate (L). 8 x H100 ring busbw 370 GB/s = 0.82 of 450 (NVIDIA/nccl issue 1455).
 #: dgx-a100-80gb also sets the effective GEMM efficiency of Megatron-LM's 2021 training software (fp16,
-#: CUDA 11; the elementwise kernels of training the operator trace leaves out are folded in): 0.609,
+#: CUDA 11; the elementwise kernels of training the operator trace leaves out are folded in): 0.622,
 #: fitted to two rows of Narayanan et al.'s Table 1 (39.1 B and 145.6 B parameters); the other eight
 #: rows validate it (tests/test_training.py, docs/training.md).
 TRAINING_SOFTWARE = {
-    "dgx-a100-80gb": dict(data_rate_gbps=3.186, fabric_efficiency=0.78, network_efficiency=0.9, max_efficiency=0.609),
+    "dgx-a100-80gb": dict(data_rate_gbps=3.186, fabric_efficiency=0.78, network_efficiency=0.9, max_efficiency=0.622),
     "dgx-h100-80gb": dict(data_rate_gbps=5.24, fabric_efficiency=0.82, network_efficiency=0.9),
 }
 

@@ -6,9 +6,10 @@ from .hardware import ChipletSpec, HardwareSpec, LinkSpec, MemoryEntry, MeshSpec
 from .mapping import MAPPINGS, MappingSpec
 from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
 from .system import MAX_PACKAGES, ParallelSpec, SystemSpec
+from .training import TrainingSpec
 from .workload import RoutingSpec, WorkloadSpec
 
-__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec",
+__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec", "TrainingSpec",
            "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
            "MeshSpec", "PackageSpec", "MAPPINGS", "MappingSpec", "ALGORITHMS", "OBJECTIVES", "ConstraintsSpec",
            "SearchSpec", "RoutingSpec", "WorkloadSpec"]

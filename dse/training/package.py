@@ -1,0 +1,236 @@
+"""Training on the study's own designs (``workload.phase: train``): `dse run` searches packages, systems
+of packages and their parallel layouts for training with the same objectives as inference.
+
+Each design is costed by the system evaluator (dse.system) on one *forward* micro-batch (``workload.batch``
+sequences of ``workload.context`` tokens, every position's logits: the workloads' ``train`` phase), then
+composed into a training iteration
+with the formulas of dse.training.iteration (sources there):
+
+* a pipeline stage's forward time ``t`` is the period of the system's forward pipeline (its slowest
+  stage with its expert all-to-alls and hand-offs: tokens per micro-batch x replicas / throughput);
+  backward costs 2t, recomputation adds t (full) or the attention core's FLOP share of t (selective);
+* 1F1B over P stages with m = global_batch / (batch x replicas) micro-batches per replica:
+  ``(m + P - 1) (3 + r) t``; the replicas are the data-parallel ranks: a ring all-reduce of each
+  package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
+  the network otherwise (dse.system.collectives); then Adam streams 28 bytes per parameter (fp32 master,
+  moments; over the replicas with ZeRO >= 1) through the package's HBM;
+* memory per package: parameters (dense over P, routed experts over P x E) at ZeRO's bytes per
+  parameter, activations of the micro-batches in flight (Korthikanti et al.) and the last stage's fp32
+  logits, against the package's HBM and DDR (``capacity_short_bytes``: the search's memory constraint);
+* energy: the forward's dynamic energy per token x (3 + r) for every token of the iteration, static
+  power over the iteration, gradient bytes x the level's energy per byte, Adam's HBM bytes;
+* MFU: Megatron-LM's model FLOPs (GPT models' closed form, otherwise 3 x the trace's forward FLOPs)
+  over iteration time x packages x the package's peak FLOP/s.
+
+The objectives keep their names with training's meaning: ``latency`` is the iteration time,
+``throughput`` training tokens/s, ``energy`` J and ``carbon`` g CO2e per training token. Tensor
+parallelism across packages is not searched: a package's chiplets already split each layer by the
+study's mapping. Fault tolerance stays the forward pipeline's (the throughput a package failure keeps).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+import memory
+import workloads
+from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
+
+from ..model.prepare import Prepared
+from ..study.space import SYSTEM_AXES
+from ..study.spec import Study
+from ..system.collectives import ring_allreduce_s
+from ..system.layout import Layout
+from ..system.metrics import SYSTEM_METRICS, C
+from ..system.prepare import PHASES
+from ..system.prepare import prepare_step
+from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE
+
+#: columns a training study adds to the system's (units in the names)
+TRAINING_METRICS = ["iteration_s", "mfu", "memory_per_device_bytes", "bubble_s", "dp_communication_s",
+                    "optimizer_s", "time_to_train_s", "energy_to_train_j", "carbon_to_train_kg"]
+METRICS = SYSTEM_METRICS + TRAINING_METRICS
+BUDGET = ("time_to_train_s", "energy_to_train_j", "carbon_to_train_kg")
+T = {name: i for i, name in enumerate(METRICS)}
+GRADIENT_BYTES = 2.0            # 16-bit gradients (mixed precision, Micikevicius et al. 2018)
+LOGIT_BYTES = 4.0               # fp32 logits of the last stage
+
+
+def prepare_training(study: Study) -> Prepared:
+    """The study's designs made ready to cost as training devices (module docstring): the system
+    evaluator of the forward pass (workloads' ``train`` phase: every position's logits, no KV cache)."""
+    p = prepare_step(study)
+    return dataclasses.replace(p, evaluator=TrainingEvaluator(p.evaluator, study, p.tables))
+
+
+PHASES["train"] = prepare_training
+
+
+class TrainingEvaluator:
+    """The evaluator interface over training iterations of the system evaluator's designs."""
+
+    def __init__(self, system, study: Study, tables):
+        self.system, self.study, self.tables_ = system, study, tables
+        w, t = study.workload, study.training
+        cfg = workloads.load_model(w.model)
+        self.cfg, self.batch, self.seq, self.global_batch = cfg, w.batch, w.context, t.global_batch
+        self.recompute_share = {"none": 0.0, "full": 1.0, "selective": _attention_core_share(tables)}[t.recompute]
+        self.element_bytes = workloads.bytes_per_element(w.precision)
+        wl = tables.workload          # parameters counted once (a tied LM head shares the embedding's)
+        self.expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
+        self.dense_params = float(wl.summary["total_params"]) - self.expert_params
+        self.kind_peak_flops = np.array([c.peak_flops(w.precision) for c in study.hardware.library()])
+        tokens = self.global_batch * self.seq
+        if cfg.model_type == "gpt2" and not cfg.experts:
+            self.flops_per_iteration = model_flops(self.global_batch, self.seq, cfg.layers, cfg.hidden, cfg.vocab)
+        else:
+            self.flops_per_iteration = 3.0 * tables.workload.summary["flops_per_step"] * tokens / (
+                self.batch * self.seq)
+
+    def __getattr__(self, name: str):
+        system = self.__dict__.get("system")
+        if system is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(system, name)
+
+    @property
+    def metric_names(self) -> list[str]:
+        """METRICS, but those of the token budget only when the study gives one."""
+        return METRICS if self.study.training.tokens is not None else [m for m in METRICS if m not in BUDGET]
+
+    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
+        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)[self.metric_names]
+
+    def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.system.space.n_var)
+        forward = self.system.metrics_array(X, with_faults)
+        rows, cols, kind, stacks, ddr, *_ = self.system.decode(X)
+        return self._train(forward, self.system.layouts_of(X), rows * cols, kind, stacks, ddr)
+
+    def evaluate_designs(self, designs, with_faults: bool = True) -> pd.DataFrame:
+        forward = self.system.evaluate_designs(designs, with_faults).to_numpy()
+        n, kind, stacks, ddr, _ = self.system._package_arrays(designs)
+        layouts = [self._layout(d) for d in designs]
+        return pd.DataFrame(self._train(forward, layouts, n, kind, stacks, ddr), columns=METRICS)[self.metric_names]
+
+    def _layout(self, design) -> Layout:
+        return Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+
+    # --- the iteration ---------------------------------------------------------------------------------
+    def _train(self, forward: np.ndarray, layouts, n, kind, stacks, ddr) -> np.ndarray:
+        out = np.zeros((len(forward), len(METRICS)))
+        out[:, : len(SYSTEM_METRICS)] = forward
+        present = np.arange(kind.shape[1])[None, :] < np.asarray(n)[:, None]
+        peak = np.where(present, self.kind_peak_flops[kind], 0.0).sum(axis=1)
+        hbm_stacks = np.where(present, stacks, 0).sum(axis=1)
+        t = self.tables_
+        capacity = hbm_stacks * (t.hbm.capacity_bytes if t.hbm else 0.0) + np.asarray(ddr) * (
+            t.ddr.capacity_bytes if t.ddr else 0.0)
+        bandwidth = np.array([_bandwidth_Bps(t, s, d) for s, d in zip(hbm_stacks, ddr)])
+        for i, layout in enumerate(layouts):
+            out[i] = self._one(out[i], layout, peak[i], capacity[i], bandwidth[i])
+        return out
+
+    def _one(self, row: np.ndarray, layout, peak_flops: float, capacity: float, hbm_Bps: float) -> np.ndarray:
+        P, E, R = layout.pipeline, layout.experts, layout.replicas
+        packages = P * E * R
+        tokens_per_micro = self.batch * self.seq
+        micro = self.global_batch / (self.batch * R)
+        if micro < 1 or micro != int(micro) or row[C["throughput_tok_s"]] <= 0:
+            return _infeasible(row, micro)
+        m = int(micro)
+        stage_s = tokens_per_micro * R / row[C["throughput_tok_s"]]
+        passes = 3.0 + self.recompute_share
+        pipeline_s = (m + P - 1) * passes * stage_s
+        params = self.dense_params / P + self.expert_params / (P * E)
+        grads_bytes = params * GRADIENT_BYTES
+        level = self._dp_level(packages)
+        dp_s = ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
+        optimizer_bytes = params / (R if self.study.training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
+        optimizer_s = optimizer_bytes / hbm_Bps if hbm_Bps > 0 else math.inf
+        iteration_s = pipeline_s + dp_s + optimizer_s
+        tokens = self.global_batch * self.seq
+
+        cfg = self.cfg
+        activations = activation_bytes_per_layer(self.seq, self.batch, cfg.hidden, cfg.heads, 1, False,
+                                                 self.study.training.recompute)
+        mem = (params * optimizer_bytes_per_param(self.study.training.zero, R)
+               + activations * cfg.layers / P * min(P, m) / E + self.batch * self.seq * cfg.vocab * LOGIT_BYTES)
+
+        dynamic_j_per_token = sum(row[C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
+                                                       "energy_network_j_per_token"))
+        static_w = row[C["energy_static_j_per_token"]] * row[C["throughput_tok_s"]]
+        ring_bytes = 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
+        comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
+        optimizer_j = packages * optimizer_bytes * (self.tables_.hbm.energy_j_per_byte if self.tables_.hbm else 0.0)
+        energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j
+
+        row[C["latency_s"]] = row[C["latency_p99_s"]] = iteration_s
+        row[C["throughput_tok_s"]] = tokens / iteration_s
+        row[C["energy_j_per_token"]] = energy / tokens
+        row[C["energy_compute_j_per_token"]] *= passes
+        row[C["energy_dram_j_per_token"]] = (row[C["energy_dram_j_per_token"]] * passes * tokens + optimizer_j) / tokens
+        row[C["energy_network_j_per_token"]] = (row[C["energy_network_j_per_token"]] * passes * tokens + comm_j) / tokens
+        row[C["energy_static_j_per_token"]] = static_w * iteration_s / tokens
+        row[C["capacity_short_bytes"]] = max(0.0, mem - capacity)
+        embodied_g = row[C["embodied_kg"]] * 1e3
+        operational, embodied = self.system.factors.per_token(np.array([energy / tokens]), np.array([embodied_g]),
+                                                              np.array([tokens / iteration_s]))
+        row[C["carbon_operational_g_per_token"]] = operational[0]
+        row[C["carbon_embodied_g_per_token"]] = embodied[0]
+        row[C["carbon_g_per_token"]] = operational[0] + embodied[0]
+        row[T["iteration_s"]] = iteration_s
+        row[T["mfu"]] = self.flops_per_iteration / (iteration_s * packages * peak_flops)
+        row[T["memory_per_device_bytes"]] = mem
+        row[T["bubble_s"]] = (P - 1) * passes * stage_s
+        row[T["dp_communication_s"]] = dp_s
+        row[T["optimizer_s"]] = optimizer_s
+        budget = self.study.training.tokens
+        if budget is None:
+            row[[T["time_to_train_s"], T["energy_to_train_j"], T["carbon_to_train_kg"]]] = np.nan
+        else:
+            iterations = math.ceil(budget / tokens)
+            row[T["time_to_train_s"]] = iterations * iteration_s
+            row[T["energy_to_train_j"]] = iterations * energy
+            row[T["carbon_to_train_kg"]] = iterations * tokens * row[C["carbon_g_per_token"]] / 1e3
+        return row
+
+    def _dp_level(self, packages: int):
+        """The level the replicas' gradient all-reduce crosses (None: one package, no system)."""
+        hardware = self.system.hardware
+        if hardware is None:
+            return None
+        if packages <= hardware.packages_per_node:
+            return hardware.fabric_level()
+        return hardware.network_level(hardware.nodes(packages))
+
+
+def _infeasible(row: np.ndarray, micro: float) -> np.ndarray:
+    """A layout whose replicas do not divide the global batch into whole micro-batches: never chosen."""
+    row[C["latency_s"]] = row[C["latency_p99_s"]] = row[T["iteration_s"]] = np.inf
+    row[C["throughput_tok_s"]] = 0.0
+    row[C["capacity_short_bytes"]] = np.inf
+    for name in ("energy_j_per_token", "carbon_g_per_token"):
+        row[C[name]] = np.inf
+    row[len(SYSTEM_METRICS):] = np.nan
+    return row
+
+
+def _attention_core_share(tables) -> float:
+    """The attention core's share of the forward FLOPs (what selective recomputation repeats)."""
+    ops = tables.workload.ops
+    flops = ops["flops"].to_numpy(float) * ops["prob"].to_numpy(float) * ops["layers"].to_numpy(float)
+    core = ops["name"].isin(ATTENTION_CORE).to_numpy()
+    return float(flops[core].sum() / flops.sum()) if flops.sum() > 0 else 0.0
+
+
+def _bandwidth_Bps(tables, stacks: int, ddr: int) -> float:
+    """Sustained bandwidth of a package's HBM stacks (its DDR channels without HBM)."""
+    if stacks and tables.hbm is not None:
+        return memory.effective_bandwidth_Bps(tables.hbm, int(stacks))
+    if ddr and tables.ddr is not None:
+        return memory.effective_bandwidth_Bps(tables.ddr, int(ddr))
+    return 0.0
