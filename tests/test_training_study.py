@@ -56,7 +56,8 @@ def test_iteration_composes_the_forward_pipeline_by_hand(tiny_dict):
     """2 pipeline stages x 2 replicas: (m + P - 1)(3 + 1) stage periods (full recomputation), a ring
     all-reduce of 16-bit gradients over the replicas on the node's fabric, Adam's 28 bytes per parameter
     over the package's HBM (ZeRO-1: a replica's share)."""
-    d = _train_dict(tiny_dict, recompute="full", zero=1, tokens=1e9)
+    d = _train_dict(tiny_dict, recompute="full", zero=1)
+    d["workload"]["tokens"] = 1e9
     d["system"] = {"preset": "dgx-a100-80gb", "parallel": {"pipeline": [2], "replicas": [2]}}
     study = dse.Study.from_dict(d)
     p = dse.prepare(study)
@@ -96,7 +97,8 @@ def test_train_phase_trace_has_every_positions_logits_and_megatrons_flops():
 
 
 def test_dse_run_searches_training_with_its_columns(tiny_dict, tmp_path):
-    d = _train_dict(tiny_dict, tokens=1e10)
+    d = _train_dict(tiny_dict)
+    d["workload"]["tokens"] = 1e10
     d["search"] = {**tiny_dict["search"], "objectives": ["latency", "carbon", "cost"]}
     result = dse.Study.from_dict(d).run()
     pareto = result.pareto
@@ -112,7 +114,8 @@ def test_dse_run_searches_training_with_its_columns(tiny_dict, tmp_path):
     (lambda d: d.pop("training"), "training"),
     (lambda d: d["workload"].update(phase="decode"), "workload.phase"),
     (lambda d: d["training"].update(global_batch=0), "training.global_batch"),
-    (lambda d: d["training"].update(tokens=float("inf")), "training.tokens"),
+    (lambda d: d["workload"].update(tokens=float("inf")), "workload.tokens"),
+    (lambda d: (d.pop("training"), d["workload"].update(phase="decode", tokens=1e9)), "workload.tokens"),
     (lambda d: d["training"].update(zero=4), "training.zero"),
 ])
 def test_bad_training_sections_are_one_line_errors(tiny_dict, tmp_path, dse_cli, change, key):

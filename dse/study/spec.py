@@ -81,6 +81,9 @@ class Study(StrictModel):
         if self.training is not None and not training:
             raise StudyError(f"the training section needs workload.phase: train (got {self.workload.phase})",
                              key="workload.phase", source=source)
+        if self.workload.tokens is not None and not training:
+            raise StudyError("a token budget is a training run's: workload.tokens needs workload.phase: train",
+                             key="workload.tokens", source=source)
         if training and self.workload.ensemble is not None:
             raise StudyError("an ensemble's members train separately: give each member's model as workload.model "
                              "in a training study of its own", key="workload.ensemble", source=source)

@@ -99,7 +99,7 @@ class TrainingEvaluator:
     @property
     def metric_names(self) -> list[str]:
         """METRICS, but those of the token budget only when the study gives one."""
-        return METRICS if self.study.training.tokens is not None else [m for m in METRICS if m not in BUDGET]
+        return METRICS if self.study.workload.tokens is not None else [m for m in METRICS if m not in BUDGET]
 
     def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
         return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)[self.metric_names]
@@ -188,7 +188,7 @@ class TrainingEvaluator:
         row[T["bubble_s"]] = (P - 1) * passes * stage_s
         row[T["dp_communication_s"]] = dp_s
         row[T["optimizer_s"]] = optimizer_s
-        budget = self.study.training.tokens
+        budget = self.study.workload.tokens
         if budget is None:
             row[[T["time_to_train_s"], T["energy_to_train_j"], T["carbon_to_train_kg"]]] = np.nan
         else:

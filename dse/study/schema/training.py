@@ -6,7 +6,8 @@ ranks) runs micro-batches of ``workload.batch`` sequences of ``workload.context`
 backward, under a 1F1B pipeline schedule, then all-reduces its gradients and takes an Adam step.
 
 * ``global_batch``: sequences per iteration (a multiple of ``workload.batch`` x the replicas);
-* ``tokens``: the training run's token budget (time, energy and carbon to train);
+* ``workload.tokens`` (in the workload section): the training run's token budget (time, energy and
+  carbon to train);
 * ``recompute``: none, selective (the attention core) or full (Korthikanti et al., MLSys 2023);
 * ``zero``: ZeRO stage 0-3 of the optimizer state over the replicas (Rajbhandari et al., SC 2020).
 """
@@ -20,12 +21,9 @@ from .common import StrictModel
 
 #: sequences per iteration: 2^20 (published runs use up to a few thousand)
 MAX_GLOBAL_BATCH = 1 << 20
-#: a training run's largest token budget: 10^16 (about 1,000 x the largest published pretraining runs)
-MAX_TOKENS = 1e16
 
 
 class TrainingSpec(StrictModel):
     global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="sequences per training iteration")
-    tokens: float | None = Field(None, gt=0, le=MAX_TOKENS, description="token budget of the training run")
     recompute: Literal["none", "selective", "full"] = "none"
     zero: Literal[0, 1, 2, 3] = 0

@@ -126,6 +126,10 @@ class EnsembleSpec(StrictModel):
         return spec
 
 
+#: a training run's largest token budget: 10^16 (about 1,000 x the largest published pretraining runs)
+MAX_TRAINING_TOKENS = 1e16
+
+
 class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
     _model_path = field_validator("model")(lambda value, info: relative_to_study(value, info))
@@ -137,6 +141,8 @@ class WorkloadSpec(StrictModel):
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
         None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
     per_layer: bool = False
+    tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
+        "phase train: the training run's token budget (time, energy and carbon to train)"))
     tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(
         1, description="tensor-parallel shards of the model's dense units")
     expert_tp: bool = Field(False, description="shard routed experts tp ways too (TensorRT-LLM's MoE TP)")
