@@ -190,3 +190,20 @@ def test_devices_out_of_range_name_the_flag(dse_cli, devices):
     code, out, err = dse_cli("train", "llama-2-7b", "--system", "dgx-a100-80gb", "--devices", devices, "--search",
                              "--global-batch", "64", "--seq", "2048")
     assert code == 2 and "--devices" in err and len(err.strip().splitlines()) == 1
+
+
+def test_zero_3_moves_half_again_and_overlap_hides_behind_the_last_backward():
+    """ZeRO-3: 3x the parameters cross the data-parallel ring against 2x (Rajbhandari et al. SC'20, 7.2);
+    --overlap-grad-reduce exposes only what outlasts the last micro-batch's backward on a stage."""
+    system = load_system("dgx-a100-80gb")
+    cfg = gpt(2048, 8, 16)
+    base = dict(tp=1, pp=1, dp=16, micro_batch=1, global_batch=32, seq=1024, precision="bf16")
+    plain = iteration(cfg, system, Strategy(**base, zero=1))
+    zero3 = iteration(cfg, system, Strategy(**base, zero=3))
+    assert zero3.breakdown["dp_communication_s"] == pytest.approx(1.5 * plain.breakdown["dp_communication_s"])
+    costs = layer_costs(cfg, system, Strategy(**base))
+    overlapped = iteration(cfg, system, Strategy(**base, zero=1, overlap_grad_reduce=True))
+    backward = cfg.layers * 2.0 * costs.layer_fwd_s
+    assert overlapped.breakdown["dp_communication_s"] == pytest.approx(
+        max(0.0, plain.breakdown["dp_communication_s"] - backward))
+    assert overlapped.iteration_s < plain.iteration_s

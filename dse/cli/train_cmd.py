@@ -36,6 +36,7 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--recompute", default="none", show_default=True, help="none | selective | full")
 @click.option("--sequence-parallel", is_flag=True, help="shard norms and dropout over the tp devices")
 @click.option("--zero", type=int, default=0, show_default=True, help="ZeRO stage 0-3")
+@click.option("--overlap-grad-reduce", is_flag=True, help="reduce gradients behind the last backward (Megatron-LM)")
 @click.option("--precision", default="bf16", show_default=True, help="bf16 | fp16 | fp8")
 @click.option("--tokens", type=float, help="training tokens: also print the time, energy and carbon to train on them")
 @click.option("--grid", default="usa", show_default=True,
@@ -43,7 +44,7 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
 def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave, recompute,
-              sequence_parallel, zero, precision, tokens, grid, search_, as_json):
+              sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, search_, as_json):
     """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
     training iteration of MODEL (a preset or a config.json) on SYSTEM."""
     cfg = workloads.load_model(model)
@@ -55,7 +56,8 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
     carbon = CarbonSpec(grid=_grid(grid))
     if precision not in PRECISIONS:
         raise StudyError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}", key="--precision")
-    base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision)
+    base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision,
+                overlap_grad_reduce=overlap_grad_reduce)
     if search_:
         strategy, it, tried = fastest(cfg, system, devices, global_batch, seq, base)
     else:

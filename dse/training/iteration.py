@@ -14,8 +14,12 @@ Model (each term's source in its function):
   ``(m + (p - 1) / v)`` micro-batch times of the slowest stage (the bubble is (p - 1) / (v m) of the
   work; Narayanan et al. section 2.2), plus a point-to-point send of the stage boundary's activations
   per micro-batch and chunk each way (scatter/gather over the tp devices' NICs, section 4.1).
-* Data parallelism: a ring all-reduce of the device's gradients after the pipeline flush (not
-  overlapped), then the Adam step streaming the device's optimizer state through its HBM once.
+* Data parallelism: a ring all-reduce of the device's gradients after the pipeline flush, then the
+  Adam step streaming the device's optimizer state through its HBM once. ZeRO-3 moves 1.5 x the bytes
+  (parameters all-gathered for the forward and the backward, gradients reduce-scattered: 3 x the
+  parameters against 2 x; Rajbhandari et al. SC'20, section 7). With ``overlap_grad_reduce``
+  (Megatron-LM's bucketed reduction) the all-reduce runs behind the last micro-batch's backward and
+  only what is longer is exposed.
 * Memory: weights, gradients and optimizer state (ZeRO), activations of the micro-batches in flight
   (p of them on the first stage under 1F1B, times 1 + (p - 1)/(p v) interleaved; Korthikanti et al.
   section 4.2.3), and the last stage's logits.
@@ -174,7 +178,10 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     dp_alpha, dp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.dp <= dp_ranks_in_node
                         else (system.network_latency_s, net_bus))
     params = c.params_per_device(s)
-    grads = ring_s(s.dp, params * abytes, dp_alpha, dp_bus)
+    zero3 = 1.5 if s.zero == 3 else 1.0
+    grads = zero3 * ring_s(s.dp, params * abytes, dp_alpha, dp_bus)
+    if s.overlap_grad_reduce:
+        grads = max(0.0, grads - stage_layers * layer_bwd)
     optimizer = params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / system.memory_Bps
     total = pipeline + grads + optimizer
 
@@ -195,7 +202,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.send("tp_communication_j", tp_count * ring_bytes(s.tp, act), inter_node=s.tp > node)
     energy.send("ep_communication_j", m * stage_layers * 3.0 * a2a_bytes, inter_node=False)
     energy.send("pp_communication_j", m * 2.0 * v * p2p_bytes if s.pp > 1 else 0.0, inter_node=inter_node)
-    energy.send("dp_communication_j", ring_bytes(s.dp, params * abytes), inter_node=s.dp > dp_ranks_in_node)
+    energy.send("dp_communication_j", zero3 * ring_bytes(s.dp, params * abytes), inter_node=s.dp > dp_ranks_in_node)
     energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
     energy.static(total)
     breakdown = {"compute_s": m * stage_layers * (3.0 * c.layer_fwd_s + recompute_fwd) + m * ends,

@@ -12,7 +12,8 @@ with the formulas of dse.training.iteration (sources there):
 * 1F1B over P stages with m = global_batch / (batch x replicas) micro-batches per replica:
   ``(m + P - 1) (3 + r) t``; the replicas are the data-parallel ranks: a ring all-reduce of each
   package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
-  the network otherwise (dse.system.collectives); then Adam streams 28 bytes per parameter (fp32 master,
+  the network otherwise (dse.system.collectives; 1.5 x the bytes under ZeRO-3, exposed only beyond the
+  last backward with ``overlap_grad_reduce``); then Adam streams 28 bytes per parameter (fp32 master,
   moments; over the replicas with ZeRO >= 1) through the package's HBM;
 * memory per package: parameters (dense over P, routed experts over P x E) at ZeRO's bytes per
   parameter, activations of the micro-batches in flight (Korthikanti et al.) and the last stage's fp32
@@ -148,7 +149,10 @@ class TrainingEvaluator:
         params = self.dense_params / P + self.expert_params / (P * E)
         grads_bytes = params * GRADIENT_BYTES
         level = self._dp_level(packages)
-        dp_s = ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
+        zero3 = 1.5 if self.study.training.zero == 3 else 1.0        # dse.training.iteration
+        dp_s = zero3 * ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
+        if self.study.training.overlap_grad_reduce:
+            dp_s = max(0.0, dp_s - 2.0 * stage_s)
         optimizer_bytes = params / (R if self.study.training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
         optimizer_s = optimizer_bytes / hbm_Bps if hbm_Bps > 0 else math.inf
         iteration_s = pipeline_s + dp_s + optimizer_s
@@ -163,7 +167,7 @@ class TrainingEvaluator:
         dynamic_j_per_token = sum(row[C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
                                                        "energy_network_j_per_token"))
         static_w = row[C["energy_static_j_per_token"]] * row[C["throughput_tok_s"]]
-        ring_bytes = 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
+        ring_bytes = zero3 * 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
         comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
         optimizer_j = packages * optimizer_bytes * (self.tables_.hbm.energy_j_per_byte if self.tables_.hbm else 0.0)
         energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j

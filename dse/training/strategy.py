@@ -30,6 +30,7 @@ class Strategy:
     sequence_parallel: bool = False
     zero: int = 0                    # ZeRO stage 0-3 over the data-parallel ranks
     precision: str = "bf16"
+    overlap_grad_reduce: bool = False   # Megatron-LM's --overlap-grad-reduce
 
     @property
     def devices(self) -> int:

@@ -9,7 +9,8 @@ backward, under a 1F1B pipeline schedule, then all-reduces its gradients and tak
 * ``workload.tokens`` (in the workload section): the training run's token budget (time, energy and
   carbon to train);
 * ``recompute``: none, selective (the attention core) or full (Korthikanti et al., MLSys 2023);
-* ``zero``: ZeRO stage 0-3 of the optimizer state over the replicas (Rajbhandari et al., SC 2020).
+* ``zero``: ZeRO stage 0-3 of the optimizer state over the replicas (Rajbhandari et al., SC 2020);
+* ``overlap_grad_reduce``: the gradient all-reduce runs behind the last micro-batch's backward.
 """
 from __future__ import annotations
 
@@ -27,3 +28,4 @@ class TrainingSpec(StrictModel):
     global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="sequences per training iteration")
     recompute: Literal["none", "selective", "full"] = "none"
     zero: Literal[0, 1, 2, 3] = 0
+    overlap_grad_reduce: bool = False
