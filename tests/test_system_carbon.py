@@ -93,6 +93,7 @@ def test_embodied_carbon_of_a_package_counts_dies_memory_and_packaging(tiny_path
             grams += stacks * (16 * 2**30 / 1e9 * 65 / 0.875 + 150)
         channel = t.ddr.capacity_bytes
         grams += design.ddr_channels * (channel / 1e9 * 65 / 0.875 + 150 * channel / 2e9)
+        grams += 0.13 * 12 * 1e3 * 16830e-6            # an OAM board of 12 layers, ACT's PCB model
         assert kg == pytest.approx(grams / 1000, rel=1e-9)
 
 
@@ -103,3 +104,12 @@ def test_bad_grid_values_are_one_line_errors_naming_the_key(grid, tiny_dict, tmp
     path.write_text(yaml.safe_dump({**tiny_dict, "carbon": {"grid": grid}}))
     code, out, err = dse_cli("validate", path)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "carbon.grid" in err, err
+
+
+def test_board_carbon_is_acts_pcb_model():
+    """ACT models/materials/pcb.yaml: 0.91 kg per m2 at 8 layers, 0.13 kg per m2 per layer elsewhere."""
+    from dse.system.carbon import pcb_g
+    assert pcb_g(0.1e6, 8) == pytest.approx(91.0)
+    assert pcb_g(0.1e6, 12) == pytest.approx(0.13 * 12 * 100)
+    f = CarbonFactors.from_spec(CarbonSpec(board_mm2=102 * 165, board_layers=4))
+    assert f.board_g == pytest.approx(0.43e3 * 102 * 165 * 1e-6)

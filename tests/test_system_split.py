@@ -25,6 +25,7 @@ hardware:
   memory: [{kind: hbm3, stacks: [1, 2]}]
   package: {mesh: {rows: [1, 2], cols: 1}, link: ucie-advanced}
 mapping: {kind: many-to-many, max_replicas: 1}
+carbon: {board_mm2: 0}         # one board under two chiplets against two boards: not what is compared
 """)
 SAME = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
         "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",

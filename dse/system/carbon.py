@@ -9,7 +9,9 @@ ACT's footprint of running an application for time T on hardware that lives LT:
   for cost, where ACT takes a fixed 0.875);
 * DRAM: ``CPG x capacity / yield`` (g per GB by DRAM process class, ACT's DRAM yield 0.875);
 * packaging: ``K_r`` = 150 g per packaged IC (a die, an HBM stack, a 2 GB DRAM package of a DDR
-  channel).
+  channel);
+* the board a package sits on: ACT's printed-circuit-board footprint per m² by layer count, at the
+  study's ``carbon.board_mm2`` and ``board_layers`` (default an OCP Accelerator Module).
 
 Per token: the operational part is energy per token x the grid's intensity; the embodied part is spread
 over the tokens the system serves in its lifetime, ``throughput x lifetime x utilisation`` (T / LT of
@@ -98,6 +100,14 @@ def packaging_g(ics) -> float:
     return carbon_table()["packaging_g_per_ic"] * np.asarray(ics, dtype=float)
 
 
+def pcb_g(area_mm2: float, layers: int) -> float:
+    """ACT's printed circuit board footprint: kg per m² by layer count (its table, else 0.13 kg per m² per
+    layer)."""
+    t = carbon_table()
+    kg_per_m2 = t["pcb_kg_per_m2"].get(layers, t["pcb_kg_per_m2_per_layer"] * layers)
+    return kg_per_m2 * 1e3 * area_mm2 * 1e-6
+
+
 def operational_g(energy_j, grid_g_per_kwh_: float):
     """Operational carbon of ``energy_j`` drawn from a grid of the given intensity."""
     return np.asarray(energy_j, dtype=float) / J_PER_KWH * grid_g_per_kwh_
@@ -119,12 +129,13 @@ class CarbonFactors:
     gas_abatement: int
     lifetime_s: float
     utilisation: float
+    board_g: float = 0.0             # the board each package sits on
 
     @classmethod
     def from_spec(cls, spec) -> "CarbonFactors":
         return cls(grid_g_per_kwh=grid_g_per_kwh(spec.grid), fab_g_per_kwh=grid_g_per_kwh(spec.fab_grid),
                    gas_abatement=int(spec.gas_abatement), lifetime_s=spec.lifetime_years * SECONDS_PER_YEAR,
-                   utilisation=spec.utilisation)
+                   utilisation=spec.utilisation, board_g=pcb_g(spec.board_mm2, spec.board_layers))
 
     def per_token(self, energy_j_per_token, embodied_g, throughput_tok_s) -> tuple[np.ndarray, np.ndarray]:
         """(operational, embodied) g CO2e per token."""

@@ -11,8 +11,8 @@ its share of the workload (dse.system.packages) and the shares are composed:
   m / latency)`` tokens per second, ``period`` its slowest stage; throughput sums the replicas;
 * energy per token: the packages' dynamic energy and the cross-package traffic per step over its tokens,
   plus every package's static power over the throughput;
-* area, cost, peak power and embodied carbon: the package's times the packages (NICs, switches, hosts
-  and boards are not counted);
+* area, cost, peak power and embodied carbon: the package's times the packages (its board counts in
+  carbon; NICs, switches and hosts are not counted);
 * fault tolerance: every single package failure (each equally likely). Its replica re-maps onto the
   survivors as a failed chiplet's units do: with E > 1 the failed rank's experts and sequences spread
   over the E - 1 others of its stage, with E = 1 the replica re-splits its layers over P - 1 stages; a

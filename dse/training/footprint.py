@@ -2,8 +2,8 @@
 
 Time: whole iterations of ``global_batch x seq`` tokens. Energy: the iterations' energy (the devices'
 energy by part, dse.training.energy). Carbon: operational = energy x the grid's intensity; embodied =
-the devices' dies (fab carbon per cm² by node over the die's yield), HBM (per GB) and packaging (per
-packaged IC), spread over the system's lifetime: training charges the share of the lifetime it takes at
+the devices' dies (fab carbon per cm² by node over the die's yield), HBM (per GB), packaging (per
+packaged IC) and boards, spread over the system's lifetime: training charges the share of the lifetime it takes at
 the study's utilisation (ACT's T / LT). SI units inside; the JSON keys carry theirs.
 """
 from __future__ import annotations
@@ -20,13 +20,13 @@ from .systems import TrainingSystem
 
 
 def device_embodied_g(system: TrainingSystem, factors: CarbonFactors) -> float:
-    """Embodied carbon of one device: its die, its HBM stacks and their packages."""
+    """Embodied carbon of one device: its die, its HBM stacks, their packages and its board."""
     ch = system.chiplet
     area = arch.chiplet_area_mm2(ch)
     die = float(die_g(area, ch.node, arch.die_yield(area, ch.tech().defect_density_per_cm2), factors.fab_g_per_kwh,
                       factors.gas_abatement))
     hbm = system.hbm_stacks * system.hbm.capacity_bytes * memory_g_per_byte(system.hbm.kind)
-    return die + hbm + float(packaging_g(1 + system.hbm_stacks))
+    return die + hbm + float(packaging_g(1 + system.hbm_stacks)) + factors.board_g
 
 
 def to_train(it: Iteration, strategy: Strategy, system: TrainingSystem, tokens: float,

@@ -5,6 +5,8 @@ in dse/system/data/carbon.yaml) or a carbon intensity in g CO2e per kWh. Default
 
 * ``grid: usa`` (380 g CO2e/kWh, ACT carbon_intensity/location.json) where the system runs;
 * ``fab_grid: taiwan`` (583 g/kWh) and ``gas_abatement: 97``: ACT's defaults for where dies are made;
+* ``board_mm2: 16830`` and ``board_layers: 12``: the board under each package, an OCP Accelerator Module
+  (102 x 165 mm; the layer count is an estimate), costed by ACT's PCB model;
 * ``lifetime_years: 6`` and ``utilisation: 0.85``: the replacement rate and average use Luccioni,
   Viguier & Ligozat assume for GPU servers ("Estimating the Carbon Footprint of BLOOM", JMLR 2023).
 """
@@ -31,6 +33,8 @@ class CarbonSpec(StrictModel):
     grid: str | float = "usa"
     fab_grid: str | float = "taiwan"
     gas_abatement: Literal[95, 97, 99] = 97
+    board_mm2: float = Field(16830.0, ge=0, le=1e6)
+    board_layers: int = Field(12, ge=1, le=64)
     lifetime_years: float = Field(6.0, gt=0, le=30)
     utilisation: float = Field(0.85, gt=0, le=1)
 
