@@ -127,79 +127,85 @@ class TrainingEvaluator:
         present = np.arange(kind.shape[1])[None, :] < np.asarray(n)[:, None]
         peak = np.where(present, self.kind_peak_flops[kind], 0.0).sum(axis=1)
         hbm_stacks = np.where(present, stacks, 0).sum(axis=1)
+        ddr = np.asarray(ddr)
         t = self.tables_
-        capacity = hbm_stacks * (t.hbm.capacity_bytes if t.hbm else 0.0) + np.asarray(ddr) * (
-            t.ddr.capacity_bytes if t.ddr else 0.0)
-        bandwidth = np.array([_bandwidth_Bps(t, s, d) for s, d in zip(hbm_stacks, ddr)])
+        capacity = hbm_stacks * (t.hbm.capacity_bytes if t.hbm else 0.0) + ddr * (t.ddr.capacity_bytes if t.ddr else 0.0)
+        bandwidth = _bandwidth_Bps(t, hbm_stacks, ddr)
+        groups: dict = {}
         for i, layout in enumerate(layouts):
-            out[i] = self._one(out[i], layout, peak[i], capacity[i], bandwidth[i])
+            groups.setdefault(layout, []).append(i)
+        for layout, rows in groups.items():
+            rows = np.array(rows)
+            out[rows] = self._layout_rows(out[rows], layout, peak[rows], capacity[rows], bandwidth[rows])
         return out
 
-    def _one(self, row: np.ndarray, layout, peak_flops: float, capacity: float, hbm_Bps: float) -> np.ndarray:
+    def _layout_rows(self, row: np.ndarray, layout: Layout, peak_flops, capacity, hbm_Bps) -> np.ndarray:
+        """Training metrics of the designs ``row`` (their forward metrics in, one layout) (module docstring)."""
         P, E, R = layout.pipeline, layout.experts, layout.replicas
         packages = P * E * R
-        tokens_per_micro = self.batch * self.seq
         micro = self.global_batch / (self.batch * R)
-        if micro < 1 or micro != int(micro) or row[C["throughput_tok_s"]] <= 0:
-            return _infeasible(row, micro)
+        ok = row[:, C["throughput_tok_s"]] > 0
+        if micro < 1 or micro != int(micro):
+            return _infeasible(row)
         m = int(micro)
-        stage_s = tokens_per_micro * R / row[C["throughput_tok_s"]]
-        passes = 3.0 + self.recompute_share
-        pipeline_s = (m + P - 1) * passes * stage_s
-        params = self.dense_params / P + self.expert_params / (P * E)
-        grads_bytes = params * GRADIENT_BYTES
-        level = self._dp_level(packages)
-        zero3 = 1.5 if self.study.training.zero == 3 else 1.0        # dse.training.iteration
-        dp_s = zero3 * ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
-        if self.study.training.overlap_grad_reduce:
-            dp_s = max(0.0, dp_s - 2.0 * stage_s)
-        optimizer_bytes = params / (R if self.study.training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
-        optimizer_s = optimizer_bytes / hbm_Bps if hbm_Bps > 0 else math.inf
-        iteration_s = pipeline_s + dp_s + optimizer_s
-        tokens = self.global_batch * self.seq
+        training = self.study.training
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stage_s = np.where(ok, self.batch * self.seq * R / np.where(ok, row[:, C["throughput_tok_s"]], 1.0), np.inf)
+            passes = 3.0 + self.recompute_share
+            pipeline_s = (m + P - 1) * passes * stage_s
+            params = self.dense_params / P + self.expert_params / (P * E)
+            grads_bytes = params * GRADIENT_BYTES
+            zero3 = 1.5 if training.zero == 3 else 1.0               # dse.training.iteration
+            level = self._dp_level(packages)
+            dp_s = zero3 * ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
+            dp_s = np.maximum(0.0, dp_s - 2.0 * stage_s) if training.overlap_grad_reduce else np.full(len(row), dp_s)
+            optimizer_bytes = params / (R if training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
+            optimizer_s = np.where(hbm_Bps > 0, optimizer_bytes / np.where(hbm_Bps > 0, hbm_Bps, 1.0), np.inf)
+            iteration_s = pipeline_s + dp_s + optimizer_s
+            tokens = self.global_batch * self.seq
 
-        cfg = self.cfg
-        activations = activation_bytes_per_layer(self.seq, self.batch, cfg.hidden, cfg.heads, 1, False,
-                                                 self.study.training.recompute)
-        mem = (params * optimizer_bytes_per_param(self.study.training.zero, R)
-               + activations * cfg.layers / P * min(P, m) / E + self.batch * self.seq * cfg.vocab * LOGIT_BYTES)
+            cfg = self.cfg
+            activations = activation_bytes_per_layer(self.seq, self.batch, cfg.hidden, cfg.heads, 1, False,
+                                                     training.recompute)
+            mem = (params * optimizer_bytes_per_param(training.zero, R)
+                   + activations * cfg.layers / P * min(P, m) / E + self.batch * self.seq * cfg.vocab * LOGIT_BYTES)
 
-        dynamic_j_per_token = sum(row[C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
-                                                       "energy_network_j_per_token"))
-        static_w = row[C["energy_static_j_per_token"]] * row[C["throughput_tok_s"]]
-        ring_bytes = zero3 * 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
-        comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
-        optimizer_j = packages * optimizer_bytes * (self.tables_.hbm.energy_j_per_byte if self.tables_.hbm else 0.0)
-        energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j
+            dynamic_j_per_token = sum(row[:, C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
+                                                              "energy_network_j_per_token"))
+            static_w = row[:, C["energy_static_j_per_token"]] * row[:, C["throughput_tok_s"]]
+            ring_bytes = zero3 * 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
+            comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
+            optimizer_j = packages * optimizer_bytes * (self.tables_.hbm.energy_j_per_byte if self.tables_.hbm else 0.0)
+            energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j
 
-        row[C["latency_s"]] = row[C["latency_p99_s"]] = iteration_s
-        row[C["throughput_tok_s"]] = tokens / iteration_s
-        row[C["energy_j_per_token"]] = energy / tokens
-        row[C["energy_compute_j_per_token"]] *= passes
-        row[C["energy_dram_j_per_token"]] = (row[C["energy_dram_j_per_token"]] * passes * tokens + optimizer_j) / tokens
-        row[C["energy_network_j_per_token"]] = (row[C["energy_network_j_per_token"]] * passes * tokens + comm_j) / tokens
-        row[C["energy_static_j_per_token"]] = static_w * iteration_s / tokens
-        row[C["capacity_short_bytes"]] = max(0.0, mem - capacity)
-        embodied_g = row[C["embodied_kg"]] * 1e3
-        operational, embodied = self.system.factors.per_token(np.array([energy / tokens]), np.array([embodied_g]),
-                                                              np.array([tokens / iteration_s]))
-        row[C["carbon_operational_g_per_token"]] = operational[0]
-        row[C["carbon_embodied_g_per_token"]] = embodied[0]
-        row[C["carbon_g_per_token"]] = operational[0] + embodied[0]
-        row[T["iteration_s"]] = iteration_s
-        row[T["mfu"]] = self.flops_per_iteration / (iteration_s * packages * peak_flops)
-        row[T["memory_per_device_bytes"]] = mem
-        row[T["bubble_s"]] = (P - 1) * passes * stage_s
-        row[T["dp_communication_s"]] = dp_s
-        row[T["optimizer_s"]] = optimizer_s
+            row[:, C["latency_s"]] = row[:, C["latency_p99_s"]] = iteration_s
+            row[:, C["throughput_tok_s"]] = tokens / iteration_s
+            row[:, C["energy_j_per_token"]] = energy / tokens
+            row[:, C["energy_compute_j_per_token"]] *= passes
+            row[:, C["energy_dram_j_per_token"]] = row[:, C["energy_dram_j_per_token"]] * passes + optimizer_j / tokens
+            row[:, C["energy_network_j_per_token"]] = row[:, C["energy_network_j_per_token"]] * passes + comm_j / tokens
+            row[:, C["energy_static_j_per_token"]] = static_w * iteration_s / tokens
+            row[:, C["capacity_short_bytes"]] = np.maximum(0.0, mem - capacity)
+            operational, embodied = self.system.factors.per_token(energy / tokens, row[:, C["embodied_kg"]] * 1e3,
+                                                                  tokens / iteration_s)
+            row[:, C["carbon_operational_g_per_token"]] = operational
+            row[:, C["carbon_embodied_g_per_token"]] = embodied
+            row[:, C["carbon_g_per_token"]] = operational + embodied
+            row[:, T["iteration_s"]] = iteration_s
+            row[:, T["mfu"]] = self.flops_per_iteration / (iteration_s * packages * peak_flops)
+            row[:, T["memory_per_device_bytes"]] = mem
+            row[:, T["bubble_s"]] = (P - 1) * passes * stage_s
+            row[:, T["dp_communication_s"]] = dp_s
+            row[:, T["optimizer_s"]] = optimizer_s
         budget = self.study.workload.tokens
+        budget_columns = [T["time_to_train_s"], T["energy_to_train_j"], T["carbon_to_train_kg"]]
         if budget is None:
-            row[[T["time_to_train_s"], T["energy_to_train_j"], T["carbon_to_train_kg"]]] = np.nan
+            row[:, budget_columns] = np.nan
         else:
             iterations = math.ceil(budget / tokens)
-            row[T["time_to_train_s"]] = iterations * iteration_s
-            row[T["energy_to_train_j"]] = iterations * energy
-            row[T["carbon_to_train_kg"]] = iterations * tokens * row[C["carbon_g_per_token"]] / 1e3
+            row[:, T["time_to_train_s"]] = iterations * iteration_s
+            row[:, T["energy_to_train_j"]] = iterations * energy
+            row[:, T["carbon_to_train_kg"]] = iterations * tokens * row[:, C["carbon_g_per_token"]] / 1e3
         return row
 
     def _dp_level(self, packages: int):
@@ -212,14 +218,13 @@ class TrainingEvaluator:
         return hardware.network_level(hardware.nodes(packages))
 
 
-def _infeasible(row: np.ndarray, micro: float) -> np.ndarray:
-    """A layout whose replicas do not divide the global batch into whole micro-batches: never chosen."""
-    row[C["latency_s"]] = row[C["latency_p99_s"]] = row[T["iteration_s"]] = np.inf
-    row[C["throughput_tok_s"]] = 0.0
-    row[C["capacity_short_bytes"]] = np.inf
-    for name in ("energy_j_per_token", "carbon_g_per_token"):
-        row[C[name]] = np.inf
-    row[len(SYSTEM_METRICS):] = np.nan
+def _infeasible(row: np.ndarray) -> np.ndarray:
+    """Designs whose replicas do not divide the global batch into whole micro-batches: never chosen."""
+    row[:, [C["latency_s"], C["latency_p99_s"], T["iteration_s"], C["capacity_short_bytes"],
+            C["energy_j_per_token"], C["carbon_g_per_token"]]] = np.inf
+    row[:, C["throughput_tok_s"]] = 0.0
+    row[:, len(SYSTEM_METRICS):] = np.nan
+    row[:, T["iteration_s"]] = np.inf
     return row
 
 
@@ -231,10 +236,8 @@ def _attention_core_share(tables) -> float:
     return float(flops[core].sum() / flops.sum()) if flops.sum() > 0 else 0.0
 
 
-def _bandwidth_Bps(tables, stacks: int, ddr: int) -> float:
-    """Sustained bandwidth of a package's HBM stacks (its DDR channels without HBM)."""
-    if stacks and tables.hbm is not None:
-        return memory.effective_bandwidth_Bps(tables.hbm, int(stacks))
-    if ddr and tables.ddr is not None:
-        return memory.effective_bandwidth_Bps(tables.ddr, int(ddr))
-    return 0.0
+def _bandwidth_Bps(tables, stacks: np.ndarray, ddr: np.ndarray) -> np.ndarray:
+    """Sustained bandwidth of each package's HBM stacks (its DDR channels without HBM)."""
+    hbm = memory.effective_bandwidth_Bps(tables.hbm, 1) * stacks if tables.hbm is not None else 0.0 * stacks
+    dram = memory.effective_bandwidth_Bps(tables.ddr, 1) * ddr if tables.ddr is not None else 0.0 * ddr
+    return np.where(stacks > 0, hbm, dram).astype(float)
