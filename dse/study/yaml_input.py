@@ -91,6 +91,9 @@ def load_yaml(text: str, source: str | None = None) -> Any:
         exc = _python_parser_error(text) or exc
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         problem = " ".join(str(problem).split())
+        if "nesting depth" in problem:          # PyYAML >= 6.0.3's own limit, met while scanning ahead
+            raise StudyError(f"nested deeper than {MAX_DEPTH} levels{_where(exc)} (studies and designs need "
+                             "fewer than 10)", source=source) from None
         raise StudyError(f"not valid YAML{_where(exc)}: {problem}", source=source) from None
     except RecursionError:
         raise StudyError(f"nested too deeply (at most {MAX_DEPTH} levels)", source=source) from None
