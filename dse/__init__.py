@@ -20,6 +20,7 @@ from .study.spec import Study, load_study
 from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
 from . import training  # noqa: F401  (registers workload.phase: train with prepare)
+from .serving import package as _serving  # noqa: F401  (registers workload.phase: serve with prepare)
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

@@ -27,6 +27,10 @@ OBJECTIVES = {
     "cost": ("cost_usd", 1.0),
     "fault_tolerance": ("fault_tolerance_frac", -1.0),
     "carbon": ("carbon_g_per_token", 1.0),
+    "ttft_p99": ("ttft_p99_s", 1.0),                # serving studies (dse.serving.package)
+    "tpot_p99": ("tpot_p99_s", 1.0),
+    "goodput": ("goodput_req_s", -1.0),
+    "max_rate_at_slo": ("max_rate_at_slo_req_s", -1.0),
 }
 
 #: metric column of each objective
@@ -40,12 +44,14 @@ def constraint_names(study: Study) -> list[str]:
     """One name per column of `constraint_matrix`."""
     c = study.constraints
     return ["capacity_short_gib", "unplaced_experts", "reticle_over"] + \
-        [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None]
+        [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None] + \
+        (["request_rate_over"] if study.serving is not None else [])
 
 
 def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
     """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, a die larger than the
-    lithography reticle (arch.technology.reticle_limit_mm2), budgets."""
+    lithography reticle (arch.technology.reticle_limit_mm2), budgets, and in a serving study a request
+    rate past the design's saturation."""
     c = study.constraints
     cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
             metrics["max_die_mm2"].to_numpy() / reticle_limit_mm2() - 1.0]
@@ -53,6 +59,11 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
         limit = getattr(c, budget)
         if limit is not None:
             cols.append(metrics[column].to_numpy() / limit - 1.0)
+    if study.serving is not None:           # a server must keep up with the offered rate (a steady state)
+        saturation = metrics["saturation_req_s"].to_numpy(float)
+        with np.errstate(divide="ignore"):
+            cols.append(np.where(saturation > 0, study.serving.request_rate / np.where(saturation > 0, saturation, 1.0)
+                                 - 1.0, np.inf))
     return np.column_stack(cols)
 
 

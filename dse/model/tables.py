@@ -83,7 +83,8 @@ def build_workload(study: Study) -> workloads.Workload:
     """The study's workload section -> `workloads.extract` (one model) or `workloads.extract_ensemble`."""
     w = study.workload
     routing = w.routing.model_dump(exclude_none=True)
-    common = dict(phase=w.phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
+    phase = "decode" if w.phase == "serve" else w.phase        # a serving study's step is its decode batch
+    common = dict(phase=phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
                   per_layer=w.per_layer, seed=w.routing.seed)
     if w.ensemble is not None:
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,

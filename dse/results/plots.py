@@ -36,6 +36,10 @@ DISPLAY = {
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),
     "power_w": ("peak power", 1.0, "W"),
     "carbon_g_per_token": ("carbon", 1e3, "mg CO2e/token"),
+    "ttft_p99_s": ("p99 time to first token", 1e3, "ms"),
+    "tpot_p99_s": ("p99 time per output token", 1e3, "ms"),
+    "goodput_req_s": ("goodput", 1.0, "requests/s within SLO"),
+    "max_rate_at_slo_req_s": ("highest rate within SLO", 1.0, "requests/s"),
 }
 BETTER = {name: ("lower" if sign > 0 else "higher") for name, (_, sign) in OBJECTIVES.items()}
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
@@ -114,7 +118,8 @@ def plot_scatter_matrix(result) -> Figure:
         for j, xo in enumerate(objectives):
             ax = axes[i, j]
             if i == j:
-                ax.hist(shown(result.pareto, xo), bins=20, color=PARETO_COLOUR, alpha=0.7)
+                values = shown(result.pareto, xo)
+                ax.hist(values[np.isfinite(values)], bins=20, color=PARETO_COLOUR, alpha=0.7)
             elif i > j:
                 ax.scatter(shown(ev, xo), shown(ev, yo), s=3, c="#b0b0b0", alpha=0.4, linewidths=0, rasterized=True)
                 ax.scatter(shown(result.pareto, xo), shown(result.pareto, yo), s=6, c=PARETO_COLOUR, linewidths=0)

@@ -20,10 +20,16 @@ import noc
 from ..model.breakdown import chiplet_table
 from ..model.objectives import OBJECTIVE_COLUMNS
 from .knee import knee_index
+from ..serving.load_curve import load_curve
+from .load_curve_plot import load_curve_section, plot_load_curve
 from .plots import BETTER, DISPLAY, column, save, write_plots
 from .system_plot import plot_system
 
 MAX_FRONT_ROWS = 50
+
+
+#: requests the report's load curve simulates at each of its rates
+LOAD_CURVE_REQUESTS = 2000
 
 
 def picks(result) -> dict[str, str]:
@@ -253,8 +259,9 @@ FILES_TEXT = """## Files in this folder
 """
 
 
-def report_markdown(result, prepared, figures: dict[str, str]) -> str:
-    """The report as markdown; ``figures`` maps figure names to paths relative to the report."""
+def report_markdown(result, prepared, figures: dict[str, str], extra: list[str] = ()) -> str:
+    """The report as markdown; ``figures`` maps figure names to paths relative to the report; ``extra``
+    lines (a serving study's load curve) follow the chosen designs."""
     s = result.study
     chosen = picks(result)
     where = "systems of chiplet packages" if s.system is not None else "chiplet packages"
@@ -269,6 +276,7 @@ def report_markdown(result, prepared, figures: dict[str, str]) -> str:
         lines += ["## Designs to look at first", ""]
         for design_id, why in chosen.items():
             lines += design_section(result, prepared, design_id, why, figures)
+        lines += list(extra)
     lines += front_section(result, prepared) if chosen else []
     lines += [FILES_TEXT]
     return "\n".join(lines)
@@ -308,8 +316,16 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
         for design_id, why in chosen.items():
             fig = plot_system(result.designs[design_id], prepared, rows.loc[design_id], title=f"{why} {design_id}")
             pngs[f"system_{design_id}"] = save(fig, folder / "plots", f"system_{design_id}")[0]
+    extra = []
+    if result.study.serving is not None and chosen:
+        design_id = next(iter(chosen))
+        curve = load_curve(prepared.evaluator, result.designs[design_id], requests=LOAD_CURVE_REQUESTS)
+        pngs["load_curve"] = save(plot_load_curve(curve, result.study, f"{chosen[design_id]} {design_id}"),
+                                  folder / "plots", "load_curve")[0]
+        extra = load_curve_section(curve, str(pngs["load_curve"].relative_to(folder)), design_id,
+                                   LOAD_CURVE_REQUESTS)
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
-    md_text = report_markdown(result, prepared, figures)
+    md_text = report_markdown(result, prepared, figures, extra)
     (folder / "report.md").write_text(md_text)
     (folder / "report.html").write_text(report_html(md_text, folder, f"Study {result.study.name}"))
     return {"report.md": folder / "report.md", "report.html": folder / "report.html", **pngs}

@@ -35,10 +35,15 @@ def costs(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:
     return np.column_stack([to_cost(o, metrics[OBJECTIVES[o][0]].to_numpy(float)) for o in objectives])
 
 
+def _reciprocal(objective: str) -> bool:
+    """Rates (throughput, goodput, max_rate_at_slo: better high, 0 worst) become costs as their inverse."""
+    return OBJECTIVES[objective][1] < 0 and objective != "fault_tolerance"
+
+
 def to_cost(objective: str, value):
     """Metric value of an objective -> cost (the inverse of `from_cost`)."""
     value = np.asarray(value, float)
-    if objective == "throughput":
+    if _reciprocal(objective):
         with np.errstate(divide="ignore"):
             return np.where(value > 0, 1.0 / np.where(value > 0, value, 1.0), np.inf)
     if objective == "fault_tolerance":
@@ -49,7 +54,7 @@ def to_cost(objective: str, value):
 def from_cost(objective: str, cost):
     """Cost -> metric value of an objective."""
     cost = np.asarray(cost, float)
-    if objective == "throughput":
+    if _reciprocal(objective):
         return 1.0 / cost
     if objective == "fault_tolerance":
         return 1.0 - cost

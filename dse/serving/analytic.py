@@ -1,69 +1,90 @@
-"""Steady state of continuous batching in closed form: the fast estimate the search can afford.
+"""The closed form of continuous batching (dse.serving.closed_form) for one design's steps.
 
-Requests arrive at rate lambda (Poisson), each with P prompt and O output tokens. The server runs decode
-iterations of the N sequences in flight; before an iteration it prefills whatever arrived during the last
-one. With D the mean time between two decode steps of a sequence:
-
-* arrivals per iteration a = lambda D; a prefill happens before an iteration with probability
-  1 - exp(-a) and then batches a / (1 - exp(-a)) prompts (Poisson arrivals, given at least one);
-* D = decode(N, P + O / 2) + (1 - exp(-a)) prefill(a / (1 - exp(-a)), P);
-* Little's law: N = lambda (O - 1) D sequences decode at once.
-
-The fixed point (N, D) gives TPOT = D, and TTFT = the residual of the iteration under way when a
-request arrives (D / 2 for iterations of nearly constant length) + its prefill; it does not exist when
-lambda (O - 1) D outgrows the batch limit or when D grows without bound: the rate is past saturation.
-Checked against the discrete-event simulation (dse.serving.simulate) in tests/test_serving.py.
+A design's steps enter the closed form as affine functions fitted at four points of the step model:
+``decode(n) = d1 + s (n - 1)`` through the decode of 1 and of ``max_batch`` sequences at the mean
+context, ``prefill(k) = p0 + pk k`` through the prefill of 1 and of `REF_PROMPTS` prompts. Decode is
+nearly affine in the batch (weights streamed once, KV and compute per sequence); prefills in continuous
+batching are small batches, where the reference point sits. The same affine steps drive the
+discrete-event simulation in the tests, which isolates the queueing model's error from the fit's.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from .closed_form import COLUMNS, serving_metrics
+
+#: prompts in the second prefill point of the affine fit
+REF_PROMPTS = 8
+
+
+@dataclass(frozen=True)
+class AffineSteps:
+    """Step latencies (s): decode(n) = d1 + slope (n - 1); prefill(k prompts) = p0 + pk k, scaled by the
+    tokens per prompt against ``prompt`` (a chunk of c tokens costs p0 + pk c / prompt)."""
+
+    d1: float
+    slope: float
+    p0: float
+    pk: float
+    prompt: float
+
+    def decode(self, batch: float, context: float) -> float:
+        return self.d1 + self.slope * max(batch - 1.0, 0.0)
+
+    def prefill(self, batch: float, context: float) -> float:
+        return self.p0 + self.pk * batch * context / self.prompt
+
+    @classmethod
+    def from_points(cls, d1: float, d_batch: float, batch: int, p1: float, p_ref: float, ref: int,
+                    prompt: float) -> "AffineSteps":
+        """Through decode(1) = d1, decode(batch) = d_batch, prefill(1) = p1, prefill(ref) = p_ref."""
+        slope = max((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else 0.0
+        pk = max((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1
+        return cls(d1=d1, slope=slope, p0=max(p1 - pk, 0.0), pk=pk, prompt=prompt)
+
+    @classmethod
+    def fit(cls, steps, prompt: float, output: float, max_batch: int) -> "AffineSteps":
+        """The affine steps through four points of ``steps`` (``decode(batch, context)``, ``prefill``)."""
+        context = prompt + output // 2
+        ref = min(REF_PROMPTS, max_batch)
+        return cls.from_points(steps.decode(1, context), steps.decode(max_batch, context), max_batch,
+                               steps.prefill(1, prompt), steps.prefill(ref, prompt), ref, prompt)
+
 
 @dataclass(frozen=True)
 class SteadyState:
     ttft_s: float
     tpot_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    goodput_req_s: float
+    max_rate_at_slo_req_s: float
+    saturation_req_s: float
     in_flight: float
-    saturated: bool
+
+    @property
+    def saturated(self) -> bool:
+        return not math.isfinite(self.tpot_s)
 
 
 def steady_state(steps, rate: float, prompt: float, output: float, max_batch: int = 256,
-                 iterations: int = 200) -> SteadyState:
-    """Mean TTFT and TPOT of continuous batching at ``rate`` requests/s (module docstring)."""
-    context = prompt + output / 2.0
-    D = steps.decode(1, context)
-    n = 1.0
-    for _ in range(iterations):
-        a = rate * D
-        p_prefill = 1.0 - math.exp(-a)
-        k = a / p_prefill if p_prefill > 0 else 1.0
-        n = max(1.0, rate * (output - 1.0) * D)
-        if n > max_batch:
-            return SteadyState(math.inf, math.inf, n, True)
-        new = steps.decode(n, context) + p_prefill * steps.prefill(k, prompt)
-        if not math.isfinite(new) or new > 1e6:
-            return SteadyState(math.inf, math.inf, n, True)
-        if abs(new - D) <= 1e-9 * D:
-            D = new
-            break
-        D = 0.5 * (D + new)
-    a = rate * D
-    p_prefill = 1.0 - math.exp(-a)
-    k = a / p_prefill if p_prefill > 0 else 1.0
-    return SteadyState(ttft_s=D / 2.0 + steps.prefill(k, prompt), tpot_s=D, in_flight=n, saturated=False)
+                 kv_tokens: float = math.inf, slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf
+                 ) -> SteadyState:
+    """The closed form at ``rate`` requests/s for ``steps`` (an `AffineSteps`, or any step table, fitted)."""
+    s = steps if isinstance(steps, AffineSteps) else AffineSteps.fit(steps, prompt, output, max_batch)
+    n_max = min(float(max_batch), math.floor(kv_tokens / (prompt + output)) if math.isfinite(kv_tokens) else math.inf)
+    row = serving_metrics(np.array([float(rate)]), np.array([s.d1]), np.array([s.slope]), np.array([s.p0]), np.array([s.pk]),
+                          float(output), np.array([n_max]), float(slo_ttft_s), float(slo_tpot_s))[0]
+    v = dict(zip(COLUMNS, row))
+    return SteadyState(ttft_s=v["ttft_mean_s"], tpot_s=v["tpot_mean_s"], ttft_p99_s=v["ttft_p99_s"],
+                       tpot_p99_s=v["tpot_p99_s"], goodput_req_s=v["goodput_req_s"],
+                       max_rate_at_slo_req_s=v["max_rate_at_slo_req_s"], saturation_req_s=v["saturation_req_s"],
+                       in_flight=v["in_flight"])
 
 
-def max_rate(steps, prompt: float, output: float, max_batch: int = 256, high: float = 1e6) -> float:
-    """The largest rate with a steady state (bisection on `steady_state`)."""
-    low = 0.0
-    hi = high
-    for _ in range(60):
-        mid = (low + hi) / 2.0 if hi < high else max(2.0 * low, 1.0)
-        if steady_state(steps, mid, prompt, output, max_batch).saturated:
-            hi = mid
-        else:
-            low = mid
-        if hi < high and hi - low <= 1e-4 * hi:
-            break
-    return low
+def max_rate(steps, prompt: float, output: float, max_batch: int = 256, kv_tokens: float = math.inf) -> float:
+    """The largest rate with a steady state (requests/s)."""
+    return steady_state(steps, 1.0, prompt, output, max_batch, kv_tokens).saturation_req_s

@@ -25,11 +25,13 @@ from .schema import (
     HardwareSpec,
     MappingSpec,
     SearchSpec,
+    ServingSpec,
     SystemSpec,
     TrainingSpec,
     WorkloadSpec,
 )
 from .schema import limits
+from .schema.search import SERVING_OBJECTIVES
 from .schema.common import SAFE_NAME, StrictModel, check_safe_name
 from .yaml_input import read_yaml_file
 
@@ -47,6 +49,7 @@ class Study(StrictModel):
     faults: FaultsSpec = FaultsSpec()
     system: SystemSpec | None = None        # several packages in nodes (dse.system); None: one package
     training: TrainingSpec | None = None    # workload.phase: train (dse.training.package)
+    serving: ServingSpec | None = None      # workload.phase: serve (dse.serving.package)
     carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
 
@@ -70,7 +73,7 @@ class Study(StrictModel):
             raise _to_study_error(exc, source) from None
         study._check_references(source)
         study._check_training(source)
-        return study
+        return study._with_serving(data, source)
 
     def _check_training(self, source: str | None) -> None:
         """``workload.phase: train`` and the ``training`` section come together; one model trains."""
@@ -87,6 +90,34 @@ class Study(StrictModel):
         if training and self.workload.ensemble is not None:
             raise StudyError("an ensemble's members train separately: give each member's model as workload.model "
                              "in a training study of its own", key="workload.ensemble", source=source)
+
+    def _with_serving(self, data: dict, source: str | None) -> "Study":
+        """``workload.phase: serve`` and the ``serving`` section come together; the study's decode step is
+        then the serving section's (batch ``max_batch`` at the mean context), so workload.batch and
+        workload.context are not given."""
+        serving = self.workload.phase == "serve"
+        if not serving:
+            if self.serving is not None:
+                raise StudyError(f"the serving section needs workload.phase: serve (got {self.workload.phase})",
+                                 key="workload.phase", source=source)
+            asked = [o for o in self.search.objectives if o in SERVING_OBJECTIVES]
+            if asked:
+                raise StudyError(f"{', '.join(asked)} needs a serving study (workload.phase: serve with a serving "
+                                 "section)", key="search.objectives", source=source)
+            return self
+        if self.serving is None:
+            raise StudyError("a serving study needs a serving section (serving: {input_len: I, output_len: O, "
+                             "request_rate: R})", key="serving", source=source)
+        if self.workload.ensemble is not None:
+            raise StudyError("a serving study serves one model (workload.model)", key="workload.ensemble",
+                             source=source)
+        given = data.get("workload", {}) if isinstance(data.get("workload"), dict) else {}
+        step = {"batch": self.serving.max_batch, "context": self.serving.mean_context}
+        for key, instead in (("batch", "serving.max_batch"), ("context", "input_len + output_len // 2")):
+            if key in given and given[key] != step[key]:
+                raise StudyError(f"a serving study's step is set by {instead} ({step[key]}); leave workload.{key} "
+                                 "out", key=f"workload.{key}", source=source)
+        return self.model_copy(update={"workload": self.workload.model_copy(update=step)})
 
     def _check_references(self, source: str | None) -> None:
         """Checks that need the other packages: every model the workload names exists and parses."""

@@ -5,11 +5,12 @@ from .faults import FaultsSpec, MonteCarloSpec
 from .hardware import ChipletSpec, HardwareSpec, LinkSpec, MemoryEntry, MeshSpec, PackageSpec
 from .mapping import MAPPINGS, MappingSpec
 from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
+from .serving import ServingSpec, SloSpec
 from .system import MAX_PACKAGES, ParallelSpec, SystemSpec
 from .training import TrainingSpec
 from .workload import RoutingSpec, WorkloadSpec
 
-__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec", "TrainingSpec",
+__all__ = ["CarbonSpec", "MAX_PACKAGES", "ParallelSpec", "SystemSpec", "TrainingSpec", "ServingSpec", "SloSpec",
            "IntRange", "FaultsSpec", "MonteCarloSpec", "ChipletSpec", "HardwareSpec", "LinkSpec", "MemoryEntry",
            "MeshSpec", "PackageSpec", "MAPPINGS", "MappingSpec", "ALGORITHMS", "OBJECTIVES", "ConstraintsSpec",
            "SearchSpec", "RoutingSpec", "WorkloadSpec"]

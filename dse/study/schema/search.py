@@ -8,7 +8,10 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, ValidationInfo, field
 from . import limits
 from .common import StrictModel
 
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon")
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
+              "ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
+#: objectives only a serving study (workload.phase: serve) measures
+SERVING_OBJECTIVES = OBJECTIVES[7:]
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
@@ -27,7 +30,8 @@ class SearchSpec(StrictModel):
     generations: int = Field(30, ge=1, le=100_000)
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
-    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token); objectives left out
+    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token, ttft_p99_s, tpot_p99_s,
+    #: goodput_req_s, max_rate_at_slo_req_s); objectives left out
     #: are derived (dse.search.hypervolume.reference_point)
     reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
     #: save the search state every this many generations (0: never); see dse.search.checkpoint

@@ -134,7 +134,7 @@ class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
     _model_path = field_validator("model")(lambda value, info: relative_to_study(value, info))
     ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
-    phase: Literal["prefill", "decode", "train"] = "decode"
+    phase: Literal["prefill", "decode", "train", "serve"] = "decode"
     batch: Annotated[PositiveInt, limits.at_most(limits.BATCH)] = 1
     context: Annotated[PositiveInt, limits.at_most(limits.CONTEXT)] = 2048
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"

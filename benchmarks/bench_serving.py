@@ -1,0 +1,48 @@
+"""Cost of the serving objectives (issue 19): designs/s of studies/serve_llama2_7b.yaml's evaluator (the
+decode step with every metric and fault tolerance, three more steps for the affine fit, the closed form)
+against a plain decode-step evaluation of the same designs in the same run (goal: at most 2x its time),
+and the discrete-event simulation's time for 10,000 requests (goal: under 2 s)."""
+import time
+
+import numpy as np
+
+import dse
+from dse.serving.analytic import AffineSteps
+from dse.serving.requests import synthetic
+from dse.serving.simulate import simulate
+from dse.system.prepare import prepare_step
+
+POPULATION = 2000
+
+
+def seconds(evaluator, X) -> float:
+    evaluator.metrics_array(X[:4])                   # compile or load the Numba caches
+    best = np.inf
+    for _ in range(3):
+        start = time.process_time()
+        evaluator.metrics_array(X)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def main() -> None:
+    study = dse.load_study("studies/serve_llama2_7b.yaml")
+    serving = dse.prepare(study)
+    plain = prepare_step(study.model_copy(update={"workload": study.workload.model_copy(update={"phase": "decode"}),
+                                                  "serving": None}))
+    X = np.random.default_rng(0).integers(serving.space.lower, serving.space.upper + 1,
+                                          size=(POPULATION, serving.space.n_var))
+    t_plain, t_serving = seconds(plain.evaluator, X), seconds(serving.evaluator, X)
+    print(f"plain decode step: {POPULATION / t_plain:,.0f} designs/s; with the serving objectives: "
+          f"{POPULATION / t_serving:,.0f} designs/s ({t_serving / t_plain:.2f}x the plain step's time)")
+
+    steps = AffineSteps(d1=0.01, slope=1e-4, p0=0.002, pk=0.001, prompt=512)
+    reqs = synthetic(10_000, 512, 128, 40.0, seed=0)
+    start = time.process_time()
+    out = simulate(reqs, steps, max_batch=256).metrics()
+    print(f"discrete-event simulation of 10,000 requests (continuous batching, 40 req/s): "
+          f"{time.process_time() - start:.2f} s (p99 TTFT {out['p99_ttft_ms']:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,386 @@
+"""Continuous batching in closed form, over arrays of designs (Numba): the serving objectives' model.
+
+Requests arrive as a Poisson stream at rate lambda, each with P prompt and O >= 2 output tokens. The
+server runs iterations (Orca / vLLM without chunking): before an iteration it prefills, in one batch,
+every prompt that arrived during the previous one; otherwise it decodes one token of each of the N
+sequences in flight. A design's steps are affine (the step model at two batch sizes and one prompt,
+dse.serving.analytic): ``decode(n) = d1 + s (n - 1)``, ``prefill(k) = p0 + pk k``.
+
+With D the mean time between two decode steps of a sequence and a = lambda D arrivals per interval:
+
+* D = decode(N) + (1 - exp(-a)) p0 + a pk (the interval's decode plus, on average, the prefill of the
+  arrivals of the last one; Poisson arrivals, so a prefill happens with probability 1 - exp(-a)) and
+  Little's law N = lambda (O - 1) D; the rate saturates when this has no solution or the batch slots
+  held (N and the prompts being prefilled) reach the sequences the batch and the KV cache hold
+  (``n_max``); short of that a request may wait for a slot (Erlang C, `slot_wait`);
+* TTFT = R + p0 + pk (1 + K): the rest R of the iteration under way, a decode or a prefill (uniform
+  over it; arrivals see time averages, PASTA, and land in long iterations more often), and the prefill
+  of its batch: itself and the K ~ Poisson(lambda L) others arriving in that iteration of length L;
+* TPOT = decode(N averaged over its life) + c X / (O - 1): its O - 1 intervals carry the prefills of X
+  ~ Poisson((O - 1) a) prompts, each costing c = pk + p0 (1 - exp(-a)) / a on average; both terms are
+  shot noise of the same arrivals (`tpot_moments`), its p99 their Cornish-Fisher quantile;
+* p99s are the 99th percentiles of these distributions; goodput is lambda x P(TTFT <= SLO) x
+  P(TPOT <= SLO) (0 past saturation); ``max_rate_at_slo`` is the largest rate whose p99 TTFT and TPOT
+  meet the SLOs (bisection; both grow with the rate).
+
+Checked against the discrete-event simulation (dse.serving.simulate) in tests/test_serving_closed_form.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+Q99 = 0.99
+Z99 = 2.3263478740408408           # the standard normal's 99th percentile
+#: columns of `serving_metrics`
+COLUMNS = ("ttft_mean_s", "tpot_mean_s", "ttft_p99_s", "tpot_p99_s", "goodput_req_s", "max_rate_at_slo_req_s",
+           "saturation_req_s", "in_flight")
+#: bisections of a quantile (TPOT's standardised, TTFT's from about 2 decode intervals: 2^-24 of them)
+BISECTIONS = 48
+QUANTILE_BISECTIONS = 24
+#: bisections of a rate (saturation, max_rate_at_slo: 2^-24 of the saturation rate)
+RATE_BISECTIONS = 24
+#: bisections of the decode interval (2^-48 of its bracket)
+ROOT_BISECTIONS = 48
+#: a request's life over the correlation time of the sequences in flight without the loop: where an
+#: Ornstein-Uhlenbeck average over the life keeps 2/3 of the variance, as the M/D/infinity queue's does
+#: (solves 2 (x - 1 + exp(-x)) / x^2 = 2/3)
+OU_LIFE = 1.3607795323484027
+
+
+@nb.njit(cache=True)
+def _gap(D, rate, d1, slope, p0, pk, output):
+    """h(D) = decode(N(D)) + (1 - exp(-lambda D)) p0 + lambda D pk - D."""
+    a = rate * D
+    return d1 + slope * max(rate * (output - 1.0) * D - 1.0, 0.0) + (1.0 - math.exp(-a)) * p0 + a * pk - D
+
+
+@nb.njit(cache=True)
+def _root(lo, hi, rate, d1, slope, p0, pk, output):
+    for _ in range(ROOT_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if _gap(mid, rate, d1, slope, p0, pk, output) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@nb.njit(cache=True)
+def interval(rate, d1, slope, p0, pk, output, n_max):
+    """(D, N): mean decode interval and sequences in flight at ``rate``; D = inf past saturation.
+
+    D is the smallest root of h(D) = decode(N(D)) + (1 - exp(-lambda D)) p0 + lambda D pk - D, h(0) = d1 > 0.
+    h is concave below and above D1, where N reaches one sequence: a root below D1 is the one where h
+    changes sign there; else h, concave beyond D1, falls to a root only when its slope at infinity
+    (lambda (s (O - 1) + pk) - 1) is negative (bracketed by doubling, then bisected)."""
+    if rate <= 0.0:
+        return d1, 0.0
+    D1 = 1.0 / (rate * (output - 1.0))
+    if _gap(D1, rate, d1, slope, p0, pk, output) <= 0.0:
+        D = _root(0.0, D1, rate, d1, slope, p0, pk, output)
+    else:
+        if rate * (slope * (output - 1.0) + pk) >= 1.0:
+            return np.inf, np.inf
+        hi = 2.0 * D1
+        while _gap(hi, rate, d1, slope, p0, pk, output) > 0.0:
+            hi *= 2.0
+            if hi > 1e12:
+                return np.inf, np.inf
+        D = _root(D1, hi, rate, d1, slope, p0, pk, output)
+    N = rate * (output - 1.0) * D
+    return (D, N) if slots_busy(rate, D, N, p0, pk) < n_max else (np.inf, N)
+
+
+@nb.njit(cache=True)
+def slots_busy(rate, D, N, p0, pk):
+    """Batch slots held on average: a request holds one from admission, through its prefill iteration
+    (of 1 + lambda D prompts on average), to its last token: N + lambda x that prefill."""
+    return N + rate * (p0 + pk * (1.0 + rate * D))
+
+
+@nb.njit(cache=True)
+def slot_wait(rate, D, N, slope, p0, pk, output, n_max):
+    """(probability a request waits for a batch slot, rate of its wait's exponential tail): the slots are
+    the n_max servers of an M/G/c queue holding each request S = A / lambda seconds. The loop makes the
+    slots' occupancy peaked (variance z = 1 / (1 - g) times its mean), so Erlang C is taken at c / z
+    servers and load A / z (Hayward's approximation for peaked traffic), by Erlang B's recursion, with
+    the wait halved for nearly constant holding times (Allen-Cunneen, Cs^2 = 0)."""
+    A = slots_busy(rate, D, N, p0, pk)
+    if not np.isfinite(n_max) or rate <= 0.0:
+        return 0.0, np.inf
+    z = 1.0 / max(1.0 - loop_gain(rate, rate * D, N, slope, p0, pk, output), 1e-9)
+    if n_max - A > 6.0 * math.sqrt(z * A) + 10.0:
+        return 0.0, np.inf
+    c, load = n_max / z, A / z
+    B = 1.0
+    for k in range(1, int(c) + 1):
+        B = load * B / (k + load * B)
+    C = min(c * B / (c - load * (1.0 - B)), 1.0) if c > load else 1.0
+    return C, 2.0 * (c - load) / (A / rate)
+
+
+@nb.njit(cache=True)
+def poisson_cdf(x, m):
+    """P(X <= x) for X ~ Poisson(m) (normal approximation with continuity correction past m = 400)."""
+    if x < 0.0:
+        return 0.0
+    if m <= 0.0:
+        return 1.0
+    if m > 400.0:
+        z = (math.floor(x) + 0.5 - m) / math.sqrt(m)
+        return 0.5 * math.erfc(-z / math.sqrt(2.0))
+    term = math.exp(-m)
+    total = term
+    k = 0
+    while k < math.floor(x):
+        k += 1
+        term *= m / k
+        total += term
+        if total >= 1.0 - 1e-15:
+            return 1.0
+    return min(total, 1.0)
+
+
+@nb.njit(cache=True)
+def poisson_quantile(q, m):
+    """Smallest x with P(X <= x) >= q, X ~ Poisson(m)."""
+    if m <= 0.0:
+        return 0.0
+    if m > 400.0:
+        return max(0.0, math.ceil(m + 2.3263478740408408 * math.sqrt(m) - 0.5))
+    term = math.exp(-m)
+    total = term
+    k = 0
+    while total < q:
+        k += 1
+        term *= m / k
+        total += term
+    return float(k)
+
+
+@nb.njit(cache=True)
+def iterations(rate, D, sd, a, p0, pk):
+    """The iterations an arrival can land in, as (lengths, probabilities), four each: decode iterations of
+    length normal around d = D - (1 - exp(-a)) p0 - a pk (deviation ``sd``; three Gauss-Hermite points)
+    and prefill iterations of the mean prefill batch, one of each per D with probability 1 - exp(-a) for
+    the prefill; an arrival lands in an iteration in proportion to its length (length-biased sampling)."""
+    q = 1.0 - math.exp(-a)
+    d = D - q * p0 - a * pk
+    h = 1.7320508075688772 * sd
+    L0, L1, L2 = max(d - h, 0.0), max(d, 0.0), max(d + h, 0.0)
+    L3 = p0 + pk * (a / q if q > 0.0 else 1.0)
+    w0, w1, w2, w3 = L0 / 6.0, L1 * 2.0 / 3.0, L2 / 6.0, q * L3
+    total = w0 + w1 + w2 + w3
+    return (L0, L1, L2, L3), (w0 / total, w1 / total, w2 / total, w3 / total)
+
+
+@nb.njit(cache=True)
+def ttft_cdf(t, rate, L, w, p0, pk):
+    """P(TTFT <= t): over the iterations (lengths ``L``, probabilities ``w``: `iterations`) an arrival
+    lands in, the rest R ~ U(0, L) of it, then the prefill p0 + pk (1 + K) of itself and the
+    K ~ Poisson(lambda L) others arriving in it."""
+    total = 0.0
+    for j in range(4):
+        if w[j] <= 0.0:
+            continue
+        m = rate * L[j]
+        term = math.exp(-m)
+        mass = 0.0
+        part = 0.0
+        k = 0
+        while mass < 1.0 - 1e-12 and k < 1_000_000:
+            if k > 0:
+                term *= m / k
+            ready = t - p0 - pk * (1.0 + k)
+            if ready <= 0.0:
+                break
+            part += term * (min(ready / L[j], 1.0) if L[j] > 0.0 else 1.0)
+            mass += term
+            k += 1
+        total += w[j] * part
+    return total
+
+
+@nb.njit(cache=True)
+def ttft_mean(rate, L, w, p0, pk):
+    total = 0.0
+    for j in range(4):
+        total += w[j] * (L[j] / 2.0 + p0 + pk * (1.0 + rate * L[j]))
+    return total
+
+
+@nb.njit(cache=True)
+def ttft_quantile(q, rate, L, w, p0, pk):
+    longest = max(max(L[0], L[1]), max(L[2], L[3]))
+    lo, hi = p0 + pk, longest + p0 + pk * (2.0 + poisson_quantile(1.0 - 1e-9, rate * longest))
+    for _ in range(QUANTILE_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if ttft_cdf(mid, rate, L, w, p0, pk) >= q:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@nb.njit(cache=True)
+def loop_gain(rate, a, N, slope, p0, pk, output):
+    """g: how much the interval's right side D = decode(N(D)) + ... grows per second of D."""
+    return rate * ((slope * (output - 1.0) if N >= 1.0 else 0.0) + p0 * math.exp(-a) + pk)
+
+
+@nb.njit(cache=True)
+def interval_sd(rate, D, N, slope, p0, pk, output):
+    """Deviation of one iteration's length: slope x the sequences in flight, Poisson(N) with the loop's
+    variance amplification 1 / (1 - g) (`tpot_moments`)."""
+    g = loop_gain(rate, rate * D, N, slope, p0, pk, output)
+    return slope * math.sqrt(N / max(1.0 - g, 1e-9))
+
+
+@nb.njit(cache=True)
+def per_prompt(a, p0, pk):
+    """Prefill seconds per prompt averaged over intervals: pk plus p0 over the prompts of an interval
+    that has any ((1 - exp(-a)) p0 / a)."""
+    return pk + (p0 * (1.0 - math.exp(-a)) / a if a > 0.0 else p0)
+
+
+@nb.njit(cache=True)
+def tpot_moments(rate, D, N, d1, slope, p0, pk, output):
+    """(mean, standard deviation, skewness) of a request's TPOT: the Poisson arrivals over its life
+    T = (O - 1) D each add slope x their overlap with it / T (the sequences in flight, averaged) and, when
+    they arrive during it, one prefill of c / (O - 1): a shot-noise sum whose cumulants are
+    lambda x the integrals of the kernel's powers (2/3, 1/2 and 1 of T for the overlap, squared, cubed).
+    The loop (more sequences lengthen the interval, which keeps more in flight) slows the fluctuations'
+    decay by 1 - g, g = dD/dD of the fixed point's right side: as for an Ornstein-Uhlenbeck process whose
+    restoring rate shrinks by that factor, the variance grows by 1 / (1 - g) and its correlation time by
+    as much, so a life's average of the sequences in flight keeps more of it (`OU_LIFE`)."""
+    a = rate * D
+    b = per_prompt(a, p0, pk) / (output - 1.0)
+    mean = d1 + slope * max(N - 1.0, 0.0) + per_prompt(a, p0, pk) * a
+    g = min(loop_gain(rate, a, N, slope, p0, pk, output), 1.0 - 1e-9)
+    x = OU_LIFE * (1.0 - g)
+    averaged = 2.0 * (x - 1.0 + math.exp(-x)) / (x * x)         # 2/3 without the loop (g = 0)
+    var = N * (averaged * slope ** 2 + slope * b + b ** 2) / (1.0 - g)
+    k3 = N * (0.5 * slope ** 3 + slope ** 2 * b + 1.5 * slope * b ** 2 + b ** 3)
+    sd = math.sqrt(var)
+    return mean, sd, (k3 / sd ** 3 if sd > 0.0 else 0.0)
+
+
+@nb.njit(cache=True)
+def cornish_fisher(z, skew):
+    """The standardised quantile at normal quantile z, corrected for skewness (Cornish-Fisher)."""
+    return z + (z * z - 1.0) * skew / 6.0
+
+
+@nb.njit(cache=True)
+def tpot_cdf(t, mean, sd, skew):
+    """P(TPOT <= t) from its moments (the Cornish-Fisher quantile function inverted by bisection)."""
+    if sd <= 0.0:
+        return 1.0 if t >= mean else 0.0
+    x = (t - mean) / sd
+    lo = max(-8.0, -3.0 / skew + 1e-9) if skew > 0.0 else -8.0       # where the expansion rises with z
+    hi = 8.0
+    if cornish_fisher(lo, skew) >= x:
+        return 0.0
+    if cornish_fisher(hi, skew) <= x:
+        return 1.0
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if cornish_fisher(mid, skew) < x:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * math.erfc(-hi / math.sqrt(2.0))
+
+
+@nb.njit(cache=True)
+def p99s(rate, d1, slope, p0, pk, output, n_max):
+    """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation)."""
+    D, N = interval(rate, d1, slope, p0, pk, output, n_max)
+    if not np.isfinite(D):
+        return np.inf, np.inf, D, N
+    mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
+    L, w = iterations(rate, D, interval_sd(rate, D, N, slope, p0, pk, output), rate * D, p0, pk)
+    ttft = ttft_quantile(Q99, rate, L, w, p0, pk)
+    C, theta = slot_wait(rate, D, N, slope, p0, pk, output, n_max)
+    if C > 1.0 - Q99:            # the wait's tail decides the p99: P(wait > w) = C exp(-theta w)
+        ttft = max(ttft, ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta)
+    return ttft, mean + sd * cornish_fisher(Z99, skew), D, N
+
+
+@nb.njit(cache=True)
+def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot):
+    """Whether the p99 TTFT and TPOT at ``rate`` are within the SLOs (`p99s` without its quantile
+    searches: P(TTFT <= SLO) >= 0.99 and the slot wait's tail, TPOT's quantile)."""
+    D, N = interval(rate, d1, slope, p0, pk, output, n_max)
+    if not np.isfinite(D):
+        return False
+    mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
+    if mean + sd * cornish_fisher(Z99, skew) > slo_tpot:
+        return False
+    L, w = iterations(rate, D, interval_sd(rate, D, N, slope, p0, pk, output), rate * D, p0, pk)
+    if ttft_cdf(slo_ttft, rate, L, w, p0, pk) < Q99:
+        return False
+    C, theta = slot_wait(rate, D, N, slope, p0, pk, output, n_max)
+    return C <= 1.0 - Q99 or ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta <= slo_ttft
+
+
+@nb.njit(cache=True)
+def saturation(d1, slope, p0, pk, output, n_max):
+    """The largest rate with a steady state: below 1 / (s (O - 1) + pk), where h's slope at infinity
+    turns negative (`interval`), the batch slots decide (bisection on `interval`)."""
+    hi = 1.0 / (slope * (output - 1.0) + pk)
+    if np.isfinite(interval(hi * (1.0 - 1e-9), d1, slope, p0, pk, output, n_max)[0]):
+        return hi
+    lo = 0.0
+    for _ in range(RATE_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if np.isfinite(interval(mid, d1, slope, p0, pk, output, n_max)[0]):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(cache=True)
+def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot):
+    """`COLUMNS` of every design (arrays ``rates``, ``d1``, ``slope``, ``p0``, ``pk``, ``n_max``; scalars the rest); a
+    design that cannot serve one request (n_max < 1 or a non-finite step) gets inf latencies, 0 rates."""
+    n = d1.shape[0]
+    out = np.zeros((n, len(COLUMNS)))
+    for i in range(n):
+        rate = rates[i]
+        if not (n_max[i] >= 1.0 and np.isfinite(d1[i]) and np.isfinite(p0[i]) and np.isfinite(pk[i])
+                and np.isfinite(slope[i]) and d1[i] > 0.0 and p0[i] + pk[i] > 0.0):
+            out[i, :4] = np.inf
+            continue
+        sat = saturation(d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+        ttft99, tpot99, D, N = p99s(rate, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+        if np.isfinite(D):
+            a = rate * D
+            mean, sd, skew = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)
+            out[i, 1] = mean
+            L, w = iterations(rate, D, interval_sd(rate, D, N, slope[i], p0[i], pk[i], output), a, p0[i], pk[i])
+            C, theta = slot_wait(rate, D, N, slope[i], p0[i], pk[i], output, n_max[i])
+            no_wait = ttft_mean(rate, L, w, p0[i], pk[i])
+            out[i, 0] = no_wait + C / theta
+            waits_past = C * min(1.0, math.exp(-theta * (slo_ttft - no_wait)))
+            out[i, 4] = rate * ttft_cdf(slo_ttft, rate, L, w, p0[i], pk[i]) * (1.0 - waits_past) * \
+                tpot_cdf(slo_tpot, mean, sd, skew)
+        else:
+            out[i, 0] = out[i, 1] = np.inf
+        out[i, 2], out[i, 3] = ttft99, tpot99
+        lo, hi = 0.0, sat
+        if meets_slo(1e-9 * sat, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot):
+            for _ in range(RATE_BISECTIONS):
+                mid = 0.5 * (lo + hi)
+                if meets_slo(mid, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot):
+                    lo = mid
+                else:
+                    hi = mid
+        out[i, 5] = lo
+        out[i, 6] = sat
+        out[i, 7] = N
+    return out

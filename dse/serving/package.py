@@ -1,0 +1,155 @@
+"""Serving studies (``workload.phase: serve``): `dse run` searches packages and systems for service-level
+objectives under continuous batching (the ``serving`` section: lengths, rate, batch limit, SLOs).
+
+Each design is costed by the system evaluator (dse.system) at four steps, all at once over the
+population: the decode of ``max_batch`` sequences at the mean context (the study's own step, with every
+metric it reports: latency, energy, area, fault tolerance ...), the decode of one sequence, and the
+prefill of one and of `REF_PROMPTS` prompts (without failures: they only fit the affine steps of
+dse.serving.analytic). The closed form (dse.serving.closed_form) turns them into the serving columns:
+
+* ``ttft_p99_s``, ``tpot_p99_s`` at the study's ``request_rate``; ``ttft_mean_s``, ``tpot_mean_s``;
+* ``goodput_req_s``: requests per second meeting both SLOs at that rate;
+* ``max_rate_at_slo_req_s``: the largest rate whose p99 TTFT and TPOT meet the SLOs;
+* ``saturation_req_s``: the largest rate with a steady state; ``kv_cache_tokens``: the KV cache the
+  design's memory holds beside the weights (it and ``max_batch`` bound the sequences in flight).
+
+A system's replicas each serve an equal share of the requests; a replica's step is the system's step
+latency (its pipeline stages in sequence, one batch in flight: a conservative bound for pipelines).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StudyError
+from ..model.prepare import Prepared
+from ..study.space import SYSTEM_AXES
+from ..study.spec import Study
+from ..system.layout import Layout
+from ..system.metrics import SYSTEM_METRICS, C
+from ..system.prepare import PHASES, prepare_step
+from .analytic import REF_PROMPTS, AffineSteps
+from .closed_form import serving_metrics
+
+#: columns a serving study adds to the system's (units in the names)
+SERVING_METRICS = ["ttft_p99_s", "tpot_p99_s", "goodput_req_s", "max_rate_at_slo_req_s", "ttft_mean_s",
+                   "tpot_mean_s", "saturation_req_s", "kv_cache_tokens"]
+METRICS = SYSTEM_METRICS + SERVING_METRICS
+S = {name: i for i, name in enumerate(METRICS)}
+_FROM_CLOSED_FORM = {"ttft_mean_s": 0, "tpot_mean_s": 1, "ttft_p99_s": 2, "tpot_p99_s": 3, "goodput_req_s": 4,
+                     "max_rate_at_slo_req_s": 5, "saturation_req_s": 6}
+
+
+def step_study(study: Study, phase: str, batch: int, context: int) -> Study:
+    """The serving study's workload as one step: ``phase`` of ``batch`` sequences of ``context`` tokens."""
+    workload = study.workload.model_copy(update={"phase": phase, "batch": batch, "context": context})
+    return study.model_copy(update={"workload": workload, "serving": None})
+
+
+def prepare_serving(study: Study) -> Prepared:
+    """The study's designs made ready to cost as servers (module docstring)."""
+    p = prepare_step(study)
+    sv = study.serving
+    points = {"decode_1": step_study(study, "decode", 1, sv.mean_context),
+              "prefill_1": step_study(study, "prefill", 1, sv.input_len),
+              "prefill_ref": step_study(study, "prefill", min(REF_PROMPTS, sv.max_batch), sv.input_len)}
+    evaluators = {}
+    for name, s in points.items():
+        q = prepare_step(s)
+        if q.space.n_var != p.space.n_var:
+            raise StudyError(f"the {name.replace('_', ' of ')} step has another design space than the decode step "
+                             "(the workload's units differ by phase)", key="workload.phase")
+        evaluators[name] = q.evaluator
+    return dataclasses.replace(p, evaluator=ServingEvaluator(p.evaluator, study, p.tables, evaluators))
+
+
+PHASES["serve"] = prepare_serving
+
+
+class ServingEvaluator:
+    """The evaluator interface over serving designs (module docstring)."""
+
+    def __init__(self, system, study: Study, tables, points: dict):
+        self.system, self.study, self.tables_, self.points = system, study, tables, points
+        w = tables.workload.summary
+        self.weight_bytes = float(tables.unit_capacity_bytes.sum())
+        self.kv_bytes_per_token = float(w.get("kv_cache_bytes_per_token", 0.0))
+
+    def __getattr__(self, name: str):
+        system = self.__dict__.get("system")
+        if system is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(system, name)
+
+    @property
+    def metric_names(self) -> list[str]:
+        return METRICS
+
+    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
+        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
+
+    def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.system.space.n_var)
+        base = self.system.metrics_array(X, with_faults)
+        steps = {name: ev.metrics_array(X, False)[:, C["latency_s"]] for name, ev in self.points.items()}
+        rows, cols, kind, stacks, ddr, *_ = self.system.decode(X)
+        return self._serve(base, steps, self.system.layouts_of(X), stacks, ddr)
+
+    def evaluate_designs(self, designs, with_faults: bool = True) -> pd.DataFrame:
+        base = self.system.evaluate_designs(designs, with_faults).to_numpy()
+        steps = {name: ev.evaluate_designs(designs, False)["latency_s"].to_numpy() for name, ev in self.points.items()}
+        _, _, stacks, ddr, _ = self.system._package_arrays(designs)
+        layouts = [Layout(**{a: int((d.system or {}).get(a, 1)) for a in SYSTEM_AXES}) for d in designs]
+        return pd.DataFrame(self._serve(base, steps, layouts, stacks, ddr), columns=METRICS)
+
+    def kv_cache_tokens(self, stacks: np.ndarray, ddr: np.ndarray, packages_per_replica: np.ndarray) -> np.ndarray:
+        """Tokens of KV cache a replica holds: its packages' HBM and DDR less the model's weights, over the
+        KV bytes of one token (all layers); inf for a model without a KV cache."""
+        t = self.tables_
+        memory = np.asarray(stacks).sum(axis=1) * (t.hbm.capacity_bytes if t.hbm else 0.0) + \
+            np.asarray(ddr) * (t.ddr.capacity_bytes if t.ddr else 0.0)
+        free = np.maximum(memory * packages_per_replica - self.weight_bytes, 0.0)
+        return free / self.kv_bytes_per_token if self.kv_bytes_per_token > 0 else np.full(len(free), math.inf)
+
+    def steps_of(self, design) -> tuple[AffineSteps, float, int]:
+        """A design's affine steps (one replica's), the sequences a replica holds at once, its replicas."""
+        base = self.system.evaluate_designs([design], False)["latency_s"].iloc[0]
+        at = {name: float(ev.evaluate_designs([design], False)["latency_s"].iloc[0]) for name, ev in self.points.items()}
+        sv = self.study.serving
+        layout = Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+        _, _, stacks, ddr, _ = self.system._package_arrays([design])
+        kv = float(self.kv_cache_tokens(stacks, ddr, np.array([float(layout.per_replica)]))[0])
+        n_max = min(float(sv.max_batch), math.floor(kv / (sv.input_len + sv.output_len)) if math.isfinite(kv) else
+                    math.inf)
+        steps = AffineSteps.from_points(at["decode_1"], float(base), sv.max_batch, at["prefill_1"], at["prefill_ref"],
+                                        min(REF_PROMPTS, sv.max_batch), sv.input_len)
+        return steps, n_max, layout.replicas
+
+    def _serve(self, base: np.ndarray, steps: dict, layouts, stacks, ddr) -> np.ndarray:
+        sv = self.study.serving
+        out = np.zeros((len(base), len(METRICS)))
+        out[:, : len(SYSTEM_METRICS)] = base
+        replicas = np.array([layout.replicas for layout in layouts], float)
+        per_replica = np.array([layout.per_replica for layout in layouts], float)
+        kv = self.kv_cache_tokens(stacks, ddr, per_replica)
+        n_max = np.minimum(float(sv.max_batch), np.floor(kv / (sv.input_len + sv.output_len)))
+        batch = sv.max_batch
+        d_batch = base[:, C["latency_s"]]
+        d1 = steps["decode_1"]
+        ref = min(REF_PROMPTS, batch)
+        p1, p_ref = steps["prefill_1"], steps["prefill_ref"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.maximum((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else np.zeros(len(d1))
+            pk = np.maximum((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1.copy()
+        p0 = np.maximum(p1 - pk, 0.0)
+        cf = serving_metrics(sv.request_rate / replicas, d1, slope, p0, pk, float(sv.output_len), n_max,
+                             sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
+        for name, j in _FROM_CLOSED_FORM.items():
+            out[:, S[name]] = cf[:, j]
+        for name in ("goodput_req_s", "max_rate_at_slo_req_s", "saturation_req_s"):
+            out[:, S[name]] *= replicas
+        out[:, S["kv_cache_tokens"]] = kv
+        return out
