@@ -1,10 +1,14 @@
 """Cost of the serving objectives (issue 19): designs/s of studies/serve_llama2_7b.yaml's evaluator (the
 decode step with every metric and fault tolerance, three more steps for the affine fit, the closed form)
 against a plain decode-step evaluation of the same designs in the same run (goal: at most 2x its time),
-and the discrete-event simulation's time for 10,000 requests (goal: under 2 s)."""
+and the discrete-event simulation's time for 10,000 requests (goal: under 2 s). Two studies: the bundled
+serving study (a 4-unit model, where a step evaluation is cheap and the three extra steps dominate) and
+the quickstart's Mixtral package served (more units and chiplets, fault tolerance the bulk of a step)."""
 import time
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 import dse
 from dse.serving.analytic import AffineSteps
@@ -25,16 +29,25 @@ def seconds(evaluator, X) -> float:
     return best
 
 
-def main() -> None:
-    study = dse.load_study("studies/serve_llama2_7b.yaml")
+def compare(label: str, study) -> None:
     serving = dse.prepare(study)
     plain = prepare_step(study.model_copy(update={"workload": study.workload.model_copy(update={"phase": "decode"}),
                                                   "serving": None}))
     X = np.random.default_rng(0).integers(serving.space.lower, serving.space.upper + 1,
                                           size=(POPULATION, serving.space.n_var))
     t_plain, t_serving = seconds(plain.evaluator, X), seconds(serving.evaluator, X)
-    print(f"plain decode step: {POPULATION / t_plain:,.0f} designs/s; with the serving objectives: "
+    print(f"{label}: plain decode step {POPULATION / t_plain:,.0f} designs/s; with the serving objectives "
           f"{POPULATION / t_serving:,.0f} designs/s ({t_serving / t_plain:.2f}x the plain step's time)")
+
+
+def main() -> None:
+    compare("studies/serve_llama2_7b.yaml (4 units, up to 8 chiplets)", dse.load_study("studies/serve_llama2_7b.yaml"))
+    data = yaml.safe_load(Path("studies/quickstart.yaml").read_text())
+    data["workload"] = {k: v for k, v in data["workload"].items() if k not in ("batch", "context")}
+    data["workload"]["phase"] = "serve"
+    data["serving"] = {"input_len": 1024, "output_len": 256, "request_rate": 2.0, "max_batch": 16}
+    data["search"]["objectives"] = ["max_rate_at_slo", "cost"]
+    compare("the quickstart's Mixtral-8x7B package as a server (up to 16 chiplets)", dse.Study.from_dict(data))
 
     steps = AffineSteps(d1=0.01, slope=1e-4, p0=0.002, pk=0.001, prompt=512)
     reqs = synthetic(10_000, 512, 128, 40.0, seed=0)

@@ -154,3 +154,18 @@ def test_serving_study_runs_and_reports_its_load_curve(tmp_path, dse_cli):
     assert (front["saturation_req_s"] >= 4.0).all()                  # feasible designs keep up with the rate
     report = (out / "report.md").read_text()
     assert "## Load curve of" in report and (out / "plots" / "load_curve.png").exists()
+
+
+def test_dse_serve_takes_a_serving_study_s_lengths_and_refuses_a_system(tmp_path, dse_cli):
+    import json
+    out = tmp_path / "out"
+    assert dse_cli("run", str(_study(tmp_path)), "--out", str(out))[0] == 0
+    design = sorted((out / "designs").glob("*.yaml"))[0]
+    code, text, err = dse_cli("serve", str(_study(tmp_path)), "--design", str(design), "--num-prompts", "200", "--json")
+    assert code == 0, err
+    assert json.loads(text)["completed"] == 200
+    data = yaml.safe_load(open("studies/deepseek_v3_multi_package.yaml"))
+    path = tmp_path / "system.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, _, err = dse_cli("serve", str(path), "--design", str(design), "--input-len", "8", "--output-len", "8")
+    assert code == 2 and "system" in err and err.count("\n") == 1, err

@@ -39,7 +39,17 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
               scheduler, max_batch, seed, as_json):
     """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
-    iteration's time from the study's own step model (TTFT, TPOT, ITL, throughput)."""
+    iteration's time from the study's own step model (TTFT, TPOT, ITL, throughput). A serving study's
+    ``serving`` section gives the lengths and rate the flags leave out."""
+    study = load_study(study_file)
+    if study.system is not None:
+        raise StudyError("dse serve simulates one package; this study describes a system of packages (its serving "
+                         "objectives come from `dse run` with workload.phase: serve)", key="system")
+    if study.serving is not None and dataset is None:
+        input_len = study.serving.input_len if input_len is None else input_len
+        output_len = study.serving.output_len if output_len is None else output_len
+        if request_rate is None and max_concurrency is None:
+            request_rate = study.serving.request_rate
     if (dataset is None) == (input_len is None or output_len is None):
         raise StudyError("give --input-len and --output-len, or --dataset", key="--dataset")
     if request_rate is not None and max_concurrency is not None:
@@ -50,7 +60,6 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
             raise StudyError(f"must be a whole number up to {high:,}, got {value}", key=flag)
     if request_rate is not None and not (math.isfinite(request_rate) and request_rate > 0):
         raise StudyError(f"must be a positive number, got {request_rate}", key="--request-rate")
-    study = load_study(study_file)
     prepared = prepare(study)
     design = read_design(design_file)
     prepared.check_design(design, source=design_file)

@@ -70,13 +70,19 @@ def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch
                          f"the KV cache of {kv_capacity_tokens:,.0f} tokens", key="kv cache")
     if scheduler == "static":
         return _static(requests, steps, max_batch)
-    return _iterations(requests, steps, scheduler == "chunked", max_batch, max_concurrency or max_batch,
-                       kv_capacity_tokens, chunk_tokens)
+    return _iterations(requests, steps, scheduler == "chunked", max_batch, max_concurrency, kv_capacity_tokens,
+                       chunk_tokens)
 
 
-def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: int, kv_capacity: float,
+def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None, kv_capacity: float,
                 chunk_tokens: int) -> Outcome:
+    """Continuous or chunked batching. With ``concurrency`` the client keeps at most that many requests
+    in flight (vLLM benchmark_serving's --max-concurrency, a closed loop): a request is sent when it has
+    arrived and a slot has freed, and its latencies count from then."""
     n = len(r)
+    sent = r.arrival_s.astype(float).copy()
+    freed: deque[float] = deque([-np.inf] * concurrency) if concurrency else deque()
+    limit = min(max_batch, concurrency or max_batch)
     order = np.argsort(r.arrival_s, kind="stable")
     first = np.full(n, np.nan)
     done = np.full(n, np.nan)
@@ -98,12 +104,14 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
             t = float(r.arrival_s[order[nxt]])
             continue
         admitted = []
-        while waiting and len(running) + len(admitted) < min(max_batch, concurrency):
+        while waiting and len(running) + len(admitted) < limit:
             i = waiting[0]
             need = r.prompt[i] + r.output[i]
             if kv_used + need > kv_capacity:
                 break
             kv_used += need
+            if concurrency:
+                sent[i] = max(sent[i], freed.popleft())
             admitted.append(waiting.popleft())
         if chunked:
             running += admitted
@@ -139,8 +147,10 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
                 done[i] = t
                 kv_used -= r.prompt[i] + r.output[i]
                 finished += 1
+                if concurrency:
+                    freed.append(t)
         running = [i for i in running if generated[i] < r.output[i]]
-    return Outcome(arrival_s=r.arrival_s, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl))
+    return Outcome(arrival_s=sent, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl))
 
 
 def _static(r: Requests, steps, max_batch: int) -> Outcome:
