@@ -13,9 +13,11 @@ from ..errors import StudyError
 from ..model.prepare import prepare
 from ..results.folder import read_design
 from ..serving.requests import from_file, synthetic
+from ..serving.disaggregated import simulate_disaggregated
 from ..serving.simulate import SCHEDULERS, simulate
 from ..serving.steps import StepTable
 from ..study.spec import load_study
+from ..system.hardware import fabric_level, fabric_names, network_level, network_names
 from .common import cli
 
 KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
@@ -34,10 +36,14 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 @click.option("--num-prompts", type=int, default=1000, show_default=True)
 @click.option("--scheduler", default="continuous", show_default=True, help=" | ".join(SCHEDULERS))
 @click.option("--max-batch", type=int, default=256, show_default=True, help="sequences in a batch at most")
+@click.option("--disaggregate", metavar="P:D", help="serve on P prefill and D decode copies of the design, the KV "
+              "caches sent between them (Splitwise, DistServe); --scheduler does not apply")
+@click.option("--kv-link", default="infiniband-ndr", show_default=True,
+              help="what carries the KV caches with --disaggregate: a fabric or network of dse/system/data/systems.yaml")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
-              scheduler, max_batch, seed, as_json):
+              scheduler, max_batch, disaggregate, kv_link, seed, as_json):
     """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
     iteration's time from the study's own step model (TTFT, TPOT, ITL, throughput). A serving study's
     ``serving`` section gives the lengths and rate the flags leave out."""
@@ -60,6 +66,8 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
             raise StudyError(f"must be a whole number up to {high:,}, got {value}", key=flag)
     if request_rate is not None and not (math.isfinite(request_rate) and request_rate > 0):
         raise StudyError(f"must be a positive number, got {request_rate}", key="--request-rate")
+    pools = _pools(disaggregate, max_concurrency)
+    link = _kv_link(kv_link) if pools else None
     prepared = prepare(study)
     design = read_design(design_file)
     prepared.check_design(design, source=design_file)
@@ -69,18 +77,48 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     longest = int((reqs.prompt + reqs.output).max())
     steps = StepTable.build(prepared, design, batch, longest)
     kv = _kv_capacity_tokens(prepared, design)
-    out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
-                   kv_capacity_tokens=kv)
+    if pools:
+        per_token = prepared.tables.workload.summary.get("kv_cache_bytes_per_token", 0.0)
+        out = simulate_disaggregated(reqs, steps, steps, pools[0], pools[1], per_token, link.alpha_s,
+                                     link.pair_bandwidth_Bps, max_batch=batch, kv_capacity_tokens=kv)
+        scheduler = f"disaggregated {pools[0]}:{pools[1]} over {kv_link}"
+    else:
+        out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
+                       kv_capacity_tokens=kv)
     metrics = out.metrics()
     metrics["kv_cache_tokens"] = kv
     if as_json:
         click.echo(json.dumps(metrics))
         return
-    table = Table(title=f"{len(reqs)} requests, {scheduler} batching", show_header=False)
+    table = Table(title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}", show_header=False)
     for key in KEYS + ("kv_cache_tokens",):
         value = metrics[key]
         table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
     Console().print(table)
+
+
+def _pools(text: str | None, max_concurrency) -> tuple[int, int] | None:
+    """--disaggregate P:D as (P, D), each 1 to 1,024."""
+    if text is None:
+        return None
+    if max_concurrency is not None:
+        raise StudyError("a closed loop (--max-concurrency) is not simulated with disaggregation; give "
+                         "--request-rate", key="--disaggregate")
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.isdigit() and 1 <= int(p) <= 1024 for p in parts):
+        raise StudyError(f"must be P:D, prefill and decode instances from 1 to 1,024 (e.g. 1:2), got {text!r}",
+                         key="--disaggregate")
+    return int(parts[0]), int(parts[1])
+
+
+def _kv_link(name: str):
+    """The link a KV cache crosses: a fabric between two packages of a node, or a network between nodes
+    (one NIC per package)."""
+    if name in fabric_names():
+        return fabric_level(name, 8)
+    if name in network_names():
+        return network_level(name, 1, 1, "fat-tree", 2)
+    raise StudyError(f"unknown link {name!r}; allowed: {', '.join(fabric_names() + network_names())}", key="--kv-link")
 
 
 def _kv_capacity_tokens(prepared, design) -> float:
