@@ -1,12 +1,10 @@
 """The serving closed form (dse.serving.closed_form) against the discrete-event simulation on the same
 steps, and serving studies (workload.phase: serve) end to end.
 
-Measured (tools: this file's settings plus two with prompts of 1-2 k tokens, 4,000 requests each, at 20,
-50 and 80 % of saturation): p99 TTFT within 5.3 % and mean TTFT within 4.5 % everywhere the batch limit
-does not bind; p99 TPOT within 22 % (the closed form is low: its shot-noise variance misses part of the
-burstiness prefills feed back into), mean TPOT within 13 %. Where the batch limit binds at 80 % of
-saturation (max_batch 32-128) requests queue for slots in bursts and the closed form's p99 TTFT is 53-81 %
-low (docs/serving.md)."""
+Measured (this file's settings plus two with prompts of 1-2 k tokens, 4,000 requests each, at 20, 50 and
+80 % of saturation), everywhere the batch limit does not bind: p99 TTFT within 5.5 %, p99 TPOT within
+10 %, mean TTFT within 4.5 %, mean TPOT within 5 %. Where it binds (80 % of saturation with max_batch
+32-128) requests queue for slots in bursts and the closed form's p99 TTFT is 23-75 % low (docs/serving.md)."""
 import math
 
 import numpy as np
@@ -35,23 +33,28 @@ def test_closed_form_agrees_with_the_simulation_below_80_percent_of_saturation(s
     fractions = (0.2, 0.5, 0.8) if batch >= 256 else (0.2, 0.5)     # the batch limit binds at 80 % (docstring)
     for f in fractions:
         model = steady_state(steps, f * saturation, prompt, output, batch)
-        sim = simulate(synthetic(3000, prompt, output, f * saturation, seed=2), steps, max_batch=batch).metrics()
+        sim = simulate(synthetic(4000, prompt, output, f * saturation, seed=2), steps, max_batch=batch).metrics()
         assert model.ttft_p99_s * 1e3 == pytest.approx(sim["p99_ttft_ms"], rel=0.10), f
         assert model.ttft_s * 1e3 == pytest.approx(sim["mean_ttft_ms"], rel=0.10), f
-        assert model.tpot_p99_s * 1e3 == pytest.approx(sim["p99_tpot_ms"], rel=0.25), f
-        assert model.tpot_s * 1e3 == pytest.approx(sim["mean_tpot_ms"], rel=0.15), f
+        assert model.tpot_p99_s * 1e3 == pytest.approx(sim["p99_tpot_ms"], rel=0.12), f     # p99 of 4,000: noisy
+        assert model.tpot_s * 1e3 == pytest.approx(sim["mean_tpot_ms"], rel=0.10), f
     assert steady_state(steps, 1.05 * saturation, prompt, output, batch).saturated
 
 
 def test_saturation_of_a_decode_bound_server_by_hand():
-    # no prefill cost, decode(n) = d1 + s (n - 1): D = (d1 - s) / (1 - lambda s (O - 1)) has no positive
-    # solution once lambda s (O - 1) >= 1, so saturation is 1 / (s (O - 1)) (the batch never binds)
+    # no prefill cost, decode(n) = d1 + s (n - 1): the loop gain is g = lambda s (O - 1) and there is no
+    # steady state once g >= 1, so saturation is 1 / (s (O - 1))
     steps = AffineSteps(d1=0.01, slope=0.001, p0=0.0, pk=1e-12, prompt=100)
-    assert steady_state(steps, 1.0, 100, 51, 10**6).saturation_req_s == pytest.approx(1 / (0.001 * 50), rel=1e-4)
-    # and at half of it D = 0.009 / 0.5 and N = lambda (O - 1) D by Little's law
+    assert steady_state(steps, 1.0, 100, 51, 10**6).saturation_req_s == pytest.approx(1 / (0.001 * 50), rel=2e-3)
+    # at half of it (g = 0.5) a sequence sees the decode of itself and N others, E[N^2] / E[N] = N + z with
+    # z = 1 / (1 - g) = 2: D = d1 + s (N - 1 + z), N = lambda (O - 1) D, so D = (d1 - s + s z) / (1 - g)
+    # = 0.020 (the mean-field 0.018 is 10 % low); Little's law gives N; the simulation agrees
     s = steady_state(steps, 10.0, 100, 51, 10**6)
-    assert s.tpot_s == pytest.approx(0.018, rel=1e-6)
-    assert s.in_flight == pytest.approx(10.0 * 50 * 0.018, rel=1e-6)
+    assert s.tpot_s == pytest.approx(0.020, rel=1e-6)
+    assert s.in_flight == pytest.approx(10.0 * 50 * 0.020, rel=1e-6)
+    out = simulate(synthetic(8000, 100, 51, 10.0, seed=1), steps, max_batch=10**6)
+    tpot = ((out.done_s - out.first_token_s) / 50)[1000:]
+    assert s.tpot_s == pytest.approx(tpot.mean(), rel=0.02)
 
 
 def test_poisson_quantiles_match_scipy():

@@ -42,6 +42,8 @@ BISECTIONS = 48
 QUANTILE_BISECTIONS = 24
 #: bisections of a rate (saturation, max_rate_at_slo: 2^-24 of the saturation rate)
 RATE_BISECTIONS = 24
+#: passes adding the spread of the sequences in flight a sequence sees (`interval`)
+SELF_SEEN_STEPS = 2
 #: Newton steps to the decode interval at most (they converge quadratically: about 6 suffice)
 ROOT_STEPS = 60
 #: a request's life over the correlation time of the sequences in flight without the loop: where an
@@ -51,17 +53,41 @@ OU_LIFE = 1.3607795323484027
 
 
 @nb.njit(cache=True)
-def _gap(D, rate, d1, slope, p0, pk, output):
-    """h(D) = decode(N(D)) + (1 - exp(-lambda D)) p0 + lambda D pk - D."""
-    a = rate * D
-    return d1 + slope * max(rate * (output - 1.0) * D - 1.0, 0.0) + (1.0 - math.exp(-a)) * p0 + a * pk - D
+def decode_s(rate, D, d1, slope, output):
+    """decode(N(D)): the decode step of the N = lambda (O - 1) D sequences in flight (one at least)."""
+    return d1 + slope * max(rate * (output - 1.0) * D - 1.0, 0.0)
 
 
 @nb.njit(cache=True)
-def _slope(D, rate, slope, p0, pk, output):
+def prefill_chain(rate, d, p0, pk):
+    """Mean prefill time between two decode steps: the prompts that arrived during the decode step d
+    ((1 - exp(-lambda d)) p0 + lambda d pk), then those arriving during that prefill, and so on (vLLM
+    prefills first): a geometric chain of ratio about lambda (p0 + pk)."""
+    return ((1.0 - math.exp(-rate * d)) * p0 + rate * d * pk) / (1.0 - rate * (p0 + pk))
+
+
+@nb.njit(cache=True)
+def _gap(D, rate, d1, slope, p0, pk, output):
+    """h(D) = decode(N(D)) + its prefill chain - D."""
+    d = decode_s(rate, D, d1, slope, output)
+    return d + prefill_chain(rate, d, p0, pk) - D
+
+
+@nb.njit(cache=True)
+def loop_gain(rate, D, d1, slope, p0, pk, output):
+    """g = dRHS/dD of the fixed point D = decode(N(D)) + chain(decode): how much one more second of
+    interval lengthens the next (more sequences in flight, a longer decode, more prompts meanwhile)."""
+    if rate * (output - 1.0) * D <= 1.0:
+        return 0.0
+    d = decode_s(rate, D, d1, slope, output)
+    chain = (rate * math.exp(-rate * d) * p0 + rate * pk) / (1.0 - rate * (p0 + pk))
+    return slope * rate * (output - 1.0) * (1.0 + chain)
+
+
+@nb.njit(cache=True)
+def _slope(D, rate, d1, slope, p0, pk, output):
     """h'(D) (`_gap`)."""
-    return (slope * rate * (output - 1.0) if rate * (output - 1.0) * D > 1.0 else 0.0) + \
-        p0 * rate * math.exp(-rate * D) + rate * pk - 1.0
+    return loop_gain(rate, D, d1, slope, p0, pk, output) - 1.0
 
 
 @nb.njit(cache=True)
@@ -74,7 +100,7 @@ def _root(lo, hi, rate, d1, slope, p0, pk, output):
         g = _gap(x, rate, d1, slope, p0, pk, output)
         if g >= 0.0:                       # at the root to rounding
             return x
-        d = _slope(x, rate, slope, p0, pk, output)
+        d = _slope(x, rate, d1, slope, p0, pk, output)
         new = x - g / d if d < 0.0 else 0.5 * (lo + x)
         if not lo < new <= x:
             new = 0.5 * (lo + x)
@@ -88,17 +114,19 @@ def _root(lo, hi, rate, d1, slope, p0, pk, output):
 def interval(rate, d1, slope, p0, pk, output, n_max):
     """(D, N): mean decode interval and sequences in flight at ``rate``; D = inf past saturation.
 
-    D is the smallest root of h(D) = decode(N(D)) + (1 - exp(-lambda D)) p0 + lambda D pk - D, h(0) = d1 > 0.
-    h is concave below and above D1, where N reaches one sequence: a root below D1 is the one where h
-    changes sign there; else h, concave beyond D1, falls to a root only when its slope at infinity
-    (lambda (s (O - 1) + pk) - 1) is negative (bracketed by doubling, then bisected)."""
+    D is the smallest root of h(D) = decode(N(D)) + chain - D (`_gap`), h(0) > 0. h is concave below and
+    above D1, where N reaches one sequence: a root below D1 is the one where h changes sign there; else
+    h, concave beyond D1, falls to a root only when its slope at infinity is negative (bracketed by
+    doubling). The prefill chain needs lambda (p0 + pk) < 1."""
     if rate <= 0.0:
         return d1, 0.0
+    if rate * (p0 + pk) >= 1.0:
+        return np.inf, np.inf
     D1 = 1.0 / (rate * (output - 1.0))
     if _gap(D1, rate, d1, slope, p0, pk, output) <= 0.0:
         D = _root(0.0, D1, rate, d1, slope, p0, pk, output)
     else:
-        if rate * (slope * (output - 1.0) + pk) >= 1.0:
+        if slope * rate * (output - 1.0) * (1.0 + rate * pk / (1.0 - rate * (p0 + pk))) >= 1.0:
             return np.inf, np.inf
         hi = 2.0 * D1
         while _gap(hi, rate, d1, slope, p0, pk, output) > 0.0:
@@ -106,6 +134,17 @@ def interval(rate, d1, slope, p0, pk, output, n_max):
             if hi > 1e12:
                 return np.inf, np.inf
         D = _root(D1, hi, rate, d1, slope, p0, pk, output)
+        for _ in range(SELF_SEEN_STEPS):        # a sequence sees the decode of itself and N others: + s z
+            z = 1.0 / max(1.0 - loop_gain(rate, D, d1, slope, p0, pk, output), 1e-9)
+            e = slope * (z - 1.0)
+            if _gap(D, rate, d1 + e, slope, p0, pk, output) <= 0.0:
+                break
+            hi = D
+            while _gap(hi, rate, d1 + e, slope, p0, pk, output) > 0.0:
+                hi *= 2.0
+                if hi > 1e12:
+                    return np.inf, np.inf
+            D = _root(D, hi, rate, d1 + e, slope, p0, pk, output)
     N = rate * (output - 1.0) * D
     return (D, N) if slots_busy(rate, D, N, p0, pk) < n_max else (np.inf, N)
 
@@ -118,16 +157,16 @@ def slots_busy(rate, D, N, p0, pk):
 
 
 @nb.njit(cache=True)
-def slot_wait(rate, D, N, slope, p0, pk, output, n_max):
+def slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max):
     """(probability a request waits for a batch slot, rate of its wait's exponential tail): the slots are
-    the n_max servers of an M/G/c queue holding each request S = A / lambda seconds. The loop makes the
+    the n_max servers of an M/M/c queue holding each request S = A / lambda seconds. The loop makes the
     slots' occupancy peaked (variance z = 1 / (1 - g) times its mean), so Erlang C is taken at c / z
-    servers and load A / z (Hayward's approximation for peaked traffic), by Erlang B's recursion, with
-    the wait halved for nearly constant holding times (Allen-Cunneen, Cs^2 = 0)."""
+    servers and load A / z (Hayward's approximation for peaked traffic), by Erlang B's recursion. This
+    under-counts waits where the batch binds (docs/serving.md)."""
     A = slots_busy(rate, D, N, p0, pk)
     if not np.isfinite(n_max) or rate <= 0.0:
         return 0.0, np.inf
-    z = 1.0 / max(1.0 - loop_gain(rate, rate * D, N, slope, p0, pk, output), 1e-9)
+    z = 1.0 / max(1.0 - loop_gain(rate, D, d1, slope, p0, pk, output), 1e-9)
     if n_max - A > 6.0 * math.sqrt(z * A) + 10.0:
         return 0.0, np.inf
     c, load = n_max / z, A / z
@@ -135,7 +174,7 @@ def slot_wait(rate, D, N, slope, p0, pk, output, n_max):
     for k in range(1, int(c) + 1):
         B = load * B / (k + load * B)
     C = min(c * B / (c - load * (1.0 - B)), 1.0) if c > load else 1.0
-    return C, 2.0 * (c - load) / (A / rate)
+    return C, (c - load) / (A / rate)
 
 
 @nb.njit(cache=True)
@@ -178,17 +217,22 @@ def poisson_quantile(q, m):
 
 
 @nb.njit(cache=True)
-def iterations(rate, D, sd, a, p0, pk):
+def iterations(rate, D, d, sd, p0, pk):
     """The iterations an arrival can land in, as (lengths, probabilities), four each: decode iterations of
-    length normal around d = D - (1 - exp(-a)) p0 - a pk (deviation ``sd``; three Gauss-Hermite points)
-    and prefill iterations of the mean prefill batch, one of each per D with probability 1 - exp(-a) for
-    the prefill; an arrival lands in an iteration in proportion to its length (length-biased sampling)."""
-    q = 1.0 - math.exp(-a)
-    d = D - q * p0 - a * pk
+    length normal around d (deviation ``sd``; three Gauss-Hermite points) and the prefill iterations
+    filling the rest of each interval D (their mean length: the chain's prompts lambda D over its
+    iterations); an arrival lands in an iteration in proportion to its length (length-biased sampling),
+    so the weights are the time shares."""
+    T = max(D - d, 0.0)
     h = 1.7320508075688772 * sd
     L0, L1, L2 = max(d - h, 0.0), max(d, 0.0), max(d + h, 0.0)
-    L3 = p0 + pk * (a / q if q > 0.0 else 1.0)
-    w0, w1, w2, w3 = L0 / 6.0, L1 * 2.0 / 3.0, L2 / 6.0, q * L3
+    a1 = rate * d
+    first = a1 / (1.0 - math.exp(-a1)) if a1 > 1e-12 else 1.0      # prompts of a prefill after a decode
+    L3 = p0 + pk * first
+    if p0 > 0.0 and T > 0.0:                                        # T = n p0 + pk lambda D over n iterations
+        n = max((T - pk * rate * D) / p0, 1e-12)
+        L3 = T / n if n >= 1e-9 else L3
+    w0, w1, w2, w3 = L0 / 6.0, L1 * 2.0 / 3.0, L2 / 6.0, T
     total = w0 + w1 + w2 + w3
     return (L0, L1, L2, L3), (w0 / total, w1 / total, w2 / total, w3 / total)
 
@@ -242,24 +286,18 @@ def ttft_quantile(q, rate, L, w, p0, pk):
 
 
 @nb.njit(cache=True)
-def loop_gain(rate, a, N, slope, p0, pk, output):
-    """g: how much the interval's right side D = decode(N(D)) + ... grows per second of D."""
-    return rate * ((slope * (output - 1.0) if N >= 1.0 else 0.0) + p0 * math.exp(-a) + pk)
-
-
-@nb.njit(cache=True)
-def interval_sd(rate, D, N, slope, p0, pk, output):
+def interval_sd(rate, D, N, d1, slope, p0, pk, output):
     """Deviation of one iteration's length: slope x the sequences in flight, Poisson(N) with the loop's
     variance amplification 1 / (1 - g) (`tpot_moments`)."""
-    g = loop_gain(rate, rate * D, N, slope, p0, pk, output)
+    g = loop_gain(rate, D, d1, slope, p0, pk, output)
     return slope * math.sqrt(N / max(1.0 - g, 1e-9))
 
 
 @nb.njit(cache=True)
-def per_prompt(a, p0, pk):
-    """Prefill seconds per prompt averaged over intervals: pk plus p0 over the prompts of an interval
-    that has any ((1 - exp(-a)) p0 / a)."""
-    return pk + (p0 * (1.0 - math.exp(-a)) / a if a > 0.0 else p0)
+def per_prompt(rate, D, d, pk):
+    """Prefill seconds per arriving prompt: the chain's time over the lambda D prompts it prefills."""
+    a = rate * D
+    return (D - d) / a if a > 0.0 else pk
 
 
 @nb.njit(cache=True)
@@ -272,10 +310,10 @@ def tpot_moments(rate, D, N, d1, slope, p0, pk, output):
     decay by 1 - g, g = dD/dD of the fixed point's right side: as for an Ornstein-Uhlenbeck process whose
     restoring rate shrinks by that factor, the variance grows by 1 / (1 - g) and its correlation time by
     as much, so a life's average of the sequences in flight keeps more of it (`OU_LIFE`)."""
-    a = rate * D
-    b = per_prompt(a, p0, pk) / (output - 1.0)
-    mean = d1 + slope * max(N - 1.0, 0.0) + per_prompt(a, p0, pk) * a
-    g = min(loop_gain(rate, a, N, slope, p0, pk, output), 1.0 - 1e-9)
+    d = decode_s(rate, D, d1, slope, output)
+    b = per_prompt(rate, D, d, pk) / (output - 1.0)
+    mean = D
+    g = min(loop_gain(rate, D, d1, slope, p0, pk, output), 1.0 - 1e-9)
     x = OU_LIFE * (1.0 - g)
     averaged = 2.0 * (x - 1.0 + math.exp(-x)) / (x * x)         # 2/3 without the loop (g = 0)
     var = N * (averaged * slope ** 2 + slope * b + b ** 2) / (1.0 - g)
@@ -312,18 +350,45 @@ def tpot_cdf(t, mean, sd, skew):
 
 
 @nb.njit(cache=True)
+def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max):
+    """TPOT at standard-normal quantile z: the interval D(lambda') at the local rate lambda' a request's
+    life sees at that quantile (the fixed point is convex in the rate: busy stretches skew TPOT right).
+    The local rate is Poisson over an effective window of m arrivals, m set so that the linearised
+    spread D'(lambda) lambda / sqrt(m) equals `tpot_moments`' deviation."""
+    mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
+    h = 1e-4 * rate
+    up = interval(rate + h, d1, slope, p0, pk, output, n_max)[0]
+    if not (sd > 0.0 and np.isfinite(up) and up > D):
+        return mean + sd * cornish_fisher(z, skew)
+    m = (rate * (up - D) / h / sd) ** 2
+    q = max(0.0, m + z * math.sqrt(m) + (z * z - 1.0) / 6.0)            # Poisson quantile (Cornish-Fisher)
+    at = interval(rate * q / m, d1, slope, p0, pk, output, n_max)[0]
+    if not np.isfinite(at):          # past saturation locally: the batch fills, the interval stays bounded
+        lo, hi = rate, rate * q / m
+        for _ in range(16):
+            mid = 0.5 * (lo + hi)
+            if np.isfinite(interval(mid, d1, slope, p0, pk, output, n_max)[0]):
+                lo = mid
+            else:
+                hi = mid
+        at = interval(lo, d1, slope, p0, pk, output, n_max)[0]
+    return mean - D + at
+
+
+@nb.njit(cache=True)
 def p99s(rate, d1, slope, p0, pk, output, n_max):
     """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return np.inf, np.inf, D, N
     mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
-    L, w = iterations(rate, D, interval_sd(rate, D, N, slope, p0, pk, output), rate * D, p0, pk)
+    d = decode_s(rate, D, d1, slope, output)
+    L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
     ttft = ttft_quantile(Q99, rate, L, w, p0, pk)
-    C, theta = slot_wait(rate, D, N, slope, p0, pk, output, n_max)
+    C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
     if C > 1.0 - Q99:            # the wait's tail decides the p99: P(wait > w) = C exp(-theta w)
         ttft = max(ttft, ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta)
-    return ttft, mean + sd * cornish_fisher(Z99, skew), D, N
+    return ttft, tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max), D, N
 
 
 @nb.njit(cache=True)
@@ -336,18 +401,21 @@ def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot):
     mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
     if mean + sd * cornish_fisher(Z99, skew) > slo_tpot:
         return False
-    L, w = iterations(rate, D, interval_sd(rate, D, N, slope, p0, pk, output), rate * D, p0, pk)
+    d = decode_s(rate, D, d1, slope, output)
+    L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
     if ttft_cdf(slo_ttft, rate, L, w, p0, pk) < Q99:
         return False
-    C, theta = slot_wait(rate, D, N, slope, p0, pk, output, n_max)
+    C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
     return C <= 1.0 - Q99 or ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta <= slo_ttft
 
 
 @nb.njit(cache=True)
 def saturation(d1, slope, p0, pk, output, n_max):
-    """The largest rate with a steady state: below 1 / (s (O - 1) + pk), where h's slope at infinity
-    turns negative (`interval`), the batch slots decide (bisection on `interval`)."""
-    hi = 1.0 / (slope * (output - 1.0) + pk)
+    """The largest rate with a steady state (bisection on `interval`), at most 1 / (p0 + pk) (the prefill
+    chain's bound) and 1 / (s (O - 1)) (where decode alone grows without bound)."""
+    hi = 1.0 / (p0 + pk)
+    if slope > 0.0:
+        hi = min(hi, 1.0 / (slope * (output - 1.0)))
     if np.isfinite(interval(hi * (1.0 - 1e-9), d1, slope, p0, pk, output, n_max)[0]):
         return hi
     lo = 0.0
@@ -378,8 +446,9 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
             a = rate * D
             mean, sd, skew = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)
             out[i, 1] = mean
-            L, w = iterations(rate, D, interval_sd(rate, D, N, slope[i], p0[i], pk[i], output), a, p0[i], pk[i])
-            C, theta = slot_wait(rate, D, N, slope[i], p0[i], pk[i], output, n_max[i])
+            d = decode_s(rate, D, d1[i], slope[i], output)
+            L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1[i], slope[i], p0[i], pk[i], output), p0[i], pk[i])
+            C, theta = slot_wait(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
             no_wait = ttft_mean(rate, L, w, p0[i], pk[i])
             out[i, 0] = no_wait + C / theta
             waits_past = C * min(1.0, math.exp(-theta * (slo_ttft - no_wait)))
