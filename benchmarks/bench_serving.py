@@ -1,9 +1,10 @@
 """Cost of the serving objectives (issue 19): designs/s of studies/serve_llama2_7b.yaml's evaluator (the
 decode step with every metric and fault tolerance, three more steps for the affine fit, the closed form)
 against a plain decode-step evaluation of the same designs in the same run (goal: at most 2x its time),
-and the discrete-event simulation's time for 10,000 requests (goal: under 2 s). Two studies: the bundled
-serving study (a 4-unit model, where a step evaluation is cheap and the three extra steps dominate) and
-the quickstart's Mixtral package served (more units and chiplets, fault tolerance the bulk of a step)."""
+and the discrete-event simulation's time for 10,000 requests (goal: under 2 s). Three studies: the bundled
+serving study (a 4-unit model, where a step evaluation is cheap and the three extra steps dominate), the
+quickstart's Mixtral package served and issue 7's per-layer benchmark package served (fault tolerance
+the bulk of a step, as in the studies that take time)."""
 import time
 from pathlib import Path
 
@@ -48,6 +49,13 @@ def main() -> None:
     data["serving"] = {"input_len": 1024, "output_len": 256, "request_rate": 2.0, "max_batch": 16}
     data["search"]["objectives"] = ["max_rate_at_slo", "cost"]
     compare("the quickstart's Mixtral-8x7B package as a server (up to 16 chiplets)", dse.Study.from_dict(data))
+    data = yaml.safe_load(Path(__file__).with_name("evaluate_mixtral.yaml").read_text())
+    data["workload"] = {k: v for k, v in data["workload"].items() if k not in ("batch", "context")}
+    data["workload"]["phase"] = "serve"
+    data["serving"] = {"input_len": 2048, "output_len": 4096, "request_rate": 2.0, "max_batch": 32}
+    data["search"]["objectives"] = ["max_rate_at_slo", "cost"]
+    compare("issue 7's benchmark package (Mixtral per layer, 290 units, 16 chiplets) as a server",
+            dse.Study.from_dict(data))
 
     steps = AffineSteps(d1=0.01, slope=1e-4, p0=0.002, pk=0.001, prompt=512)
     reqs = synthetic(10_000, 512, 128, 40.0, seed=0)
