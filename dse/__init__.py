@@ -21,6 +21,7 @@ from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
 from . import training  # noqa: F401  (registers workload.phase: train with prepare)
 from .serving import package as _serving  # noqa: F401  (registers workload.phase: serve with prepare)
+from . import rl  # noqa: F401  (registers the Gymnasium environments dse/ChipletMapping-v0, dse/TrainingPartition-v0)
 
 
 def _run(self: Study, seed: int | None = None) -> StudyResult:

@@ -24,7 +24,7 @@ import networkx as nx
 
 PACKAGES = ("dse", "workloads", "arch", "memory", "noc")
 BASE = ("workloads", "arch", "memory", "noc")
-LAYERS = ("errors", "study", "model", "system", "training", "serving", "search", "results", "exports", "cli")    # bottom to top
+LAYERS = ("errors", "study", "model", "system", "training", "serving", "search", "rl", "results", "exports", "cli")    # bottom to top
 FACADE = ("dse", "dse.__main__", "dse.whatif")
 MAX_LINES = 500
 
