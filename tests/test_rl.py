@@ -78,6 +78,13 @@ def test_training_return_is_minus_the_iteration_time(training):
             assert total < -it.iteration_s
 
 
+def test_a_mixture_of_experts_chooses_its_expert_parallel_degree_first():
+    env = TrainingPartitionEnv(model="mixtral-8x7b", devices=16, global_batch=64, seq=2048, recompute="full")
+    assert env.decisions[0] == "ep" and env.values["ep"][-1] > 1
+    total, actions, info = play(env, 0, np.random.default_rng(4))
+    assert len(actions) == 5 and info["strategy"] in env.strategies
+
+
 def test_seeding_makes_episodes_reproducible(problem, training):
     for env in (ChipletMappingEnv(problem=problem), training):
         a = play(env, 7, np.random.default_rng(3))

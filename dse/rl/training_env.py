@@ -1,7 +1,8 @@
 """``dse/TrainingPartition-v0``: choose how a model trains on a system, one parallel degree per step.
 
-Four decisions in order: tensor-parallel degree, pipeline degree, micro-batch, interleaved chunks per
-stage (the data-parallel degree is what the devices leave). An action picks the i-th value of the
+Decisions in order: for a mixture-of-experts model the expert-parallel degree, then the tensor-parallel
+degree, pipeline degree, micro-batch and interleaved chunks per stage (the data-parallel degree is what
+the devices leave; layers split evenly over the stages, as dse.training models them). An action picks the i-th value of the
 current decision's options; the mask allows exactly the values some valid strategy shares with the
 choices so far (the strategies `dse train --search` enumerates: dse.training.search.candidates), so
 every episode ends on a strategy the model, system and batch can run. The final reward is minus the
@@ -10,7 +11,7 @@ memory minus ``OVER_MEMORY`` times that time, times (1 + the fraction it is over
 0, so an episode's return is the final strategy's score. A masked action is replaced by the first
 allowed value (reported in ``info["masked_action"]``).
 
-Observation: ``decision`` (one-hot of the four), ``chosen`` (log2 of each value chosen so far, 0 before),
+Observation: ``decision`` (one-hot of the decisions), ``chosen`` (log2 of each value chosen so far, 0 before),
 ``model`` (log2 of devices, layers, heads, hidden, global batch, sequence).
 """
 from __future__ import annotations
@@ -45,17 +46,24 @@ class TrainingPartitionEnv(gym.Env):
         except workloads.WorkloadError as exc:
             raise StudyError(str(exc), key="model") from None
         self.system = load_system(system, flag="system")
-        base = dict(recompute=recompute, zero=zero)
-        self.strategies = candidates(self.cfg, int(devices), int(global_batch), int(seq), base)
+        self.strategies = []
+        for ep in ([e for e in range(1, self.cfg.experts + 1) if self.cfg.experts % e == 0 and e <= devices]
+                   if self.cfg.experts else [1]):
+            try:
+                self.strategies += candidates(self.cfg, int(devices), int(global_batch), int(seq),
+                                              dict(recompute=recompute, zero=zero, ep=ep))
+            except StudyError:
+                continue
         if not self.strategies:
             raise StudyError(f"no strategy of {devices} devices runs {model} with global batch {global_batch}",
                              key="devices")
-        self.values = {d: sorted({getattr(s, d) for s in self.strategies}) for d in DECISIONS}
+        self.decisions = (("ep",) if self.cfg.experts else ()) + DECISIONS
+        self.values = {d: sorted({getattr(s, d) for s in self.strategies}) for d in self.decisions}
         self.width = max(len(v) for v in self.values.values())
         self.action_space = spaces.Discrete(self.width)
         self.observation_space = spaces.Dict({
-            "decision": spaces.Box(0.0, 1.0, (len(DECISIONS),), np.float32),
-            "chosen": spaces.Box(0.0, 64.0, (len(DECISIONS),), np.float32),
+            "decision": spaces.Box(0.0, 1.0, (len(self.decisions),), np.float32),
+            "chosen": spaces.Box(0.0, 64.0, (len(self.decisions),), np.float32),
             "model": spaces.Box(0.0, 64.0, (6,), np.float32)})
         self._model = np.log2(np.array([devices, self.cfg.layers, self.cfg.heads, self.cfg.hidden, global_batch,
                                         seq], np.float32))
@@ -68,19 +76,20 @@ class TrainingPartitionEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         mask = np.zeros(self.width, bool)
-        if len(self.chosen) == len(DECISIONS):
+        if len(self.chosen) == len(self.decisions):
             return mask
-        d = DECISIONS[len(self.chosen)]
+        d = self.decisions[len(self.chosen)]
         allowed = {getattr(s, d) for s in self._consistent()}
         for i, v in enumerate(self.values[d]):
             mask[i] = v in allowed
         return mask
 
     def _observe(self) -> dict:
-        decision = np.zeros(len(DECISIONS), np.float32)
-        if len(self.chosen) < len(DECISIONS):
+        decision = np.zeros(len(self.decisions), np.float32)
+        if len(self.chosen) < len(self.decisions):
             decision[len(self.chosen)] = 1.0
-        chosen = np.array([math.log2(self.chosen[d]) if d in self.chosen else 0.0 for d in DECISIONS], np.float32)
+        chosen = np.array([math.log2(self.chosen[d]) if d in self.chosen else 0.0 for d in self.decisions],
+                          np.float32)
         return {"decision": decision, "chosen": chosen, "model": self._model.copy()}
 
     def reset(self, *, seed: int | None = None, options=None):
@@ -95,9 +104,9 @@ class TrainingPartitionEnv(gym.Env):
         if not (0 <= action < self.width and mask[action]):
             info["masked_action"] = action
             action = int(np.flatnonzero(mask)[0])
-        d = DECISIONS[len(self.chosen)]
+        d = self.decisions[len(self.chosen)]
         self.chosen[d] = self.values[d][action]
-        done = len(self.chosen) == len(DECISIONS)
+        done = len(self.chosen) == len(self.decisions)
         reward = 0.0
         if done:
             strategy = self._consistent()[0]
