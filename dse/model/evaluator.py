@@ -38,6 +38,7 @@ from ..study.schema.faults import FaultsSpec
 from ..study.schema.hardware import PackageSpec
 from ..study.space import Design, Space
 from .failures import failures_latency, remap, rerouted_failures, restore
+from .parallel import cores, map_rows
 from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
@@ -260,7 +261,7 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
     out[20] = net
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets,
                     W, W2):
     P = rows.shape[0]
@@ -335,6 +336,7 @@ class Evaluator:
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
         self.package = package
+        self.threads = cores()          # evaluation threads (dse.model.parallel); 1 for serial
         self.row_range, self.col_range = package.mesh.rows, package.mesh.cols
         faults = faults or FaultsSpec()
         mc = faults.monte_carlo
@@ -364,12 +366,16 @@ class Evaluator:
         (r0, r1), (c0, c1) = self.row_range, self.col_range
         if ((rows < r0) | (rows > r1) | (cols < c0) | (cols > c1)).any():
             raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
-        return np.array([shape_index(r, c, self.row_range, self.col_range) for r, c in zip(rows, cols)], np.int64)
+        return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
     def _run(self, rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults) -> np.ndarray:
-        return evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
-                               slots, ncopy, self.space.split, unplaced, with_faults, self.mc_sets,
-                               *self._workspaces(slots.shape[2]))
+        shapes = self._shapes(rows, cols)
+
+        def run(r: slice) -> np.ndarray:
+            return evaluate_arrays(self.kernel, self.routes, shapes[r], rows[r], cols[r], kind[r], stacks[r], ddr[r],
+                                   slots[r], ncopy[r], self.space.split, unplaced[r], with_faults, self.mc_sets,
+                                   *self._workspaces(slots.shape[2]))
+        return map_rows(run, len(rows), self.threads)
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
