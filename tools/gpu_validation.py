@@ -13,7 +13,9 @@ case: measured, modelled, ratio, the set it belongs to (calibration or validatio
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -121,9 +123,16 @@ def _cut(model: str, layers: int) -> str:
     for key in ("n_layer", "num_hidden_layers", "num_layers"):
         if key in config:
             config[key] = layers
-    path = Path(tempfile.mkdtemp(prefix="dse-case-")) / f"{model}-{layers}l.json"
+    global _CUT_DIR
+    if _CUT_DIR is None:                 # one folder per process, removed when it exits
+        _CUT_DIR = tempfile.mkdtemp(prefix="dse-case-")
+        atexit.register(shutil.rmtree, _CUT_DIR, True)
+    path = Path(_CUT_DIR) / f"{model}-{layers}l.json"
     path.write_text(json.dumps(config))
     return str(path)
+
+
+_CUT_DIR: str | None = None
 
 
 def table(cases: list[dict] | None = None) -> list[dict]:
