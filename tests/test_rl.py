@@ -144,6 +144,9 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         TrainingPartitionEnv(model="no-such-model")
     with pytest.raises(StudyError, match="system"):
         TrainingPartitionEnv(system="no-such-system")
+    for key, value in (("devices", 0), ("devices", float("nan")), ("global_batch", 10**9), ("seq", "4096")):
+        with pytest.raises(StudyError, match=key):
+            TrainingPartitionEnv(**{key: value})
 
 
 def test_cross_entropy_beats_random_and_finds_the_best_training_strategy(problem, training):

@@ -41,6 +41,10 @@ class TrainingPartitionEnv(gym.Env):
 
     def __init__(self, model: str = "llama-2-7b", system: str = "dgx-a100-80gb", devices: int = 16,
                  global_batch: int = 128, seq: int = 4096, recompute: str = "none", zero: int = 0):
+        for key, value, high in (("devices", devices, 131_072), ("global_batch", global_batch, 1 << 20),
+                                 ("seq", seq, 10_000_000)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= high:
+                raise StudyError(f"must be a whole number from 1 to {high:,}, got {value!r}", key=key)
         try:
             self.cfg = workloads.load_model(model)
         except workloads.WorkloadError as exc:

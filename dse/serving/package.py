@@ -31,6 +31,7 @@ from ..study.spec import Study
 from ..system.layout import Layout
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.prepare import PHASES, prepare_step
+from ..system.wrapping import EvaluatorOver
 from .analytic import REF_PROMPTS, AffineSteps
 from .closed_form import serving_metrics
 
@@ -69,7 +70,7 @@ def prepare_serving(study: Study) -> Prepared:
 PHASES["serve"] = prepare_serving
 
 
-class ServingEvaluator:
+class ServingEvaluator(EvaluatorOver):
     """The evaluator interface over serving designs (module docstring)."""
 
     def __init__(self, system, study: Study, tables, points: dict):
@@ -77,12 +78,6 @@ class ServingEvaluator:
         w = tables.workload.summary
         self.weight_bytes = float(tables.unit_capacity_bytes.sum())
         self.kv_bytes_per_token = float(w.get("kv_cache_bytes_per_token", 0.0))
-
-    def __getattr__(self, name: str):
-        system = self.__dict__.get("system")
-        if system is None or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(system, name)
 
     @property
     def metric_names(self) -> list[str]:

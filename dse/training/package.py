@@ -48,6 +48,7 @@ from ..system.layout import Layout
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.prepare import PHASES
 from ..system.prepare import prepare_step
+from ..system.wrapping import EvaluatorOver
 from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE
 
 #: columns a training study adds to the system's (units in the names)
@@ -70,7 +71,7 @@ def prepare_training(study: Study) -> Prepared:
 PHASES["train"] = prepare_training
 
 
-class TrainingEvaluator:
+class TrainingEvaluator(EvaluatorOver):
     """The evaluator interface over training iterations of the system evaluator's designs."""
 
     def __init__(self, system, study: Study, tables):
@@ -90,12 +91,6 @@ class TrainingEvaluator:
         else:
             self.flops_per_iteration = 3.0 * tables.workload.summary["flops_per_step"] * tokens / (
                 self.batch * self.seq)
-
-    def __getattr__(self, name: str):
-        system = self.__dict__.get("system")
-        if system is None or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(system, name)
 
     @property
     def metric_names(self) -> list[str]:
