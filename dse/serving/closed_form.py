@@ -37,11 +37,12 @@ Z99 = 2.3263478740408408           # the standard normal's 99th percentile
 #: columns of `serving_metrics`
 COLUMNS = ("ttft_mean_s", "tpot_mean_s", "ttft_p99_s", "tpot_p99_s", "goodput_req_s", "max_rate_at_slo_req_s",
            "saturation_req_s", "in_flight")
-#: bisections of a quantile (TPOT's standardised, TTFT's from about 2 decode intervals: 2^-24 of them)
-BISECTIONS = 48
+#: bisections of TTFT's quantile (2^-24 of about 2 decode intervals) and of TPOT's normal quantile
+#: (12 / 2^14 of z)
 QUANTILE_BISECTIONS = 24
-#: bisections of a rate (saturation, max_rate_at_slo: 2^-24 of the saturation rate)
-RATE_BISECTIONS = 24
+Z_BISECTIONS = 14
+#: bisections of a rate (saturation, max_rate_at_slo: 2^-16 of the saturation rate)
+RATE_BISECTIONS = 16
 #: passes adding the spread of the sequences in flight a sequence sees (`interval`)
 SELF_SEEN_STEPS = 2
 #: Newton steps to the decode interval at most (they converge quadratically: about 6 suffice)
@@ -329,27 +330,6 @@ def cornish_fisher(z, skew):
 
 
 @nb.njit(cache=True)
-def tpot_cdf(t, mean, sd, skew):
-    """P(TPOT <= t) from its moments (the Cornish-Fisher quantile function inverted by bisection)."""
-    if sd <= 0.0:
-        return 1.0 if t >= mean else 0.0
-    x = (t - mean) / sd
-    lo = max(-8.0, -3.0 / skew + 1e-9) if skew > 0.0 else -8.0       # where the expansion rises with z
-    hi = 8.0
-    if cornish_fisher(lo, skew) >= x:
-        return 0.0
-    if cornish_fisher(hi, skew) <= x:
-        return 1.0
-    for _ in range(BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        if cornish_fisher(mid, skew) < x:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * math.erfc(-hi / math.sqrt(2.0))
-
-
-@nb.njit(cache=True)
 def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max):
     """TPOT at standard-normal quantile z: the interval D(lambda') at the local rate lambda' a request's
     life sees at that quantile (the fixed point is convex in the rate: busy stretches skew TPOT right).
@@ -376,6 +356,23 @@ def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max):
 
 
 @nb.njit(cache=True)
+def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max):
+    """P(TPOT <= t): `tpot_quantile` inverted by bisection on the normal quantile z."""
+    lo, hi = -6.0, 6.0
+    if tpot_quantile(lo, rate, D, N, d1, slope, p0, pk, output, n_max) >= t:
+        return 0.0
+    if tpot_quantile(hi, rate, D, N, d1, slope, p0, pk, output, n_max) <= t:
+        return 1.0
+    for _ in range(Z_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if tpot_quantile(mid, rate, D, N, d1, slope, p0, pk, output, n_max) <= t:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * math.erfc(-lo / math.sqrt(2.0))
+
+
+@nb.njit(cache=True)
 def p99s(rate, d1, slope, p0, pk, output, n_max):
     """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
@@ -398,8 +395,7 @@ def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot):
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return False
-    mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
-    if mean + sd * cornish_fisher(Z99, skew) > slo_tpot:
+    if tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max) > slo_tpot:
         return False
     d = decode_s(rate, D, d1, slope, output)
     L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
@@ -444,8 +440,7 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
         ttft99, tpot99, D, N = p99s(rate, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
         if np.isfinite(D):
             a = rate * D
-            mean, sd, skew = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)
-            out[i, 1] = mean
+            out[i, 1] = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)[0]
             d = decode_s(rate, D, d1[i], slope[i], output)
             L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1[i], slope[i], p0[i], pk[i], output), p0[i], pk[i])
             C, theta = slot_wait(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
@@ -453,7 +448,7 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
             out[i, 0] = no_wait + C / theta
             waits_past = C * min(1.0, math.exp(-theta * (slo_ttft - no_wait)))
             out[i, 4] = rate * ttft_cdf(slo_ttft, rate, L, w, p0[i], pk[i]) * (1.0 - waits_past) * \
-                tpot_cdf(slo_tpot, mean, sd, skew)
+                tpot_cdf(slo_tpot, rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
         else:
             out[i, 0] = out[i, 1] = np.inf
         out[i, 2], out[i, 3] = ttft99, tpot99
