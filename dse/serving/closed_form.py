@@ -3,25 +3,28 @@
 Requests arrive as a Poisson stream at rate lambda, each with P prompt and O >= 2 output tokens. The
 server runs iterations (Orca / vLLM without chunking): before an iteration it prefills, in one batch,
 every prompt that arrived during the previous one; otherwise it decodes one token of each of the N
-sequences in flight. A design's steps are affine (the step model at two batch sizes and one prompt,
+sequences in flight. A design's steps are affine (the step model at two batch sizes and two prompt counts,
 dse.serving.analytic): ``decode(n) = d1 + s (n - 1)``, ``prefill(k) = p0 + pk k``.
 
-With D the mean time between two decode steps of a sequence and a = lambda D arrivals per interval:
+With D the mean time between two decode steps of a sequence:
 
-* D = decode(N) + (1 - exp(-a)) p0 + a pk (the interval's decode plus, on average, the prefill of the
-  arrivals of the last one; Poisson arrivals, so a prefill happens with probability 1 - exp(-a)) and
-  Little's law N = lambda (O - 1) D; the rate saturates when this has no solution or the batch slots
-  held (N and the prompts being prefilled) reach the sequences the batch and the KV cache hold
-  (``n_max``); short of that a request may wait for a slot (Erlang C, `slot_wait`);
-* TTFT = R + p0 + pk (1 + K): the rest R of the iteration under way, a decode or a prefill (uniform
-  over it; arrivals see time averages, PASTA, and land in long iterations more often), and the prefill
-  of its batch: itself and the K ~ Poisson(lambda L) others arriving in that iteration of length L;
-* TPOT = decode(N averaged over its life) + c X / (O - 1): its O - 1 intervals carry the prefills of X
-  ~ Poisson((O - 1) a) prompts, each costing c = pk + p0 (1 - exp(-a)) / a on average; both terms are
-  shot noise of the same arrivals (`tpot_moments`), its p99 their Cornish-Fisher quantile;
-* p99s are the 99th percentiles of these distributions; goodput is lambda x P(TTFT <= SLO) x
-  P(TPOT <= SLO) (0 past saturation); ``max_rate_at_slo`` is the largest rate whose p99 TTFT and TPOT
-  meet the SLOs (bisection; both grow with the rate).
+* D = d + chain: the decode step d = decode(N) + s (z - 1) a sequence sees (itself and the others in
+  flight: E[N^2] / E[N] = N + z, z = 1 / (1 - g) the spread the loop gain g leaves) and the prefills
+  chained after it (the prompts that arrived during it, then those arriving during that prefill: a
+  geometric chain of ratio lambda (p0 + pk)); Little's law N = lambda (O - 1) D. The rate saturates
+  when this has no solution or the batch slots held (N and the prompts being prefilled) reach the
+  sequences the batch and the KV cache hold (``n_max``); short of that a request may wait for a slot
+  (Erlang C with Hayward's peakedness, `slot_wait`);
+* TTFT = R + p0 + pk (1 + K): the rest R of the iteration under way, a decode or a prefill (uniform over
+  it; arrivals see time averages, PASTA, and land in long iterations more often), and the prefill of
+  its batch: itself and the K ~ Poisson(lambda L) others arriving in that iteration of length L;
+* TPOT: its mean is D; its spread is shot noise of the arrivals over a request's life (the sequences
+  in flight and the prompts prefilled meanwhile, `tpot_moments`), and its quantiles are the interval at
+  the local arrival rate a life sees at that quantile (the fixed point is convex in the rate: busy
+  stretches skew TPOT right; `tpot_quantile`);
+* p99s are the 99th percentiles; goodput is lambda x P(TTFT <= SLO) x P(TPOT <= SLO) (0 past
+  saturation); ``max_rate_at_slo`` is the largest rate whose p99 TTFT and TPOT meet the SLOs (bisection;
+  both grow with the rate).
 
 Checked against the discrete-event simulation (dse.serving.simulate) in tests/test_serving_closed_form.py.
 """
