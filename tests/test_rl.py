@@ -140,6 +140,8 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         MappingProblem(STUDY, package="somewhere")
     with pytest.raises(StudyError, match="weights"):
         MappingProblem(STUDY, weights={"carbon": 1.0})
+    with pytest.raises(StudyError, match="workload.per_layer"):
+        MappingProblem("studies/deepseek_v3_per_layer.yaml")           # 14,972 units: past MAX_UNITS
     with pytest.raises(StudyError, match="model"):
         TrainingPartitionEnv(model="no-such-model")
     with pytest.raises(StudyError, match="system"):

@@ -38,6 +38,8 @@ from .scoring import Scorer
 
 #: random feasible placements whose range sets each objective's scale (dse.rl.scoring)
 REFERENCE_DESIGNS = 32
+#: placement units an episode may place (see the check in `MappingProblem`)
+MAX_UNITS = 2048
 #: packages drawn at reset before giving up on a study whose packages cannot hold the model
 MAX_DRAWS = 500
 
@@ -65,6 +67,10 @@ class MappingProblem:
         if self.space.split:
             raise StudyError("dse/ChipletMapping-v0 places whole units: a one-to-many mapping shards them",
                              key="mapping.kind")
+        if t.n_units > MAX_UNITS:
+            raise StudyError(f"{t.n_units:,} placement units; dse/ChipletMapping-v0 places at most {MAX_UNITS:,} (its "
+                             "masks' feasibility check grows with units^2 x slots^2: 8 ms an episode at 290 units on "
+                             "16 slots); pool the experts (workload.per_layer: false)", key="workload.per_layer")
         sizes = (t.unit_capacity_bytes + t.unit_kv_bytes).astype(float)
         self.order = np.argsort(-sizes, kind="stable")                 # largest first
         self.sizes = sizes[self.order]
