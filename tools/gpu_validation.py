@@ -45,10 +45,16 @@ def load_cases(path: Path = CASES) -> list[dict]:
 
 
 #: chiplet fields per software stack (case key ``stack``), on top of the preset. The presets describe a
-#: runtime that issues kernels ahead of the GPU (CUDA graphs, TensorRT-LLM); an eager PyTorch framework
-#: issues about one kernel per 30 us (LLMCompass's A100 floor, fitted 30.5 us by `dse calibrate` on
-#: arch/data/calibration/a100_gemm_llmcompass.csv; the calibration case sw-a100-tp8-d512 agrees).
-STACKS: dict[str, dict] = {"graphs": {}, "eager": {"a100": {"dispatch_us": 30.0}, "h100": {"dispatch_us": 30.0}}}
+#: runtime that issues kernels ahead of the GPU (CUDA graphs, TensorRT-LLM) at the GEMM rates of Vidur's
+#: kernel times; an eager PyTorch framework issues about one kernel per 30 us (LLMCompass's A100 floor;
+#: the calibration case sw-a100-tp8-d512 agrees). ``llmcompass-isolated``: LLMCompass's A100 and harness
+#: (eager torch, one operator at a time), calibrated on the same lab's GEMM sweep (`dse calibrate` on
+#: arch/data/calibration/a100_gemm_llmcompass.csv --fit max_efficiency,mem_efficiency,dispatch_us).
+STACKS: dict[str, dict] = {
+    "graphs": {},
+    "eager": {"a100": {"dispatch_us": 30.0}, "h100": {"dispatch_us": 30.0}},
+    "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2}},
+}
 
 
 def case_study(case: dict):
