@@ -119,9 +119,10 @@ def test_whole_step_against_measured_gpus():
     rows = gpu_validation.table()
     print("\n" + gpu_validation.markdown(rows))
     validation = [r for r in rows if r["set"] == "validation"]
-    # issue 22 measured 59 % (a factor 1.59) before this model; the goal is 10 %: see docs/validation.md
-    assert gpu_validation.geomean_error(validation) < 0.30
-    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 20
+    # issue 22 measured 59 % (a factor 1.59) before this model, 28.6 % with the A100 preset at LLMCompass's
+    # isolated GEMM rate; now 23.3 %, 22 within 25 %; the goal is 10 %: see docs/validation.md
+    assert gpu_validation.geomean_error(validation) < 0.25
+    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 22
     by_source = {}
     for r in validation:
         by_source.setdefault(r["source"], []).append(r)
