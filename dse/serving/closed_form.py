@@ -333,11 +333,12 @@ def cornish_fisher(z, skew):
 
 
 @nb.njit(cache=True)
-def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max):
+def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
     """TPOT at standard-normal quantile z: the interval D(lambda') at the local rate lambda' a request's
     life sees at that quantile (the fixed point is convex in the rate: busy stretches skew TPOT right).
     The local rate is Poisson over an effective window of m arrivals, m set so that the linearised
-    spread D'(lambda) lambda / sqrt(m) equals `tpot_moments`' deviation."""
+    spread D'(lambda) lambda / sqrt(m) equals `tpot_moments`' deviation; a local rate past the design's
+    saturation ``sat`` (`saturation`) fills the batch: the interval stays at saturation's."""
     mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
     h = 1e-4 * rate
     up = interval(rate + h, d1, slope, p0, pk, output, n_max)[0]
@@ -345,30 +346,23 @@ def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max):
         return mean + sd * cornish_fisher(z, skew)
     m = (rate * (up - D) / h / sd) ** 2
     q = max(0.0, m + z * math.sqrt(m) + (z * z - 1.0) / 6.0)            # Poisson quantile (Cornish-Fisher)
-    at = interval(rate * q / m, d1, slope, p0, pk, output, n_max)[0]
-    if not np.isfinite(at):          # past saturation locally: the batch fills, the interval stays bounded
-        lo, hi = rate, rate * q / m
-        for _ in range(16):
-            mid = 0.5 * (lo + hi)
-            if np.isfinite(interval(mid, d1, slope, p0, pk, output, n_max)[0]):
-                lo = mid
-            else:
-                hi = mid
-        at = interval(lo, d1, slope, p0, pk, output, n_max)[0]
+    at = interval(min(rate * q / m, sat), d1, slope, p0, pk, output, n_max)[0]
+    if not np.isfinite(at):          # saturation to rounding: the largest rate below it that has one
+        at = interval(max(rate, sat * (1.0 - 2.0 ** -RATE_BISECTIONS)), d1, slope, p0, pk, output, n_max)[0]
     return mean - D + at
 
 
 @nb.njit(cache=True)
-def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max):
+def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
     """P(TPOT <= t): `tpot_quantile` inverted by bisection on the normal quantile z."""
     lo, hi = -6.0, 6.0
-    if tpot_quantile(lo, rate, D, N, d1, slope, p0, pk, output, n_max) >= t:
+    if tpot_quantile(lo, rate, D, N, d1, slope, p0, pk, output, n_max, sat) >= t:
         return 0.0
-    if tpot_quantile(hi, rate, D, N, d1, slope, p0, pk, output, n_max) <= t:
+    if tpot_quantile(hi, rate, D, N, d1, slope, p0, pk, output, n_max, sat) <= t:
         return 1.0
     for _ in range(Z_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if tpot_quantile(mid, rate, D, N, d1, slope, p0, pk, output, n_max) <= t:
+        if tpot_quantile(mid, rate, D, N, d1, slope, p0, pk, output, n_max, sat) <= t:
             lo = mid
         else:
             hi = mid
@@ -376,8 +370,8 @@ def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max):
 
 
 @nb.njit(cache=True)
-def p99s(rate, d1, slope, p0, pk, output, n_max):
-    """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation)."""
+def p99s(rate, d1, slope, p0, pk, output, n_max, sat):
+    """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation ``sat``)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return np.inf, np.inf, D, N
@@ -388,17 +382,17 @@ def p99s(rate, d1, slope, p0, pk, output, n_max):
     C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
     if C > 1.0 - Q99:            # the wait's tail decides the p99: P(wait > w) = C exp(-theta w)
         ttft = max(ttft, ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta)
-    return ttft, tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max), D, N
+    return ttft, tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat), D, N
 
 
 @nb.njit(cache=True)
-def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot):
+def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot, sat):
     """Whether the p99 TTFT and TPOT at ``rate`` are within the SLOs (`p99s` without its quantile
     searches: P(TTFT <= SLO) >= 0.99 and the slot wait's tail, TPOT's quantile)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return False
-    if tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max) > slo_tpot:
+    if tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat) > slo_tpot:
         return False
     d = decode_s(rate, D, d1, slope, output)
     L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
@@ -440,7 +434,7 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
             out[i, :4] = np.inf
             continue
         sat = saturation(d1[i], slope[i], p0[i], pk[i], output, n_max[i])
-        ttft99, tpot99, D, N = p99s(rate, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+        ttft99, tpot99, D, N = p99s(rate, d1[i], slope[i], p0[i], pk[i], output, n_max[i], sat)
         if np.isfinite(D):
             a = rate * D
             out[i, 1] = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)[0]
@@ -451,15 +445,15 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
             out[i, 0] = no_wait + C / theta
             waits_past = C * min(1.0, math.exp(-theta * (slo_ttft - no_wait)))
             out[i, 4] = rate * ttft_cdf(slo_ttft, rate, L, w, p0[i], pk[i]) * (1.0 - waits_past) * \
-                tpot_cdf(slo_tpot, rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+                tpot_cdf(slo_tpot, rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i], sat)
         else:
             out[i, 0] = out[i, 1] = np.inf
         out[i, 2], out[i, 3] = ttft99, tpot99
         lo, hi = 0.0, sat
-        if meets_slo(1e-9 * sat, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot):
+        if meets_slo(1e-9 * sat, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot, sat):
             for _ in range(RATE_BISECTIONS):
                 mid = 0.5 * (lo + hi)
-                if meets_slo(mid, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot):
+                if meets_slo(mid, d1[i], slope[i], p0[i], pk[i], output, n_max[i], slo_ttft, slo_tpot, sat):
                     lo = mid
                 else:
                     hi = mid
