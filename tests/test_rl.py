@@ -163,3 +163,24 @@ def test_cross_entropy_beats_random_and_finds_the_best_training_strategy(problem
     strategy, it, _ = fastest(training.cfg, training.system, 16, 128, 4096, dict(recompute="none", zero=0))
     best = cross_entropy(env_rollout(training), 4, training.width, iterations=8, population=24, seed=1)
     assert best.best_score == pytest.approx(-it.iteration_s, rel=1e-12)
+
+
+def test_every_design_that_breaks_a_constraint_scores_below_every_design_that_does_not(problem):
+    from dse.rl.scoring import PENALTY, squash
+    env = ChipletMappingEnv(problem=problem)
+    play(env, 0, np.random.default_rng(0))
+    metrics = problem.prepared.evaluator.evaluate_designs([env.design()])
+    worse = metrics.copy()
+    for column in ("latency_s", "energy_j_per_token", "area_mm2"):        # a thousand times worse
+        if column in worse:
+            worse[column] *= 1000.0
+    feasible = (np.maximum(constraint_matrix(worse, problem.study), 0.0).sum(axis=1) == 0)[0]
+    score = float(problem.scorer.score(worse)[0])
+    assert score < float(problem.scorer.score(metrics)[0])
+    if feasible:
+        assert 1.0 - PENALTY <= score < -1.0
+    # the squash is the identity above -1, monotone, and bounded by -PENALTY below
+    x = np.linspace(-1e6, 2.0, 200_001)
+    y = squash(x)
+    assert np.array_equal(y[x >= -1.0], x[x >= -1.0])
+    assert (np.diff(y) >= 0).all() and (y >= 1.0 - PENALTY).all()

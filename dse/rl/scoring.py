@@ -4,8 +4,10 @@ Each objective becomes a cost, lower better (dse.search.hypervolume.to_cost: thr
 as their inverse, fault tolerance as the fraction lost), scaled to the range the reference designs span
 (a sample of random feasible placements: their best cost 0, their worst 1), and averaged with the given
 weights (equal unless given). The score is minus that average: higher is better, between -1 and 0 for
-designs like the references, above 0 for designs better than all of them in every objective. A design
-that breaks a constraint (memory, budgets, reticle) scores ``-PENALTY * (1 + total violation)``.
+designs like the references, above 0 for designs better than all of them in every objective. Below -1
+(worse than every reference) it is squashed smoothly into [1 - PENALTY, -1] (`squash`), so that a design
+that breaks a constraint (memory, budgets, reticle), scoring ``-PENALTY * (1 + total violation)``,
+always scores below every design that does not.
 """
 from __future__ import annotations
 
@@ -53,4 +55,12 @@ class Scorer:
         value = -(costs * self.weights).sum(axis=1)
         violation = np.maximum(constraint_matrix(metrics, self.study), 0.0).sum(axis=1)
         bad = (violation > 0) | ~np.isfinite(value)
-        return np.where(bad, -PENALTY * (1.0 + np.where(np.isfinite(violation), violation, 1e6)), value)
+        return np.where(bad, -PENALTY * (1.0 + np.where(np.isfinite(violation), violation, 1e6)), squash(value))
+
+
+def squash(value: np.ndarray) -> np.ndarray:
+    """``value`` above -1 as it is; below, -1 - (PENALTY - 2)(1 - exp(-excess / (PENALTY - 2))): monotone,
+    slope 1 at -1, never below 1 - PENALTY (reached only in rounding), a whole point above any penalty."""
+    room = PENALTY - 2.0
+    excess = np.maximum(-1.0 - value, 0.0)
+    return np.where(value >= -1.0, value, -1.0 - room * -np.expm1(-excess / room))
