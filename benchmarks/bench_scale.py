@@ -1,6 +1,7 @@
-"""Issue 16's scale table: per case, the time `dse.prepare` takes, designs/s on one core (intact, and with
-every single-chiplet failure re-mapped; process time of one thread) and on all the machine's cores
-(wall time, the population split over threads: dse.model.parallel), and the peak memory of the process.
+"""Issue 16's scale table: per case, the time `dse.prepare` takes, designs/s on one core (intact, with
+every single-chiplet failure re-mapped, and with failures at the search's screening fidelity,
+dse.search.screening; process time of one thread) and on all the machine's cores (wall time, the
+population split over threads: dse.model.parallel), and the peak memory of the process.
 Prints one row per case."""
 import copy
 import resource
@@ -10,6 +11,7 @@ import numpy as np
 
 import dse
 from dse.model.parallel import cores
+from dse.search.screening import screened
 
 BASE = {"name": "scale", "workload": {"phase": "decode", "batch": 64, "context": 4096, "precision": "fp8",
                                       "routing": {"distribution": "zipf", "s": 0.5, "seed": 0}},
@@ -36,7 +38,7 @@ def rate(ev, X, with_faults, threads=1):
 def main() -> None:
     n = cores()
     print(f"{'model':<15} {'per layer':>9} {'chiplets':>8} {'units':>6} {'prepare s':>9} {'intact/s':>9} "
-          f"{'faults/s':>9} {f'{n} cores':>9} {'peak MB':>8}")
+          f"{'faults/s':>9} {'screened':>9} {f'{n} cores':>9} {'peak MB':>8}")
     for model, per_layer, side in CASES:
         data = copy.deepcopy(BASE)
         data["workload"].update(model=model, per_layer=per_layer)
@@ -46,9 +48,11 @@ def main() -> None:
         prepare_s = time.perf_counter() - start
         X = np.random.default_rng(0).integers(p.space.lower, p.space.upper + 1, size=(DESIGNS, p.space.n_var))
         intact, faults, wide = rate(p.evaluator, X, False), rate(p.evaluator, X, True), rate(p.evaluator, X, True, n)
+        with screened(p.evaluator):
+            screening = rate(p.evaluator, X, True)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{model:<15} {str(per_layer):>9} {side * side:>8} {p.tables.n_units:>6} {prepare_s:>9.1f} "
-              f"{intact:>9.0f} {faults:>9.0f} {wide:>9.0f} {peak:>8.0f}")
+              f"{intact:>9.0f} {faults:>9.0f} {screening:>9.0f} {wide:>9.0f} {peak:>8.0f}")
 
 
 if __name__ == "__main__":

@@ -113,3 +113,13 @@ def test_a_design_outside_the_studys_choices_is_named(tiny_dict):
     with pytest.raises(dse.StudyError) as err:
         prepared.check_design(design)
     assert err.value.key == "topology" and "allowed: mesh" in str(err.value)
+
+
+def test_screening_reaches_every_variant(open_study):
+    from dse.search.screening import package_evaluators, screened
+    ev = dse.prepare(open_study).evaluator
+    packages = package_evaluators(ev)
+    assert len(packages) == len(open_study.variants()) > 1
+    with screened(ev):
+        assert all(p.screening for p in packages)
+    assert not any(p.screening for p in packages)

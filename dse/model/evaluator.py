@@ -182,8 +182,8 @@ def _single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 
 @nb.njit(cache=True, inline="always")
-def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets, W, W2,
-                     sets, size, routes, after, out):
+def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen, mc_sets,
+                     W, W2, sets, size, routes, after, out):
     """Every metric of one design into ``out``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
     its failure sets, ``W2`` for failures evaluated in full (inlined into `evaluate_arrays`, so the tables
     are not passed per design)."""
@@ -214,7 +214,7 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
             sets[singles + m, x] = mc_sets[n, m, x]
     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
     failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
-                     after, short)
+                     after, short, screen)
     if with_faults and (R.node_alt[sh] >= 0 or R.n_phys[sh] > 0):     # (Monte Carlo sets reroute only then too)
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
@@ -262,8 +262,8 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
 
 
 @nb.njit(cache=True, nogil=True)
-def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, mc_sets,
-                    W, W2):
+def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
+                    mc_sets, W, W2):
     P = rows.shape[0]
     out = np.zeros((P, 21))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
@@ -273,7 +273,7 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     after = np.zeros((n_sets, 3))
     for p in range(P):
         _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, mc_sets, W, W2, sets, size, routes, after, out[p])
+                         unplaced[p], with_faults, screen, mc_sets, W, W2, sets, size, routes, after, out[p])
     return out
 
 
@@ -290,7 +290,8 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     out[k, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     out[k, 0] = design_latency(T, W, n)[0]
     after = np.empty((k, 3))
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf)
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
+                     False)
     rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)
     out[:k, 0] = after[:, 0]
     out[:k, 1] = after[:, 2]
@@ -337,6 +338,7 @@ class Evaluator:
         self.max_copies = max_copies
         self.package = package
         self.threads = cores()          # evaluation threads (dse.model.parallel); 1 for serial
+        self.screening = False          # failures at the search's screening fidelity (dse.search.screening)
         self.row_range, self.col_range = package.mesh.rows, package.mesh.cols
         faults = faults or FaultsSpec()
         mc = faults.monte_carlo
@@ -373,7 +375,8 @@ class Evaluator:
 
         def run(r: slice) -> np.ndarray:
             return evaluate_arrays(self.kernel, self.routes, shapes[r], rows[r], cols[r], kind[r], stacks[r], ddr[r],
-                                   slots[r], ncopy[r], self.space.split, unplaced[r], with_faults, self.mc_sets,
+                                   slots[r], ncopy[r], self.space.split, unplaced[r], with_faults, self.screening,
+                                   self.mc_sets,
                                    *self._workspaces(slots.shape[2]))
         return map_rows(run, len(rows), self.threads)
 

@@ -163,7 +163,7 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, sd, stage_t, bk_ct, bk_sd, 
 
 @nb.njit(cache=True, error_model="numpy")
 def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W,
-                     out, short_limit):
+                     out, short_limit, screen):
     """Per failure set k < n_sets (chiplets ``sets[k, :set_size[k]]`` fail together): ``out[k]`` = (expected
     latency, p99, capacity shortfall) after it. Infinite when nothing survives; latencies NaN (not computed)
     when the shortfall exceeds ``short_limit`` (the evaluator counts such a failure as lost whatever its
@@ -173,6 +173,10 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
 
     Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
     tables are bound once per design rather than once per failure.
+
+    ``screen`` (the search's screening fidelity, dse.search.screening): the hand-offs keep the intact
+    design's routes, link loads and latencies; the moved units' traffic is not re-routed. About half the
+    cost of a failure; the exact evaluation re-routes it.
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
@@ -326,62 +330,63 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
 
         # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows ---
         n_edges = 0
-        for x in range(n_moved):
-            u = moved_list[nowrap(x)]
-            for y in range(unit_edge_ptr[nowrap(u)], unit_edge_ptr[nowrap(u + 1)]):
-                e = unit_edges[nowrap(y)]
-                if not seen[nowrap(e)]:
-                    seen[nowrap(e)] = True
-                    edge_list[nowrap(n_edges)] = e
-                    n_edges += 1
         n_aff = 0
-        for k in range(n_edges):
-            e = edge_list[nowrap(k)]
-            s = edge_stage[nowrap(e)]
-            bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
-            a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
-            ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
-            ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
-            old_amount = edge_amt[nowrap(e)]
-            new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
-                edge_bytes[nowrap(e)], ca_new, cb_new, split)
-            for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
-                if not in_instance(edge_phase[nowrap(e)], instance):
-                    continue
-                row = 2 * s + instance
-                slot = row_slot[nowrap(row)]
-                if slot < 0:        # first change of this row: work on a copy of it
-                    slot = n_aff
-                    n_aff += 1
-                    row_slot[nowrap(row)] = slot
-                    aff_rows[nowrap(slot)] = row
-                    for link in range(L):
-                        new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
-                base = slot * LM
-                for ra in range(ca_old):
-                    i = slots[nowrap(a), nowrap(ra)]
-                    for rb in range(cb_old):
-                        j = slots[nowrap(b), nowrap(rb)]
-                        if i != j:
-                            p = pb + i * n + j
-                            for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
-                longest = 0.0
-                for ra in range(ca_new):
-                    i = slots2[nowrap(a), nowrap(ra)]
-                    for rb in range(cb_new):
-                        j = slots2[nowrap(b), nowrap(rb)]
-                        if i != j:
-                            p = pb + i * n + j
-                            longest = max(longest, pair_latency[nowrap(p)])
-                            for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
-                edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
-        for k in range(n_aff):
-            s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
-            bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
-            comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
-                                 + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
+        if not screen:
+            for x in range(n_moved):
+                u = moved_list[nowrap(x)]
+                for y in range(unit_edge_ptr[nowrap(u)], unit_edge_ptr[nowrap(u + 1)]):
+                    e = unit_edges[nowrap(y)]
+                    if not seen[nowrap(e)]:
+                        seen[nowrap(e)] = True
+                        edge_list[nowrap(n_edges)] = e
+                        n_edges += 1
+            for k in range(n_edges):
+                e = edge_list[nowrap(k)]
+                s = edge_stage[nowrap(e)]
+                bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
+                a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+                ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
+                ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
+                old_amount = edge_amt[nowrap(e)]
+                new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
+                    edge_bytes[nowrap(e)], ca_new, cb_new, split)
+                for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
+                    if not in_instance(edge_phase[nowrap(e)], instance):
+                        continue
+                    row = 2 * s + instance
+                    slot = row_slot[nowrap(row)]
+                    if slot < 0:        # first change of this row: work on a copy of it
+                        slot = n_aff
+                        n_aff += 1
+                        row_slot[nowrap(row)] = slot
+                        aff_rows[nowrap(slot)] = row
+                        for link in range(L):
+                            new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
+                    base = slot * LM
+                    for ra in range(ca_old):
+                        i = slots[nowrap(a), nowrap(ra)]
+                        for rb in range(cb_old):
+                            j = slots[nowrap(b), nowrap(rb)]
+                            if i != j:
+                                p = pb + i * n + j
+                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                    new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
+                    longest = 0.0
+                    for ra in range(ca_new):
+                        i = slots2[nowrap(a), nowrap(ra)]
+                        for rb in range(cb_new):
+                            j = slots2[nowrap(b), nowrap(rb)]
+                            if i != j:
+                                p = pb + i * n + j
+                                longest = max(longest, pair_latency[nowrap(p)])
+                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                    new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
+                    edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
+            for k in range(n_aff):
+                s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
+                bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
+                comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+                                     + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                          chain, stage_t, comm, ct, n, finish, cps, in_scen, busy, order)

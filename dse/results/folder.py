@@ -16,6 +16,7 @@ Design files are read by dse.results.design_file (`read_design`, re-exported her
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -48,7 +49,9 @@ def load_results(results_dir: str | Path):
     pareto = pd.read_csv(folder / "pareto.csv")
     evaluations = pd.read_csv(folder / "evaluations.csv")
     designs = {p.stem: read_design(p) for p in sorted((folder / "designs").glob("*.yaml"))}
-    return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder)
+    screening = folder / "screening.json"
+    return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder,
+                       screening=json.loads(screening.read_text()) if screening.is_file() else None)
 
 
 def check_results_target(out: Path) -> None:
@@ -101,6 +104,8 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
         result.evaluations.to_csv(tmp / "evaluations.csv", index=False)
         if result.convergence is not None:
             result.convergence.to_csv(tmp / "convergence.csv", index=False)
+        if result.screening is not None:
+            (tmp / "screening.json").write_text(json.dumps(result.screening, indent=2) + "\n")
         (tmp / "study.yaml").write_text(yaml.safe_dump(result.study.resolved(), sort_keys=False))
         (tmp / "summary.md").write_text(summary_markdown(result))
         (tmp / "designs").mkdir()

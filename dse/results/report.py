@@ -343,8 +343,8 @@ def summary_markdown(result) -> str:
              f"- search: {s.search.algorithm}, population {s.search.population}, "
              f"{s.search.generations} generations, seed {s.search.seed}",
              f"- designs evaluated: {len(ev)}, feasible: {int(ev['feasible'].sum())}, "
-             f"on the Pareto front: {len(result.pareto)}", "",
-             "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
+             f"on the Pareto front: {len(result.pareto)}"] + _screening_lines(result.screening) + [
+             "", "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
     if len(result.pareto):
         lines += ["## Best design per objective", ""]
         for objective in s.search.objectives:
@@ -359,6 +359,18 @@ def summary_markdown(result) -> str:
                   f"{int(last['generation']) + 1} generations (convergence.csv has every generation)",
                   f"- reference point: {ref}"]
     return "\n".join(lines) + "\n"
+
+
+def _screening_lines(screening: dict | None) -> list[str]:
+    """What a screened search's exact re-evaluation changed (dse.search.screening), for the summary."""
+    if not screening:
+        return []
+    worst = max(screening["max_abs_error"].items(), key=lambda kv: kv[1], default=None)
+    change = f"; largest change of a metric: {worst[0]} by {worst[1]:.3g}" if worst else "; no metric changed"
+    return [f"- screened search (search.screening): the front and the final population ({screening['reevaluated']} "
+            f"designs) evaluated again exactly; the front kept {screening['front_kept']} of its "
+            f"{screening['front_screened']} screened designs, {screening['front_exact']} on the exact front{change} "
+            "(screening.json)"]
 
 
 def _markdown_table(df: pd.DataFrame) -> str:

@@ -48,6 +48,7 @@ class StudyResult:
     convergence: pd.DataFrame | None = None      # per generation: evaluations, feasible, front_size, hypervolume
     reference_point: dict[str, float] = field(default_factory=dict)   # objective -> bound of the hypervolume
     prepared: object | None = field(default=None, repr=False)  # dse.model.prepare.Prepared, built when first needed
+    screening: dict | None = None                # a screened search: dse.search.screening.ScreeningReport
 
     def prepare(self):
         """The study's tables and evaluator (dse.system.prepare), built once and kept."""

@@ -11,6 +11,7 @@ from ..model.prepare import Prepared
 from ..search import checkpoint
 from ..search.distributed import evaluation_engine
 from ..search.loop import GenerationReport, SearchOutcome, run_search
+from ..search.screening import exact_again, screened
 from ..study.spec import Study
 from ..system.prepare import prepare
 from .result import StudyResult, build_result
@@ -30,7 +31,7 @@ def run_study(study: Study, seed: int | None = None,
     p = prepared or prepare(study)
     if seed is not None:
         study = study.model_copy(update={"search": study.search.model_copy(update={"seed": seed})})
-    with evaluation_engine(p.evaluator, workers, scheduler) as engine:
+    with screened(p.evaluator, study.search.screening), evaluation_engine(p.evaluator, workers, scheduler) as engine:
         outcome = run_search(p.evaluator, study, on_generation=on_generation, engine=engine,
                              checkpoint_dir=checkpoint_dir)
     return _result(study, p, outcome)
@@ -49,16 +50,24 @@ def resume_study(path: str | Path, on_generation: Callable[[GenerationReport], N
     if not (np.array_equal(p.space.lower, search.problem.xl) and np.array_equal(p.space.upper, search.problem.xu)):
         raise StudyError(f"checkpoint {directory} was made for a different design space than the study now gives "
                          "(changed toolkit or model files?); start the study again")
-    with evaluation_engine(p.evaluator, workers, scheduler) as engine:
+    with screened(p.evaluator, study.search.screening), evaluation_engine(p.evaluator, workers, scheduler) as engine:
         outcome = run_search(p.evaluator, study, on_generation=on_generation, engine=engine,
                              checkpoint_dir=directory, resume=search)
     return _result(study, p, outcome)
 
 
 def _result(study: Study, p: Prepared, outcome: SearchOutcome) -> StudyResult:
+    """The result of a finished search; a screened search's front and last generation evaluated exactly."""
+    screening, exact = None, None
+    if study.search.screening:
+        outcome, report, exact = exact_again(p.evaluator, study, outcome)
+        screening = report.as_dict()
     designs = p.evaluator.designs(outcome.X)
     result = build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
                           p.tables.kind_names, convergence=outcome.convergence,
                           reference_point=outcome.reference_point)
+    if exact is not None:
+        result.evaluations["fidelity"] = np.where(exact, "exact", "screening")
+        result.screening = screening
     result.prepared = p
     return result

@@ -36,6 +36,9 @@ class SearchSpec(StrictModel):
     reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
     #: save the search state every this many generations (0: never); see dse.search.checkpoint
     checkpoint_every: int = Field(5, ge=0)
+    #: search at the screening fidelity (failures keep the intact hand-off routes) and evaluate the front and
+    #: the final population again exactly for the results folder; see dse.search.screening
+    screening: bool = False
 
     @field_validator("objectives")
     @classmethod
