@@ -36,3 +36,18 @@ def test_rows_split_into_contiguous_chunks_covering_all():
         assert chunks[0].start == 0 and chunks[-1].stop == n
         assert all(a.stop == b.start for a, b in zip(chunks, chunks[1:]))
         assert len(chunks) == 1 or min(c.stop - c.start for c in chunks) >= 32
+
+
+def test_the_thread_pool_survives_a_fork():
+    # the pools live for the process; a forked child (multiprocessing's fork) must start its own threads
+    import os
+    import sys
+
+    from dse.model.parallel import map_rows
+    if not hasattr(os, "fork") or sys.platform == "darwin":
+        pytest.skip("fork")
+    assert map_rows(lambda r: np.arange(r.start, r.stop), 100, 2).sum() == 4950
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if map_rows(lambda r: np.arange(r.start, r.stop), 100, 2).sum() == 4950 else 1)
+    assert os.waitpid(pid, 0)[1] == 0

@@ -33,5 +33,17 @@ def map_rows(run, n: int, threads: int) -> np.ndarray:
     chunks = split_rows(n, threads)
     if len(chunks) == 1:
         return run(chunks[0])
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        return np.concatenate(list(pool.map(run, chunks)))
+    return np.concatenate(list(_pool(len(chunks)).map(run, chunks)))
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+if hasattr(os, "register_at_fork"):             # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_POOLS.clear)
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """One pool per width for the process's life: starting threads on every call cost more than a small
+    population's evaluation (a system evaluates a package share per call, 120 calls a population)."""
+    if workers not in _POOLS:
+        _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dse-eval")
+    return _POOLS[workers]

@@ -85,8 +85,10 @@ class SystemEvaluator:
         if not self.is_system:
             return [Layout()] * len(X)
         parallel = self.study.system.parallel
-        idx = [X[:, self.space.slices[a].start] for a in SYSTEM_AXES]
-        return [Layout(*(getattr(parallel, a)[int(i[k])] for a, i in zip(SYSTEM_AXES, idx))) for k in range(len(X))]
+        genes = np.column_stack([X[:, self.space.slices[a].start] for a in SYSTEM_AXES])
+        choices, which = np.unique(genes, axis=0, return_inverse=True)
+        layouts = [Layout(*(getattr(parallel, a)[int(g)] for a, g in zip(SYSTEM_AXES, row))) for row in choices]
+        return [layouts[k] for k in np.asarray(which).reshape(-1)]
 
     def traffic(self, layout: Layout) -> LayoutTraffic:
         if layout not in self.traffic_cache:
