@@ -68,7 +68,9 @@ Workspace = namedtuple("Workspace", [
     "dirty", "dirty_list", "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
     "aff_rows", "new_loads", "bk_comm",
     # scenarios
-    "finish", "cps", "in_scen", "busy", "order"])
+    "finish", "cps", "in_scen", "busy", "order",
+    # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
+    "pair_amt", "pair_seen", "pair_list"])
 
 FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
 
@@ -100,7 +102,8 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S),
         bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E), row_slot=np.full(2 * S, -1, np.int64),
         aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
-        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), order=i64(n_scen))
+        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), order=i64(n_scen),
+        pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips))
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -351,6 +354,7 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
     buf_size, buf_read, buf_density, buf_order, buf_spill = W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill
     sd_, stage_t = W.sd, W.stage_t
+    pair_amt, pair_seen, pair_list = W.pair_amt, W.pair_seen, W.pair_list
     stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net = (
         W.stage_e_compute, W.stage_e_dram, W.stage_dram, W.stage_net, W.stage_e_net)
 
@@ -422,6 +426,8 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 loads[nowrap(base + link)] = 0.0
             hops = 0.0
             energy = 0.0
+            n_pairs = 0         # bytes per chiplet pair first, then each pair's route walked once
+            slowest = 0.0       # the longest hand-off route into this instance
             for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
                 if not in_instance(edge_phase[nowrap(e)], instance):
                     continue
@@ -430,24 +436,33 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
                 cb = ncopy[nowrap(b)]
                 amount = edge_amount(edge_bytes[nowrap(e)], ca, cb, split)
                 edge_amt[nowrap(e)] = amount
-                longest = h = en = 0.0
+                longest = 0.0
                 for ra in range(ca):
                     i = slots[nowrap(a), nowrap(ra)]
                     for rb in range(cb):
                         j = slots[nowrap(b), nowrap(rb)]
                         if i != j:
-                            p = pb + i * n + j
-                            longest = max(longest, pair_latency[nowrap(p)])
-                            start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
-                            for x in range(start, end):
-                                loads[nowrap(base + route_links[nowrap(x)])] += amount
-                            h += amount * (end - start)
-                            en += amount * pair_energy[nowrap(p)]
+                            q = i * n + j
+                            longest = max(longest, pair_latency[nowrap(pb + q)])
+                            if not pair_seen[nowrap(q)]:
+                                pair_seen[nowrap(q)] = True
+                                pair_amt[nowrap(q)] = 0.0
+                                pair_list[nowrap(n_pairs)] = q
+                                n_pairs += 1
+                            pair_amt[nowrap(q)] += amount
                 edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
-                hops += h
-                energy += en
-            comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
-                                 + busiest_link(loads, base, link_inv_bw, lb, L))
+                slowest = max(slowest, edge_lat[nowrap(e)])
+            for x in range(n_pairs):
+                q = pair_list[nowrap(x)]
+                pair_seen[nowrap(q)] = False
+                amount = pair_amt[nowrap(q)]
+                p = pb + q
+                start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
+                for y in range(start, end):
+                    loads[nowrap(base + route_links[nowrap(y)])] += amount
+                hops += amount * (end - start)
+                energy += amount * pair_energy[nowrap(p)]
+            comm[nowrap(s), nowrap(instance)] = slowest + busiest_link(loads, base, link_inv_bw, lb, L)
             times = 1.0 if instance == FIRST else repeat - 1.0
             hand_off_net += times * hops
             hand_off_e += times * energy
