@@ -51,6 +51,10 @@ METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token
            "dram_bytes", "net_byte_hops", "max_die_mm2"]
 N_METRICS = len(METRICS)
 
+#: bytes of decoded unit slots per block of designs: a large model's population decoded at once (tens of
+#: MB) no longer sits in the cache when the kernel reads it back; blocks of this size do.
+BLOCK_BYTES = 4 << 20
+
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     ptr = np.zeros(len(groups) + 1, np.int64)
@@ -370,20 +374,29 @@ class Evaluator:
             raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
         return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
-    def _run(self, rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults) -> np.ndarray:
-        shapes = self._shapes(rows, cols)
+    def _kernel(self, arrays, with_faults: bool, workspaces) -> np.ndarray:
+        """Every metric of the decoded designs ``arrays`` (rows, cols, kind, stacks, ddr, slots, ncopy,
+        unplaced), with the scratch ``workspaces`` of one thread."""
+        rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = arrays
+        out = evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
+                              slots, ncopy, self.space.split, unplaced, with_faults, self.screening, self.mc_sets,
+                              *workspaces)
+        return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
 
-        def run(r: slice) -> np.ndarray:
-            return evaluate_arrays(self.kernel, self.routes, shapes[r], rows[r], cols[r], kind[r], stacks[r], ddr[r],
-                                   slots[r], ncopy[r], self.space.split, unplaced[r], with_faults, self.screening,
-                                   self.mc_sets,
-                                   *self._workspaces(slots.shape[2]))
-        return map_rows(run, len(rows), self.threads)
+    def _block(self) -> int:
+        """Designs decoded at a time: `BLOCK_BYTES` of unit slots."""
+        return max(1, BLOCK_BYTES // (8 * max(self.space.n_units, 1) * self.max_copies))
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = self.decode(X)
-        out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
-        return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        block = self._block()
+
+        def run(r: slice) -> np.ndarray:
+            workspaces = self._workspaces(self.max_copies)
+            parts = [self._kernel(self.decode(X[a:min(a + block, r.stop)]), with_faults, workspaces)
+                     for a in range(r.start, r.stop, block)]
+            return np.concatenate(parts) if parts else np.zeros((0, N_METRICS))
+        return map_rows(run, len(X), self.threads)
 
     def _largest_die(self, n: np.ndarray, kind: np.ndarray, stacks: np.ndarray) -> np.ndarray:
         """Area of each design's largest die: chiplet kind plus the PHYs of its HBM stacks."""
@@ -399,9 +412,11 @@ class Evaluator:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
         rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays(designs, self.tables, self.space.max_slots,
                                                                     self.max_copies)
-        unplaced = np.zeros(len(designs), np.int64)
-        out = self._run(rows, cols, kind, stacks, ddr, slots, ncopy, unplaced, with_faults)
-        return pd.DataFrame(np.column_stack([out, self._largest_die(rows * cols, kind, stacks)]), columns=METRICS)
+        arrays = rows, cols, kind, stacks, ddr, slots, ncopy, np.zeros(len(designs), np.int64)
+
+        def run(r: slice) -> np.ndarray:
+            return self._kernel([a[r] for a in arrays], with_faults, self._workspaces(slots.shape[2]))
+        return pd.DataFrame(map_rows(run, len(designs), self.threads), columns=METRICS)
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""
