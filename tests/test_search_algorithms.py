@@ -13,7 +13,7 @@ from dse.search.hypervolume import costs
 from dse.model.objectives import constraint_matrix
 from dse.study.schema import ALGORITHMS
 from dse.search import run_search
-from dse.search.variables import GeneCrossover, GeneMutation, enumerate_batch, space_size
+from dse.search.variables import GeneCrossover, GeneMutation, enumerate_batch, layer_roles, space_size
 from pymoo.core.problem import Problem
 from pymoo.indicators.hv import HV
 
@@ -155,6 +155,23 @@ def test_categorical_genes_reset_and_cross_uniformly():
     children = GeneCrossover(categorical)._do(problem, parents, random_state=np.random.default_rng(2))
     assert set(np.unique(children[:, :, 0])) == {0, 3}, "categorical: each child gene is a parent's"
     assert ((children >= 0) & (children <= 3)).all()
+
+
+def test_layer_moves_move_one_role_in_every_layer():
+    from types import SimpleNamespace
+    names = ["rows", "place[embed]", "place[L0.attn]", "place[L0.e0]", "place[L0.e1]", "place[L1.attn]",
+             "place[L1.e0]", "place[L1.e1]", "copies[L0.e0]", "copies[L1.e0]"]
+    roles = layer_roles(SimpleNamespace(names=names))
+    assert sorted(map(list, roles)) == [[2, 5], [3, 6], [4, 7], [8, 9]], "one group per role and gene kind"
+    problem = _Box([1] + [0] * 7 + [1, 1], [4] + [15] * 7 + [2, 2])
+    X = np.tile([2, 9, 1, 2, 3, 4, 5, 6, 1, 2], (400, 1))
+    Y = GeneMutation(np.zeros(10, bool), genes=1e-9, roles=roles, layer_moves=1.0)._do(
+        problem, X, random_state=np.random.default_rng(3))
+    assert ((Y >= problem.xl) & (Y <= problem.xu)).all()
+    swapped = (Y[:, [3, 6]] == [3, 6]).all(axis=1) & (Y[:, [4, 7]] == [2, 5]).all(axis=1)
+    aligned = [(Y[:, g] == Y[:, g[:1]]).all(axis=1) & (Y[:, g] != X[:, g]).any(axis=1) for g in roles]
+    assert swapped.sum() > 10, "two roles of equal length swap layer by layer"
+    assert all(a.sum() > 10 for a in aligned), "a role's genes set to one value in every layer"
 
 
 def test_enumeration_order():

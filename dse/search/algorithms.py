@@ -36,7 +36,7 @@ from pymoo.util.reference_direction import UniformReferenceDirectionFactory
 from scipy.spatial.distance import cdist
 
 from ..errors import StudyError
-from .variables import MAX_ENUMERATION, enumerate_batch, operators, space_size
+from .variables import LAYER_MOVE_SHARE, MAX_ENUMERATION, enumerate_batch, operators, space_size
 
 #: designs per batch of the exhaustive walk (at least; the population if larger)
 ENUMERATION_BATCH = 1024
@@ -147,9 +147,10 @@ def _cache_numba_kernels(*holders) -> None:
                 function.enable_caching()
 
 
-def make_algorithm(name: str, space, n_obj: int, population: int,
-                   generations: int) -> tuple[Algorithm | Baseline, int]:
-    """The algorithm called ``name`` for a space, and the number of generations it will run."""
+def make_algorithm(name: str, space, n_obj: int, population: int, generations: int,
+                   layer_moves: float = LAYER_MOVE_SHARE) -> tuple[Algorithm | Baseline, int]:
+    """The algorithm called ``name`` for a space, and the number of generations it will run;
+    ``layer_moves``: share of offspring making a layer move (dse.search.variables)."""
     if name == "random":
         return RandomSearch(population), generations
     if name == "exhaustive":
@@ -161,7 +162,7 @@ def make_algorithm(name: str, space, n_obj: int, population: int,
                              key="search.algorithm")
         batch = max(population, ENUMERATION_BATCH)
         return Enumeration(batch), -(-size // batch)
-    ops = operators(space)
+    ops = operators(space, layer_moves)
     if name == "nsga2":
         return NSGA2(pop_size=population, **ops), generations
     if name == "nsga3":

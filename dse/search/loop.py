@@ -92,7 +92,7 @@ class Search:
         self.study = study
         self.seed = s.seed if seed is None else seed
         self.algorithm, self.total = make_algorithm(s.algorithm, evaluator.space, len(s.objectives), s.population,
-                                                    s.generations)
+                                                    s.generations, layer_moves=s.layer_moves)
         self.problem = DesignProblem(evaluator.space, study, evaluator)
         self.algorithm.setup(self.problem, termination=("n_gen", self.total), seed=self.seed)
         self.reference = reference_point(study, evaluator)

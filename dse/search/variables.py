@@ -12,8 +12,16 @@ dse.search.algorithms takes its operators from `operators`, so a new kind of gen
 * Categorical genes: uniform crossover (each child gene from either parent) and random resetting
   mutation (a different option, uniformly).
 * Each gene mutates with probability 1 / (number of free genes), at least one gene per offspring.
+* Layer moves (per-layer studies): a unit repeated in every layer ("L0.e5", "L1.e5", ...) is one role;
+  with probability ``search.layer_moves`` (default ``LAYER_MOVE_SHARE``) an offspring also moves one role in every layer at once: half
+  the time it swaps the genes of two roles layer by layer (a balanced placement stays balanced), else it
+  sets the role's placement genes, or its copies genes, to one new value drawn uniformly. A per-gene mutation
+  changes one of tens of thousands of genes; a layer move changes an expert's chiplet in the whole model,
+  the step a shared expert-to-chiplet pattern takes, while the per-gene moves keep per-layer deviations.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from pymoo.core.crossover import Crossover
@@ -24,6 +32,9 @@ from pymoo.operators.crossover.sbx import cross_sbx
 
 #: largest space `enumerate_batch` will walk (the ``exhaustive`` algorithm)
 MAX_ENUMERATION = 1_000_000
+#: share of offspring that also make a layer move (see module docstring)
+LAYER_MOVE_SHARE = 0.5
+_LAYER_GENE = re.compile(r"(place|copies)\[L\d+\.(.+)\]")
 
 
 def bounds(space) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +46,17 @@ def categorical_mask(space) -> np.ndarray:
     """True for genes that choose among unordered options (none unless the space says so)."""
     mask = getattr(space, "categorical", None)
     return np.zeros(space.n_var, bool) if mask is None else np.asarray(mask, dtype=bool)
+
+
+def layer_roles(space) -> list[np.ndarray]:
+    """Gene indices of every role repeated across layers (placement and copies genes apart), two or more
+    genes each; none for a study without per-layer units."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, name in enumerate(getattr(space, "names", [])):
+        match = _LAYER_GENE.fullmatch(name)
+        if match:
+            groups.setdefault(match.groups(), []).append(i)
+    return [np.array(g) for g in groups.values() if len(g) > 1]
 
 
 def space_size(lower: np.ndarray, upper: np.ndarray) -> int:
@@ -94,9 +116,11 @@ class GeneCrossover(Crossover):
 class GeneMutation(Mutation):
     """Rounded polynomial mutation that always moves a mutated gene; random resetting if categorical."""
 
-    def __init__(self, categorical: np.ndarray, eta: float = 20.0, genes: float = 1.0):
+    def __init__(self, categorical: np.ndarray, eta: float = 20.0, genes: float = 1.0,
+                 roles: list[np.ndarray] | None = None, layer_moves: float = LAYER_MOVE_SHARE):
         super().__init__(prob=1.0)
         self.categorical, self.eta, self.genes = categorical, eta, genes
+        self.roles, self.layer_moves = roles or [], layer_moves
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         X = as_integers(X)
@@ -132,11 +156,24 @@ class GeneMutation(Mutation):
             shift = 1 + (random_state.random(int(cat.sum())) * span).astype(np.int64)
             new[cat] = lo[cat] + (old[cat] - lo[cat] + shift) % (span + 1)
         out[rows, genes] = new
+        if self.roles:
+            self._layer_moves(out, xl, xu, random_state)
         return out
 
+    def _layer_moves(self, X: np.ndarray, xl: np.ndarray, xu: np.ndarray, random_state) -> None:
+        """Move one role in every layer (see module docstring) in a share of the offspring, in place."""
+        for row in np.flatnonzero(random_state.random(len(X)) < self.layer_moves):
+            a, b = random_state.integers(len(self.roles), size=2)
+            genes, other = self.roles[a], self.roles[b]
+            if random_state.random() < 0.5 and a != b and len(genes) == len(other) and xu[genes[0]] == xu[other[0]]:
+                X[row, genes], X[row, other] = X[row, other], X[row, genes].copy()     # swap two roles
+            elif xu[genes[0]] > xl[genes[0]]:
+                X[row, genes] = random_state.integers(xl[genes[0]], xu[genes[0]] + 1)
 
-def operators(space) -> dict:
+
+def operators(space, layer_moves: float = LAYER_MOVE_SHARE) -> dict:
     """Sampling, crossover, mutation and duplicate elimination for a pymoo genetic algorithm."""
     categorical = categorical_mask(space)
-    return dict(sampling=GeneSampling(), crossover=GeneCrossover(categorical), mutation=GeneMutation(categorical),
+    return dict(sampling=GeneSampling(), crossover=GeneCrossover(categorical),
+                mutation=GeneMutation(categorical, roles=layer_roles(space), layer_moves=layer_moves),
                 eliminate_duplicates=DefaultDuplicateElimination())

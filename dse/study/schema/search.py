@@ -39,6 +39,9 @@ class SearchSpec(StrictModel):
     #: search at the screening fidelity (failures keep the intact hand-off routes) and evaluate the front and
     #: the final population again exactly for the results folder; see dse.search.screening
     screening: bool = False
+    #: share of offspring that also move one per-layer role in every layer (per-layer studies; 0: off);
+    #: see dse.search.variables
+    layer_moves: float = Field(0.5, ge=0.0, le=1.0)
 
     @field_validator("objectives")
     @classmethod
