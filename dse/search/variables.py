@@ -13,11 +13,12 @@ dse.search.algorithms takes its operators from `operators`, so a new kind of gen
   mutation (a different option, uniformly).
 * Each gene mutates with probability 1 / (number of free genes), at least one gene per offspring.
 * Layer moves (per-layer studies): a unit repeated in every layer ("L0.e5", "L1.e5", ...) is one role;
-  with probability ``search.layer_moves`` (default ``LAYER_MOVE_SHARE``) an offspring also moves one role in every layer at once: half
-  the time it swaps the genes of two roles layer by layer (a balanced placement stays balanced), else it
-  sets the role's placement genes, or its copies genes, to one new value drawn uniformly. A per-gene mutation
-  changes one of tens of thousands of genes; a layer move changes an expert's chiplet in the whole model,
-  the step a shared expert-to-chiplet pattern takes, while the per-gene moves keep per-layer deviations.
+  with probability ``search.layer_moves`` (default ``LAYER_MOVE_SHARE``) an offspring also moves one
+  role in every layer at once: half the time it swaps the genes of two roles layer by layer (a balanced
+  placement stays balanced), else it sets the role's placement genes, or its copies genes, to one new
+  value drawn uniformly. A per-gene mutation changes one of tens of thousands of genes; a layer move
+  changes an expert's chiplet in the whole model, the step a shared expert-to-chiplet pattern takes,
+  while the per-gene moves keep per-layer deviations.
 """
 from __future__ import annotations
 
