@@ -117,6 +117,9 @@ class GeneCrossover(Crossover):
 class GeneMutation(Mutation):
     """Rounded polynomial mutation that always moves a mutated gene; random resetting if categorical."""
 
+    roles: tuple = ()           # a mutation pickled in a checkpoint before layer moves existed makes none
+    layer_moves: float = 0.0
+
     def __init__(self, categorical: np.ndarray, eta: float = 20.0, genes: float = 1.0,
                  roles: list[np.ndarray] | None = None, layer_moves: float = LAYER_MOVE_SHARE):
         super().__init__(prob=1.0)
