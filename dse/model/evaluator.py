@@ -32,13 +32,13 @@ import numpy as np
 import pandas as pd
 
 import arch
-from arch.area_cost import kgd_cost
 
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.hardware import PackageSpec
 from ..study.space import Design, Space
 from .failures import failures_latency, remap, rerouted_failures, restore
 from .parallel import cores, map_rows
+from .package_figures import one_package, package_arrays
 from .perf_model import KernelTables, base_pass, design_latency, make_workspace
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
@@ -54,6 +54,8 @@ N_METRICS = len(METRICS)
 #: bytes of decoded unit slots per block of designs: a large model's population decoded at once (tens of
 #: MB) no longer sits in the cache when the kernel reads it back; blocks of this size do.
 BLOCK_BYTES = 4 << 20
+
+NO_FIGURES = np.zeros((0, 5))      # evaluate_arrays computes each design's package figures
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -139,28 +141,6 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
 
 
 @nb.njit(cache=True, inline="always")
-def _package(T, n, kind, stacks, ddr):
-    """(silicon area, package area, cost, peak power, static power) of a package."""
-    area = ddr * T.ddr_phy
-    footprint = 0.0
-    cost = ddr * T.ddr_cost
-    power = ddr * T.ddr_bw * T.ddr_e
-    static = 0.0
-    n_stacks = 0
-    for i in range(n):
-        k = kind[i]
-        die = T.kind_area[k] + stacks[i] * T.hbm_phy
-        area += die
-        static += T.kind_static_w[k]
-        cost += kgd_cost(die, T.kind_wafer_cost[k], T.kind_d0[k], T.yield_alpha, T.wafer_diameter)
-        cost += stacks[i] * T.hbm_cost
-        power += T.kind_static_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
-        footprint += stacks[i] * T.hbm_footprint
-        n_stacks += stacks[i]
-    return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static
-
-
-@nb.njit(cache=True, inline="always")
 def _retained(latency, short, lat_f, short_f):
     """Throughput kept after a failure: a failure never counts as a gain (re-mapping can land a unit
     somewhere better); 0 when some unit can no longer be held or nothing survives."""
@@ -187,10 +167,10 @@ def _single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 @nb.njit(cache=True, inline="always")
 def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen, mc_sets,
-                     W, W2, sets, size, routes, after, out):
-    """Every metric of one design into ``out``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
-    its failure sets, ``W2`` for failures evaluated in full (inlined into `evaluate_arrays`, so the tables
-    are not passed per design)."""
+                     figures, W, W2, sets, size, routes, after, out):
+    """Every metric of one design into ``out``; ``figures``: its package's figures (dse.model.package_figures); ``sets`` /
+    ``size`` / ``routes`` / ``after`` are scratch for its failure sets, ``W2`` for failures evaluated in full
+    (inlined into `evaluate_arrays`, so the tables are not passed per design)."""
     short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     latency, p99 = design_latency(T, W, n)
     e_compute = e_dram = dram = net = e_net = 0.0
@@ -201,7 +181,7 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         dram += weight * W.stage_dram[s]
         net += T.stage_prob[s] * W.stage_net[s]
         e_net += T.stage_prob[s] * W.stage_e_net[s]
-    area, package, cost, power, static = _package(T, n, kind, stacks, ddr)
+    area, package, cost, power, static = figures[0], figures[1], figures[2], figures[3], figures[4]
 
     # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
     singles = 0
@@ -216,9 +196,11 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
         routes[singles + m] = R.mc_alt[sh] + m if R.mc_alt[sh] >= 0 else -1
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
-    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
-                     after, short, screen)
+    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed. Without failure
+    # sets the call is skipped: binding its tables alone cost 1.3 us, a fifth of a system's small package share
+    if singles + samples > 0:
+        failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
+                         W, after, short, screen)
     if with_faults and (R.node_alt[sh] >= 0 or R.n_phys[sh] > 0):     # (Monte Carlo sets reroute only then too)
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
@@ -267,7 +249,9 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
 
 @nb.njit(cache=True, nogil=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
-                    mc_sets, W, W2):
+                    mc_sets, package, W, W2):
+    """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when known (``[P, 5]``; the
+    packages of a system share them), else ``[0, 5]`` and they are computed here."""
     P = rows.shape[0]
     out = np.zeros((P, 21))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
@@ -275,9 +259,15 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     size = np.zeros(n_sets, np.int64)
     routes = np.zeros(n_sets, np.int64)
     after = np.zeros((n_sets, 3))
+    figures = np.zeros(5)
     for p in range(P):
+        if package.shape[0] > 0:
+            figures[:] = package[p]
+        else:
+            figures[0], figures[1], figures[2], figures[3], figures[4] = one_package(T, rows[p] * cols[p], kind[p],
+                                                                              stacks[p], ddr[p])
         _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, screen, mc_sets, W, W2, sets, size, routes, after, out[p])
+                         unplaced[p], with_faults, screen, mc_sets, figures, W, W2, sets, size, routes, after, out[p])
     return out
 
 
@@ -374,26 +364,34 @@ class Evaluator:
             raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
         return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
-    def _kernel(self, arrays, with_faults: bool, workspaces) -> np.ndarray:
+    def _kernel(self, arrays, with_faults: bool, workspaces, package: np.ndarray | None = None) -> np.ndarray:
         """Every metric of the decoded designs ``arrays`` (rows, cols, kind, stacks, ddr, slots, ncopy,
-        unplaced), with the scratch ``workspaces`` of one thread."""
+        unplaced), with the scratch ``workspaces`` of one thread; ``package``: their `package_figures` if known."""
         rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = arrays
         out = evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
                               slots, ncopy, self.space.split, unplaced, with_faults, self.screening, self.mc_sets,
-                              *workspaces)
+                              NO_FIGURES if package is None else package, *workspaces)
         return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
 
     def _block(self) -> int:
         """Designs decoded at a time: `BLOCK_BYTES` of unit slots."""
         return max(1, BLOCK_BYTES // (8 * max(self.space.n_units, 1) * self.max_copies))
 
-    def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
+    def package_figures(self, X: np.ndarray) -> np.ndarray:
+        """Silicon area, package area, cost, peak and static power of each design's package: ``[P, 5]``."""
+        rows, cols, kind, stacks, ddr, *_ = self.decode(X)
+        return package_arrays(self.kernel, rows * cols, kind, stacks, ddr)
+
+    def metrics_array(self, X: np.ndarray, with_faults: bool = True, package: np.ndarray | None = None) -> np.ndarray:
+        """Every metric of the decision vectors ``X``; ``package``: their `package_figures` when the caller
+        has them (a system's packages are one package design: dse.system.evaluator)."""
         X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
         block = self._block()
 
         def run(r: slice) -> np.ndarray:
             workspaces = self._workspaces(self.max_copies)
-            parts = [self._kernel(self.decode(X[a:min(a + block, r.stop)]), with_faults, workspaces)
+            parts = [self._kernel(self.decode(X[a:min(a + block, r.stop)]), with_faults, workspaces,
+                                  None if package is None else package[a:min(a + block, r.stop)])
                      for a in range(r.start, r.stop, block)]
             return np.concatenate(parts) if parts else np.zeros((0, N_METRICS))
         return map_rows(run, len(X), self.threads)

@@ -105,8 +105,16 @@ class SystemEvaluator:
         X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
         if not self.is_system:
             return self._one_package(self.package.metrics_array(X, with_faults), self._decoded(X))
-        return self._systems(self._decoded(X), self.layouts_of(X), with_faults,
-                             lambda share, rows: share.evaluator.metrics_array(X[np.ix_(rows, share.genes)], False))
+        layouts = self.layouts_of(X)
+        figures = self._package_figures(X, layouts[0])
+        return self._systems(self._decoded(X), layouts, with_faults, lambda share, rows: share.evaluator.metrics_array(
+            X[np.ix_(rows, share.genes)], False, figures[rows]))
+
+    def _package_figures(self, X: np.ndarray, layout: Layout) -> np.ndarray:
+        """Area, cost and power figures of each design's package, computed once for all its package shares
+        (every package of a system is the same package design; each share would compute them again)."""
+        share = self.bank.get(layout.pipeline, layout.experts).shares[0][0]
+        return share.evaluator.package_figures(X[:, share.genes])
 
     def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""

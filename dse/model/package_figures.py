@@ -1,0 +1,45 @@
+"""Area, cost and power of a package design, the figures every evaluation of it shares (a system's
+packages are one design: dse.system.evaluator computes them once for all its package shares).
+
+Silicon area = chiplet dies (with their HBM PHYs) + DDR PHYs; package area adds the HBM stacks'
+footprints; cost = known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR
+by capacity, divided by the bonding yield per die and stack (Chiplet Actuary); peak power = static +
+every PE busy + memories at full bandwidth; static power = the chiplets' leakage.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from arch.area_cost import kgd_cost
+
+
+@nb.njit(cache=True, inline="always")
+def one_package(T, n, kind, stacks, ddr):
+    """(silicon area, package area, cost, peak power, static power) of a package."""
+    area = ddr * T.ddr_phy
+    footprint = 0.0
+    cost = ddr * T.ddr_cost
+    power = ddr * T.ddr_bw * T.ddr_e
+    static = 0.0
+    n_stacks = 0
+    for i in range(n):
+        k = kind[i]
+        die = T.kind_area[k] + stacks[i] * T.hbm_phy
+        area += die
+        static += T.kind_static_w[k]
+        cost += kgd_cost(die, T.kind_wafer_cost[k], T.kind_d0[k], T.yield_alpha, T.wafer_diameter)
+        cost += stacks[i] * T.hbm_cost
+        power += T.kind_static_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
+        footprint += stacks[i] * T.hbm_footprint
+        n_stacks += stacks[i]
+    return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static
+
+
+@nb.njit(cache=True, nogil=True)
+def package_arrays(T, n, kind, stacks, ddr):
+    """`one_package` (silicon area, package area, cost, peak power, static power) of each design: ``[P, 5]``."""
+    out = np.zeros((n.shape[0], 5))
+    for p in range(n.shape[0]):
+        out[p, 0], out[p, 1], out[p, 2], out[p, 3], out[p, 4] = one_package(T, n[p], kind[p], stacks[p], ddr[p])
+    return out
