@@ -39,7 +39,8 @@ from ..study.space import Design, Space
 from .failures import failures_latency, remap, rerouted_failures, restore
 from .parallel import cores, map_rows
 from .package_figures import one_package, package_arrays
-from .perf_model import KernelTables, base_pass, design_latency, make_workspace
+from .perf_model import (DRAM, E_COMPUTE, E_DRAM, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, KernelTables, base_pass,
+                         base_passes, make_workspace)
 from .placement import decode_population
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
 from .tables import UNIT_KINDS, EvalTables
@@ -55,7 +56,7 @@ N_METRICS = len(METRICS)
 #: MB) no longer sits in the cache when the kernel reads it back; blocks of this size do.
 BLOCK_BYTES = 4 << 20
 
-NO_FIGURES = np.zeros((0, 5))      # evaluate_arrays computes each design's package figures
+NO_FIGURES = np.zeros((0, 6))      # evaluate_arrays computes each design's package figures
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -166,45 +167,29 @@ def _single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 
 @nb.njit(cache=True, inline="always")
-def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen, mc_sets,
-                     figures, W, W2, sets, size, routes, after, out):
-    """Every metric of one design into ``out``; ``figures``: its package's figures (dse.model.package_figures); ``sets`` /
-    ``size`` / ``routes`` / ``after`` are scratch for its failure sets, ``W2`` for failures evaluated in full
-    (inlined into `evaluate_arrays`, so the tables are not passed per design)."""
-    short = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    latency, p99 = design_latency(T, W, n)
-    e_compute = e_dram = dram = net = e_net = 0.0
-    for s in range(T.stage_repeat.shape[0]):
-        weight = T.stage_prob[s] * T.stage_repeat[s]
-        e_compute += weight * W.stage_e_compute[s]
-        e_dram += weight * W.stage_e_dram[s]
-        dram += weight * W.stage_dram[s]
-        net += T.stage_prob[s] * W.stage_net[s]
-        e_net += T.stage_prob[s] * W.stage_e_net[s]
-    area, package, cost, power, static = figures[0], figures[1], figures[2], figures[3], figures[4]
-
+def _failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen, mc_sets, base, W, W2, sets, size,
+                     routes, after):
+    """(fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac, mc_survival_frac) of one
+    design whose intact pass (`base`) is in ``W``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
+    its failure sets, ``W2`` for failures evaluated in full."""
+    latency, short = base[LATENCY], base[SHORT]
     # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
-    singles = 0
-    samples = 0
-    if with_faults:
-        chips, links = _single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
-        singles = chips + links
-        samples = mc_sets.shape[1]
+    chips, links = _single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+    singles = chips + links
+    samples = mc_sets.shape[1]
     k_max = mc_sets.shape[2]
     for m in range(samples):
         size[singles + m] = min(k_max, n)
         routes[singles + m] = R.mc_alt[sh] + m if R.mc_alt[sh] >= 0 else -1
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed. Without failure
-    # sets the call is skipped: binding its tables alone cost 1.3 us, a fifth of a system's small package share
+    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
     if singles + samples > 0:
         failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
                          W, after, short, screen)
-    if with_faults and (R.node_alt[sh] >= 0 or R.n_phys[sh] > 0):     # (Monte Carlo sets reroute only then too)
+    if R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:     # (Monte Carlo sets reroute only then too)
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
-
     kept_sum = 0.0
     worst = 1.0
     served = 0.0
@@ -222,36 +207,44 @@ def _evaluate_design(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, unplac
             kept = _retained(latency, short, after[singles + m, 0], after[singles + m, 2])
             mc_kept += kept / samples
             mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
-    tokens = T.tokens
-    e_static = static * latency
+    if singles == 0:
+        return 0.0, 0.0, 0.0, mc_kept, mc_survive
+    return kept_sum / singles, worst, served / singles, mc_kept, mc_survive
+
+
+@nb.njit(cache=True, inline="always")
+def _write_metrics(out, base, figures, tokens, unplaced, faults):
+    """A design's `METRICS` (but the largest die) into ``out`` from its intact pass ``base``
+    (dse.model.perf_model.PASS_FIELDS), its package ``figures`` (dse.model.package_figures) and its
+    ``faults`` columns (`_failure_columns`)."""
+    latency = base[LATENCY]
+    e_compute, e_dram, e_net = base[E_COMPUTE], base[E_DRAM], base[E_NET]
+    e_static = figures[4] * latency
     out[0] = latency
-    out[1] = p99
+    out[1] = base[P99]
     out[2] = tokens / latency
     out[3] = (e_compute + e_dram + e_net + e_static) / tokens
     out[4] = e_compute / tokens
     out[5] = e_dram / tokens
     out[6] = e_net / tokens
     out[7] = e_static / tokens
-    out[8] = area
-    out[9] = package
-    out[10] = cost
-    out[11] = power
-    out[12] = kept_sum / singles if singles else 0.0
-    out[13] = worst if singles else 0.0
-    out[14] = served / singles if singles else 0.0
-    out[15] = mc_kept
-    out[16] = mc_survive
-    out[17] = short
+    out[8], out[9], out[10], out[11] = figures[0], figures[1], figures[2], figures[3]
+    out[12], out[13], out[14], out[15], out[16] = faults
+    out[17] = base[SHORT]
     out[18] = unplaced
-    out[19] = dram
-    out[20] = net
+    out[19] = base[DRAM]
+    out[20] = base[NET]
 
 
 @nb.njit(cache=True, nogil=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
                     mc_sets, package, W, W2):
-    """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when known (``[P, 5]``; the
-    packages of a system share them), else ``[0, 5]`` and they are computed here."""
+    """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when
+    known (`package_arrays`: ``[P, 6]``; the packages of a system share them), else ``[0, 6]`` and they are
+    computed here.
+
+    Without failures every design's intact pass runs in one call (`base_passes`); with them each design's
+    failures start from its own intact pass, so the passes go one design at a time."""
     P = rows.shape[0]
     out = np.zeros((P, 21))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
@@ -260,14 +253,23 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     routes = np.zeros(n_sets, np.int64)
     after = np.zeros((n_sets, 3))
     figures = np.zeros(5)
+    sizes = rows * cols
+    res = np.zeros((P, len(PASS_FIELDS)))
+    no_faults = (0.0, 0.0, 0.0, np.nan, np.nan)
+    if not with_faults:
+        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res)
     for p in range(P):
         if package.shape[0] > 0:
-            figures[:] = package[p]
+            figures[:] = package[p, :5]
         else:
-            figures[0], figures[1], figures[2], figures[3], figures[4] = one_package(T, rows[p] * cols[p], kind[p],
-                                                                              stacks[p], ddr[p])
-        _evaluate_design(T, R, shape[p], rows[p] * cols[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                         unplaced[p], with_faults, screen, mc_sets, figures, W, W2, sets, size, routes, after, out[p])
+            figures[0], figures[1], figures[2], figures[3], figures[4] = one_package(T, sizes[p], kind[p], stacks[p],
+                                                                              ddr[p])
+        faults = no_faults
+        if with_faults:
+            res[p] = base_pass(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, W)
+            faults = _failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
+                                      screen, mc_sets, res[p], W, W2, sets, size, routes, after)
+        _write_metrics(out[p], res[p], figures, T.tokens, unplaced[p], faults)
     return out
 
 
@@ -281,8 +283,8 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     chips, links = _single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
     k = chips + links
     out = np.zeros((k + 1, 2))
-    out[k, 1] = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
-    out[k, 0] = design_latency(T, W, n)[0]
+    base = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    out[k, 0], out[k, 1] = base[LATENCY], base[SHORT]
     after = np.empty((k, 3))
     failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
                      False)
@@ -371,14 +373,16 @@ class Evaluator:
         out = evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
                               slots, ncopy, self.space.split, unplaced, with_faults, self.screening, self.mc_sets,
                               NO_FIGURES if package is None else package, *workspaces)
-        return np.column_stack([out, self._largest_die(rows * cols, kind, stacks)])
+        die = self._largest_die(rows * cols, kind, stacks) if package is None else package[:, 5]
+        return np.column_stack([out, die])
 
     def _block(self) -> int:
         """Designs decoded at a time: `BLOCK_BYTES` of unit slots."""
         return max(1, BLOCK_BYTES // (8 * max(self.space.n_units, 1) * self.max_copies))
 
     def package_figures(self, X: np.ndarray) -> np.ndarray:
-        """Silicon area, package area, cost, peak and static power of each design's package: ``[P, 5]``."""
+        """Silicon area, package area, cost, peak and static power and largest die of each design's package
+        (dse.model.package_figures.package_arrays): ``[P, 6]``."""
         rows, cols, kind, stacks, ddr, *_ = self.decode(X)
         return package_arrays(self.kernel, rows * cols, kind, stacks, ddr)
 

@@ -23,12 +23,14 @@ import numba as nb
 import numpy as np
 
 from .perf_model import (
+    LATENCY,
+    P99,
+    SHORT,
     allreduce,
     base_pass,
     busiest_link,
     copy_bytes,
     copy_roofline,
-    design_latency,
     edge_amount,
     handoff_latency,
     in_instance,
@@ -37,8 +39,8 @@ from .perf_model import (
     nowrap,
     place_chiplet,
     row_max,
-    scenario_latency,
 )
+from .scenarios import scenario_latency
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -442,10 +444,11 @@ def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set
                             stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list)
         expected = p99 = short = np.inf
         if ok:
-            short = base_pass(T, R, set_routes[k_set], n, kind, stacks, ddr, slots2, count2, split, W2)
+            base = base_pass(T, R, set_routes[k_set], n, kind, stacks, ddr, slots2, count2, split, W2)
+            short = base[SHORT]
             expected = p99 = np.nan
             if short <= short_limit:
-                expected, p99 = design_latency(T, W2, n)
+                expected, p99 = base[LATENCY], base[P99]
         restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
         for x in range(n_dead):
             is_dead[dead[x]] = False

@@ -38,8 +38,11 @@ def one_package(T, n, kind, stacks, ddr):
 
 @nb.njit(cache=True, nogil=True)
 def package_arrays(T, n, kind, stacks, ddr):
-    """`one_package` (silicon area, package area, cost, peak power, static power) of each design: ``[P, 5]``."""
-    out = np.zeros((n.shape[0], 5))
+    """Per design: `one_package` (silicon area, package area, cost, peak power, static power) and its
+    largest die (a chiplet with its HBM PHYs): ``[P, 6]``."""
+    out = np.zeros((n.shape[0], 6))
     for p in range(n.shape[0]):
         out[p, 0], out[p, 1], out[p, 2], out[p, 3], out[p, 4] = one_package(T, n[p], kind[p], stacks[p], ddr[p])
+        for i in range(n[p]):
+            out[p, 5] = max(out[p, 5], T.kind_area[kind[p, i]] + stacks[p, i] * T.hbm_phy)
     return out

@@ -48,6 +48,8 @@ import numpy as np
 from arch.roofline import kernel_time_s
 from memory.placement import spill_first_n
 
+from .scenarios import FIRST, REST, scenario_latency
+
 KernelTables = namedtuple("KernelTables", [
     "unit_is_expert", "unit_stage", "unit_read_scale", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
@@ -72,7 +74,10 @@ Workspace = namedtuple("Workspace", [
     # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
     "pair_amt", "pair_seen", "pair_list"])
 
-FIRST, REST = 0, 1     # hand-off instances: before the first instance of a stage, before the others
+#: what the intact pass gives per design: capacity shortfall [B], expected and p99 latency [s], compute and
+#: DRAM energy [J], DRAM bytes, network byte-hops and network energy [J], each of the whole step
+PASS_FIELDS = ("short", "latency", "p99", "e_compute", "e_dram", "dram", "net", "e_net")
+SHORT, LATENCY, P99, E_COMPUTE, E_DRAM, DRAM, NET, E_NET = range(len(PASS_FIELDS))
 
 # Hot loops index arrays with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index
 # (a shift, a mask and an add per access, and loops left unvectorised). Only for indices never negative.
@@ -252,69 +257,6 @@ def row_max(a, s, n):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def sort_by_value(values, order, n):
-    """``order[:n]`` = indices of ``values[:n]`` in ascending order (insertion sort, stable, no allocation)."""
-    for x in range(n):
-        v = values[nowrap(x)]
-        k = x
-        while k > 0 and values[nowrap(order[nowrap(k - 1)])] > v:
-            order[nowrap(k)] = order[nowrap(k - 1)]
-            k -= 1
-        order[nowrap(k)] = x
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain, stage_t, comm, ct,
-                     n, finish, cps, in_scen, busy, order):
-    """(expected, p99) over scenarios of each scenario's makespan.
-
-    A scenario's makespan is the longer of its critical path through the stage DAG and the busiest
-    chiplet's total work in it (the two classic lower bounds of a schedule: stages on parallel branches
-    that share a chiplet cannot overlap). For a chain of stages the critical path always binds.
-    """
-    S = stage_t.shape[nowrap(0)]
-    n_scen = scen_prob.shape[nowrap(0)]
-    for k in range(n_scen):
-        for s in range(S):
-            in_scen[nowrap(s)] = False
-        for x in range(scen_ptr[nowrap(k)], scen_ptr[nowrap(k + 1)]):
-            in_scen[nowrap(scen_stages[nowrap(x)])] = True
-        longest = 0.0
-        for i in range(n):
-            busy[nowrap(i)] = 0.0
-        for s in range(S):       # stages are numbered in topological order
-            start = 0.0
-            for x in range(after_ptr[nowrap(s)], after_ptr[nowrap(s + 1)]):
-                start = max(start, finish[nowrap(after_ids[nowrap(x)])])
-            w = 0.0
-            if in_scen[nowrap(s)]:
-                r = stage_repeat[nowrap(s)]
-                w = r * stage_t[nowrap(s)] + comm[nowrap(s), nowrap(FIRST)] + (r - 1.0) * comm[nowrap(s), nowrap(REST)]
-                if not chain:
-                    for i in range(n):
-                        busy[nowrap(i)] += r * ct[nowrap(s), nowrap(i)]
-            finish[nowrap(s)] = start + w
-            longest = max(longest, finish[nowrap(s)])
-        for i in range(n):
-            longest = max(longest, busy[nowrap(i)])
-        cps[nowrap(k)] = longest
-    expected = 0.0
-    for k in range(n_scen):
-        expected += scen_prob[nowrap(k)] * cps[nowrap(k)]
-    if n_scen == 1:
-        return expected, cps[nowrap(0)]
-    sort_by_value(cps, order, n_scen)
-    acc = 0.0
-    p99 = cps[nowrap(order[nowrap(n_scen - 1)])]
-    for x in range(n_scen):
-        acc += scen_prob[nowrap(order[nowrap(x)])]
-        if acc >= 0.99 - 1e-12:
-            p99 = cps[nowrap(order[nowrap(x)])]
-            break
-    return expected, p99
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
 def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
     """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
     for i in range(n + 1):
@@ -334,8 +276,13 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
-    """Evaluate the intact design, leaving per-stage and per-copy figures in ``W``; returns the shortfall."""
+def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, res):
+    """The intact pass of every design d (mesh shape ``shapes[d]``, ``sizes[d]`` chiplets, its kinds, HBM stacks,
+    DDR channels, copy slots and copy counts): its figures into ``res[d]`` (`PASS_FIELDS`); ``W`` is left
+    holding the last design's per-stage and per-copy figures (what dse.model.failures starts from).
+
+    The tables are bound once for all the designs: bound per design (a call per design), their reference
+    counts took 3.5 us of a small package's 5 us."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_time, unit_energy, read_scale, out_bytes = T.unit_time, T.unit_energy, T.unit_read_scale, T.unit_out_bytes
     stage_start, stage_repeat = T.stage_start, T.stage_repeat
@@ -347,7 +294,6 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
     mem_eff, overhead, dispatch = T.kind_mem_eff, T.kind_overhead, T.kind_dispatch
-    pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
     ct, loads, edge_lat, edge_amt, f, comm = W.ct, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
@@ -358,125 +304,147 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net = (
         W.stage_e_compute, W.stage_e_dram, W.stage_dram, W.stage_net, W.stage_e_net)
 
-    # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
-    index_items(n, slots, ncopy, chip_ptr, W.cursor, item_u, item_r)
-    spill = 0.0
-    for i in range(n):
-        a, b = chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]
-        total = 0.0
-        for y in range(a, b):
-            u = item_u[nowrap(y)]
-            total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
-        cap = stacks[nowrap(i)] * hbm_cap
-        if placement_is_trivial(cap, total):
+    scen_ptr, scen_stages, scen_prob, after_ptr, after_ids = (T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr,
+                                                          T.after_ids)
+    finish, cps, in_scen, busy, order, stage_prob = W.finish, W.cps, W.in_scen, W.busy, W.order, T.stage_prob
+    for d in range(sizes.shape[nowrap(0)]):
+        sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
+        kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
+        pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
+
+        # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
+        index_items(n, slots, ncopy, chip_ptr, W.cursor, item_u, item_r)
+        spill = 0.0
+        for i in range(n):
+            a, b = chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]
+            total = 0.0
             for y in range(a, b):
                 u = item_u[nowrap(y)]
-                size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
-                f[nowrap(u), nowrap(item_r[nowrap(y)])] = trivial_spill(cap, size)
-            stored[nowrap(i)] = total
-            overflow[nowrap(i)] = total if cap <= 0.0 and total > 0.0 else 0.0
-        else:
-            stored_i, overflow_i = place_chiplet(cap, kind[nowrap(i)], item_u, item_r, a, b - a, ncopy, split,
-                                                 unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
-                                                 buf_read, buf_density, buf_order, buf_spill, f)
-            stored[nowrap(i)], overflow[nowrap(i)] = stored_i, overflow_i
-        spill += overflow[nowrap(i)]
-    short = max(spill - ddr * T.ddr_cap, 0.0)
-    ddr_bw = max(ddr * T.ddr_bw, 1.0)
+                total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+            cap = stacks[nowrap(i)] * hbm_cap
+            if placement_is_trivial(cap, total):
+                for y in range(a, b):
+                    u = item_u[nowrap(y)]
+                    size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+                    f[nowrap(u), nowrap(item_r[nowrap(y)])] = trivial_spill(cap, size)
+                stored[nowrap(i)] = total
+                overflow[nowrap(i)] = total if cap <= 0.0 and total > 0.0 else 0.0
+            else:
+                stored_i, overflow_i = place_chiplet(cap, kind[nowrap(i)], item_u, item_r, a, b - a, ncopy, split,
+                                                     unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                     buf_read, buf_density, buf_order, buf_spill, f)
+                stored[nowrap(i)], overflow[nowrap(i)] = stored_i, overflow_i
+            spill += overflow[nowrap(i)]
+        short = max(spill - ddr * T.ddr_cap, 0.0)
+        ddr_bw = max(ddr * T.ddr_bw, 1.0)
 
-    # --- compute per stage, then the hand-offs into it ---
-    for s in range(stage_repeat.shape[nowrap(0)]):
-        for i in range(n):
-            ct[nowrap(s), nowrap(i)] = 0.0
-        sd = e_compute = e_dram = dram = net = e_net = 0.0
-        for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
-            c = ncopy[nowrap(u)]
-            ar_time[nowrap(u)] = 0.0
-            if split and c > 1:
-                t_ar, hops, e_ar = allreduce(u, slots, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency,
-                                             pair_energy, link_bw)
-                ar_time[nowrap(u)] = t_ar
-                net += hops
-                e_net += e_ar
-            for r in range(c):
-                i = slots[nowrap(u), nowrap(r)]
-                k = kind[nowrap(i)]
-                b = copy_bytes(w_copy, other_dram, u, c, k)
-                t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
-                                             stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w,
-                                             op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
-                copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
-                copy_ddr[nowrap(u), nowrap(r)] = b_ddr
-                ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
-                sd += b_ddr
-                dram += b
-                e_compute += unit_energy[nowrap(u), nowrap(k)] / c
-                e_dram += ed
-        sd_[nowrap(s)] = sd
-        stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
-        repeat = stage_repeat[nowrap(s)]
-        comm[nowrap(s), nowrap(REST)] = 0.0
-        hand_off_net = 0.0
-        hand_off_e = 0.0
-        for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
-            edge_lat[nowrap(e)] = 0.0
-        for instance in range(2 if repeat > 1 else 1):
-            base = (2 * s + instance) * LM
-            for link in range(L):
-                loads[nowrap(base + link)] = 0.0
-            hops = 0.0
-            energy = 0.0
-            n_pairs = 0         # bytes per chiplet pair first, then each pair's route walked once
-            slowest = 0.0       # the longest hand-off route into this instance
+        # --- compute per stage, then the hand-offs into it ---
+        for s in range(stage_repeat.shape[nowrap(0)]):
+            for i in range(n):
+                ct[nowrap(s), nowrap(i)] = 0.0
+            sd = e_compute = e_dram = dram = net = e_net = 0.0
+            for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
+                c = ncopy[nowrap(u)]
+                ar_time[nowrap(u)] = 0.0
+                if split and c > 1:
+                    t_ar, hops, e_ar = allreduce(u, slots, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency,
+                                                 pair_energy, link_bw)
+                    ar_time[nowrap(u)] = t_ar
+                    net += hops
+                    e_net += e_ar
+                for r in range(c):
+                    i = slots[nowrap(u), nowrap(r)]
+                    k = kind[nowrap(i)]
+                    b = copy_bytes(w_copy, other_dram, u, c, k)
+                    t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                                 stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w,
+                                                 op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
+                    copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
+                    copy_ddr[nowrap(u), nowrap(r)] = b_ddr
+                    ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
+                    sd += b_ddr
+                    dram += b
+                    e_compute += unit_energy[nowrap(u), nowrap(k)] / c
+                    e_dram += ed
+            sd_[nowrap(s)] = sd
+            stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
+            repeat = stage_repeat[nowrap(s)]
+            comm[nowrap(s), nowrap(REST)] = 0.0
+            hand_off_net = 0.0
+            hand_off_e = 0.0
             for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
-                if not in_instance(edge_phase[nowrap(e)], instance):
-                    continue
-                a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
-                ca = 1 if split else ncopy[nowrap(a)]
-                cb = ncopy[nowrap(b)]
-                amount = edge_amount(edge_bytes[nowrap(e)], ca, cb, split)
-                edge_amt[nowrap(e)] = amount
-                longest = 0.0
-                for ra in range(ca):
-                    i = slots[nowrap(a), nowrap(ra)]
-                    for rb in range(cb):
-                        j = slots[nowrap(b), nowrap(rb)]
-                        if i != j:
-                            q = i * n + j
-                            longest = max(longest, pair_latency[nowrap(pb + q)])
-                            if not pair_seen[nowrap(q)]:
-                                pair_seen[nowrap(q)] = True
-                                pair_amt[nowrap(q)] = 0.0
-                                pair_list[nowrap(n_pairs)] = q
-                                n_pairs += 1
-                            pair_amt[nowrap(q)] += amount
-                edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
-                slowest = max(slowest, edge_lat[nowrap(e)])
-            for x in range(n_pairs):
-                q = pair_list[nowrap(x)]
-                pair_seen[nowrap(q)] = False
-                amount = pair_amt[nowrap(q)]
-                p = pb + q
-                start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
-                for y in range(start, end):
-                    loads[nowrap(base + route_links[nowrap(y)])] += amount
-                hops += amount * (end - start)
-                energy += amount * pair_energy[nowrap(p)]
-            comm[nowrap(s), nowrap(instance)] = slowest + busiest_link(loads, base, link_inv_bw, lb, L)
-            times = 1.0 if instance == FIRST else repeat - 1.0
-            hand_off_net += times * hops
-            hand_off_e += times * energy
-        # per instance of the stage, except the network: byte-hops and joules of the whole step
-        stage_e_compute[nowrap(s)] = e_compute
-        stage_e_dram[nowrap(s)] = e_dram
-        stage_dram[nowrap(s)] = dram
-        stage_net[nowrap(s)] = net * repeat + hand_off_net
-        stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
-    return short
-
+                edge_lat[nowrap(e)] = 0.0
+            for instance in range(2 if repeat > 1 else 1):
+                base = (2 * s + instance) * LM
+                for link in range(L):
+                    loads[nowrap(base + link)] = 0.0
+                hops = 0.0
+                energy = 0.0
+                n_pairs = 0         # bytes per chiplet pair first, then each pair's route walked once
+                slowest = 0.0       # the longest hand-off route into this instance
+                for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+                    if not in_instance(edge_phase[nowrap(e)], instance):
+                        continue
+                    a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+                    ca = 1 if split else ncopy[nowrap(a)]
+                    cb = ncopy[nowrap(b)]
+                    amount = edge_amount(edge_bytes[nowrap(e)], ca, cb, split)
+                    edge_amt[nowrap(e)] = amount
+                    longest = 0.0
+                    for ra in range(ca):
+                        i = slots[nowrap(a), nowrap(ra)]
+                        for rb in range(cb):
+                            j = slots[nowrap(b), nowrap(rb)]
+                            if i != j:
+                                q = i * n + j
+                                longest = max(longest, pair_latency[nowrap(pb + q)])
+                                if not pair_seen[nowrap(q)]:
+                                    pair_seen[nowrap(q)] = True
+                                    pair_amt[nowrap(q)] = 0.0
+                                    pair_list[nowrap(n_pairs)] = q
+                                    n_pairs += 1
+                                pair_amt[nowrap(q)] += amount
+                    edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
+                    slowest = max(slowest, edge_lat[nowrap(e)])
+                for x in range(n_pairs):
+                    q = pair_list[nowrap(x)]
+                    pair_seen[nowrap(q)] = False
+                    amount = pair_amt[nowrap(q)]
+                    p = pb + q
+                    start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
+                    for y in range(start, end):
+                        loads[nowrap(base + route_links[nowrap(y)])] += amount
+                    hops += amount * (end - start)
+                    energy += amount * pair_energy[nowrap(p)]
+                comm[nowrap(s), nowrap(instance)] = slowest + busiest_link(loads, base, link_inv_bw, lb, L)
+                times = 1.0 if instance == FIRST else repeat - 1.0
+                hand_off_net += times * hops
+                hand_off_e += times * energy
+            # per instance of the stage, except the network: byte-hops and joules of the whole step
+            stage_e_compute[nowrap(s)] = e_compute
+            stage_e_dram[nowrap(s)] = e_dram
+            stage_dram[nowrap(s)] = dram
+            stage_net[nowrap(s)] = net * repeat + hand_off_net
+            stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
+        latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
+                                        stage_t, comm, ct, n, finish, cps, in_scen, busy, order)
+        e_compute = e_dram = dram = net = e_net = 0.0      # of the whole step: stages weighed by repeat and probability
+        for s in range(stage_repeat.shape[nowrap(0)]):
+            weight = stage_prob[nowrap(s)] * stage_repeat[nowrap(s)]
+            e_compute += weight * stage_e_compute[nowrap(s)]
+            e_dram += weight * stage_e_dram[nowrap(s)]
+            dram += weight * stage_dram[nowrap(s)]
+            net += stage_prob[nowrap(s)] * stage_net[nowrap(s)]
+            e_net += stage_prob[nowrap(s)] * stage_e_net[nowrap(s)]
+        row = res[nowrap(d)]
+        row[SHORT], row[LATENCY], row[P99], row[E_COMPUTE], row[E_DRAM] = short, latency, p99, e_compute, e_dram
+        row[DRAM], row[NET], row[E_NET] = dram, net, e_net
 
 @nb.njit(cache=True, error_model="numpy")
-def design_latency(T, W, n):
-    """(expected, p99) latency of the design whose stage figures ``W`` holds (see `scenario_latency`)."""
-    return scenario_latency(T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr, T.after_ids, T.stage_repeat,
-                            T.chain, W.stage_t, W.comm, W.ct, n, W.finish, W.cps, W.in_scen, W.busy, W.order)
+def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
+    """`base_passes` of one design (``slots`` [U, copies], the rest of its arrays 1-D): its `PASS_FIELDS`."""
+    res = np.empty((1, len(PASS_FIELDS)))
+    base_passes(T, R, np.full(1, sh), np.full(1, n), kind.reshape((1, kind.shape[0])),
+                stacks.reshape((1, stacks.shape[0])), np.full(1, ddr),
+                slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, res)
+    return res[0]
