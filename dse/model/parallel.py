@@ -5,12 +5,14 @@ order. Each design's metrics depend on that design alone, so the result is the s
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 #: designs per thread below which one thread does it all (threads cost more than they save)
 MIN_CHUNK = 32
+THREAD_PREFIX = "dse-eval"
 
 
 def cores() -> int:
@@ -29,9 +31,10 @@ def split_rows(n: int, threads: int) -> list[slice]:
 
 
 def map_rows(run, n: int, threads: int) -> np.ndarray:
-    """``run(rows) -> array`` over the population's rows on ``threads`` threads, stacked in order."""
+    """``run(rows) -> array`` over the population's rows on ``threads`` threads, stacked in order; serially
+    when called from one of the pool's own threads (waiting there on the pool could deadlock it)."""
     chunks = split_rows(n, threads)
-    if len(chunks) == 1:
+    if len(chunks) == 1 or threading.current_thread().name.startswith(THREAD_PREFIX):
         return run(chunks[0])
     return np.concatenate(list(_pool(len(chunks)).map(run, chunks)))
 
@@ -45,5 +48,5 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     """One pool per width for the process's life: starting threads on every call cost more than a small
     population's evaluation (a system evaluates a package share per call, 120 calls a population)."""
     if workers not in _POOLS:
-        _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dse-eval")
+        _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=THREAD_PREFIX)
     return _POOLS[workers]

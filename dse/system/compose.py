@@ -9,6 +9,8 @@ batch in decode, batch x prompt in prefill).
 """
 from __future__ import annotations
 
+from functools import reduce
+
 import numpy as np
 
 from ..model.evaluator import METRICS
@@ -19,6 +21,13 @@ from .traffic import LayoutTraffic
 COLUMN = {name: i for i, name in enumerate(METRICS)}
 
 
+def in_order(parts) -> np.ndarray:
+    """The sum over the first axis (stages, ranks, replicas) of per-design arrays, one part after another:
+    a design's figures then never depend on how many designs are evaluated with it (NumPy sums an axis
+    pairwise when it is contiguous, as it is for a single design, and in order otherwise)."""
+    return reduce(np.add, parts)
+
+
 def stage_figures(M: list[list[np.ndarray]], tokens: float) -> dict[str, np.ndarray]:
     """Per pipeline stage (axis 0) and design (axis 1), from ``M[stage][rank]`` (metric arrays of the
     package shares, each serving ``tokens`` per step): the slowest rank and the ranks' sums."""
@@ -26,14 +35,14 @@ def stage_figures(M: list[list[np.ndarray]], tokens: float) -> dict[str, np.ndar
         return np.array([np.max([m[:, COLUMN[name]] for m in row], axis=0) for row in M])
 
     def total(name: str, scale: float = 1.0) -> np.ndarray:
-        return np.array([np.sum([m[:, COLUMN[name]] * scale for m in row], axis=0) for row in M])
+        return np.array([in_order([m[:, COLUMN[name]] * scale for m in row]) for row in M])
 
     def static_w(m: np.ndarray) -> np.ndarray:
         latency = m[:, COLUMN["latency_s"]]
         ok = np.isfinite(latency) & (latency > 0)
         return np.where(ok, m[:, COLUMN["energy_static_j_per_token"]] * tokens / np.where(ok, latency, 1.0), 0.0)
     return dict(lat=slowest("latency_s"), p99=slowest("latency_p99_s"),
-                static_w=np.array([np.sum([static_w(m) for m in row], axis=0) for row in M]),
+                static_w=np.array([in_order([static_w(m) for m in row]) for row in M]),
                 compute=total("energy_compute_j_per_token", tokens), dram_e=total("energy_dram_j_per_token", tokens),
                 net_e=total("energy_network_j_per_token", tokens), short=total("capacity_short_bytes"),
                 unplaced=total("unplaced_experts"), dram=total("dram_bytes"), hops=total("net_byte_hops"))
@@ -46,8 +55,8 @@ def replica_rates(traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray, toke
     for stages in traffic.stages:
         t = lat + np.array([s.time_s for s in stages])[:, None]
         send = np.array([s.send_s for s in stages])[:, None]
-        latency = t.sum(axis=0) + send.sum()
-        tail = p99.sum(axis=0) + sum(s.time_s + s.send_s for s in stages)
+        latency = in_order(t) + send.sum()
+        tail = in_order(p99) + sum(s.time_s + s.send_s for s in stages)
         period = np.maximum(t, send).max(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             throughput = tokens * np.minimum(1.0 / period, in_flight / latency)
@@ -61,14 +70,14 @@ def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, 
     its stage figures ``f`` and the first package's own metrics ``first`` (identical hardware)."""
     replicas = replica_rates(traffic, f["lat"], f["p99"], tokens, in_flight)
     out = np.zeros((f["lat"].shape[1], len(SYSTEM_METRICS)))
-    throughput = np.sum([r[2] for r in replicas], axis=0)
+    throughput = in_order([r[2] for r in replicas])
     comm_e = np.mean([sum(s.energy_j for s in stages) for stages in traffic.stages])
-    static_w = layout.replicas * f["static_w"].sum(axis=0)
+    static_w = layout.replicas * in_order(f["static_w"])
     with np.errstate(divide="ignore", invalid="ignore"):
         e_static = static_w / throughput
-    e_compute = f["compute"].sum(axis=0) / tokens
-    e_dram = f["dram_e"].sum(axis=0) / tokens
-    e_net = (f["net_e"].sum(axis=0) + comm_e) / tokens
+    e_compute = in_order(f["compute"]) / tokens
+    e_dram = in_order(f["dram_e"]) / tokens
+    e_net = (in_order(f["net_e"]) + comm_e) / tokens
     out[:, C["latency_s"]] = np.max([r[0] for r in replicas], axis=0)
     out[:, C["latency_p99_s"]] = np.max([r[1] for r in replicas], axis=0)
     out[:, C["throughput_tok_s"]] = throughput
@@ -80,10 +89,10 @@ def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, 
     for name in ("area_mm2", "package_area_mm2", "cost_usd", "power_w"):
         out[:, C[name]] = layout.packages * first[:, C[name]]
     out[:, C["max_die_mm2"]] = first[:, C["max_die_mm2"]]
-    out[:, C["capacity_short_bytes"]] = f["short"].sum(axis=0)
-    out[:, C["unplaced_experts"]] = f["unplaced"].sum(axis=0)
-    out[:, C["dram_bytes"]] = f["dram"].sum(axis=0)
-    out[:, C["net_byte_hops"]] = f["hops"].sum(axis=0) + sum(s.byte_hops for s in traffic.stages[0])
+    out[:, C["capacity_short_bytes"]] = in_order(f["short"])
+    out[:, C["unplaced_experts"]] = in_order(f["unplaced"])
+    out[:, C["dram_bytes"]] = in_order(f["dram"])
+    out[:, C["net_byte_hops"]] = in_order(f["hops"]) + sum(s.byte_hops for s in traffic.stages[0])
     out[:, C["mc_retained_frac"]] = np.nan
     out[:, C["mc_survival_frac"]] = np.nan
     out[:, C["packages"]] = layout.packages

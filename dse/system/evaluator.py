@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.evaluator import METRICS
+from ..model.parallel import map_rows, split_rows
 from ..study.space import SYSTEM_AXES, Design
 from .carbon import CarbonFactors
 from .compose import compose, stage_figures
@@ -38,6 +39,19 @@ from .layout import Layout
 from .metrics import SYSTEM_METRICS, C
 from .packages import PackageBank, StagePackages
 from .traffic import LayoutTraffic, layout_traffic
+
+
+def share_runner(X: np.ndarray, figures: np.ndarray):
+    """``run(share, rows)``: a package share's metrics for the designs ``rows`` of the decision vectors ``X``
+    (their package ``figures`` given). A layout's rows are gathered once for all its shares. The shares
+    evaluate serially: a system spreads its designs over the threads (the thread pool is not re-entered)."""
+    gathered: dict = {}
+
+    def run(share, rows: np.ndarray) -> np.ndarray:
+        if gathered.get("rows") is not rows:
+            gathered.update(rows=rows, X=X[rows], figures=figures[rows])
+        return share.evaluator.metrics_array(gathered["X"][:, share.genes], False, gathered["figures"])
+    return run
 
 
 class SystemEvaluator:
@@ -106,9 +120,17 @@ class SystemEvaluator:
         if not self.is_system:
             return self._one_package(self.package.metrics_array(X, with_faults), self._decoded(X))
         layouts = self.layouts_of(X)
-        figures = self._package_figures(X, layouts[0])
-        return self._systems(self._decoded(X), layouts, with_faults, lambda share, rows: share.evaluator.metrics_array(
-            X[np.ix_(rows, share.genes)], False, figures[rows]))
+
+        def run(r: slice) -> np.ndarray:
+            Xr = X[r]
+            return self._systems(self._decoded(Xr), layouts[r], with_faults,
+                                 share_runner(Xr, self._package_figures(Xr, layouts[r.start])))
+        threads = self.package.threads
+        if len(split_rows(len(X), threads)) > 1:      # build every share and traffic table before threads read them
+            first = {layout: i for i, layout in reversed(list(enumerate(layouts)))}
+            for i in sorted(first.values()):
+                run(slice(i, i + 1))
+        return map_rows(run, len(X), threads)
 
     def _package_figures(self, X: np.ndarray, layout: Layout) -> np.ndarray:
         """Area, cost and power figures of each design's package, computed once for all its package shares

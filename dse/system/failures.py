@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compose import replica_rates, stage_figures
+from .compose import in_order, replica_rates, stage_figures
 from .layout import Layout
 from .packages import StagePackages
 from .traffic import LayoutTraffic
@@ -26,7 +26,7 @@ def replica_kept(ev, layout: Layout, stage: StagePackages, f: dict, rows: np.nda
     one = Layout(layout.pipeline, layout.experts, 1)
     tokens = float(ev.tables.tokens_per_step)
     before = replica_rates(ev.traffic(one), f["lat"], f["p99"], tokens, ev.bank.in_flight(one.pipeline))[0][2]
-    short = f["short"].sum(axis=0)
+    short = in_order(f["short"])
     if layout.experts == 1:
         smaller = Layout(layout.pipeline - 1, 1, 1)
         st = ev.bank.get(smaller.pipeline, 1)
@@ -49,7 +49,7 @@ def replica_kept(ev, layout: Layout, stage: StagePackages, f: dict, rows: np.nda
         throughput = replica_rates(traffic, g["lat"], g["p99"], tokens, ev.bank.in_flight(replica.pipeline))[0][2]
         with np.errstate(divide="ignore", invalid="ignore"):
             kept = np.minimum(throughput / before, 1.0)
-        lost = (g["short"].sum(axis=0) > short) | ~np.isfinite(kept) | ~(throughput > 0)
+        lost = (in_order(g["short"]) > short) | ~np.isfinite(kept) | ~(throughput > 0)
         out.append(np.where(lost, 0.0, kept))
     return out
 
@@ -59,4 +59,5 @@ def fault_columns(kept_replica: list[np.ndarray], replicas: int) -> tuple[np.nda
     over the failure classes (each holds as many packages), its least, and the share of failures after
     which the replica still serves every unit."""
     kept = np.array([(replicas - 1) / replicas + k / replicas for k in kept_replica])
-    return kept.mean(axis=0), kept.min(axis=0), np.mean([k > 0 for k in kept_replica], axis=0)
+    served = in_order([(k > 0).astype(float) for k in kept_replica])
+    return in_order(kept) / len(kept), kept.min(axis=0), served / len(kept)

@@ -103,6 +103,7 @@ class PackageBank:
                 space = build_space(self.package_study, t.kind_names, t.unit_names)
                 ev = Evaluator(t, space, self.study.hardware.package, self.study.mapping.max_replicas,
                                faults=self.study.faults)
+                ev.threads = 1      # the system spreads its designs over the threads (dse.system.evaluator)
                 row.append(PackageShare(tables=t, evaluator=ev, units=list(t.unit_names), genes=genes))
             out.shares.append(row)
         return out
