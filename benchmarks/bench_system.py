@@ -5,10 +5,8 @@ expert-parallel ranks, 8 stages x 8 replicas and 8 ranks x 8 replicas. Prints th
 same package (the whole model on one package, with its chiplet failures) first and the 8 x 8 system rate
 last; the goal is a system rate within 2x of the one-package rate.
 
-Where the time goes: a package's evaluation costs about 0.65 us per workload stage it holds, nearly
-independent of its units. Expert parallelism gives every rank its own copy of the attention stages (its
-own sequences), so 8 ranks evaluate 8 x the stages one package would; re-spreading a failed rank's stage
-over the 7 others evaluates 7 more packages per stage."""
+Each case is timed five times, interleaved with the others (a slow spell of this noisy machine then hits
+every case alike), and its best kept. Where the time goes: docs/system.md."""
 import time
 from pathlib import Path
 
