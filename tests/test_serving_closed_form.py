@@ -172,3 +172,25 @@ def test_dse_serve_takes_a_serving_study_s_lengths_and_refuses_a_system(tmp_path
     path.write_text(yaml.safe_dump(data))
     code, _, err = dse_cli("serve", str(path), "--design", str(design), "--input-len", "8", "--output-len", "8")
     assert code == 2 and "system" in err and err.count("\n") == 1, err
+
+
+def test_saturation_is_the_edge_of_the_steady_state_to_its_stated_precision():
+    # found by false position on the batch slots held: at the rate returned the interval exists, and one
+    # precision step (2^-16 of the rate's bound) further it does not; batch limits from 4 to 256 sequences
+    from dse.serving.closed_form import RATE_BISECTIONS, saturation
+    from dse.serving.fixed_point import interval
+    rng = np.random.default_rng(7)
+    edges = 0
+    for _ in range(300):
+        d1, slope = rng.uniform(0.005, 0.05), rng.uniform(1e-5, 2e-3)
+        p0, pk, output, n_max = rng.uniform(0.005, 0.05), rng.uniform(1e-3, 0.05), float(rng.integers(2, 600)), \
+            float(rng.integers(4, 257))
+        sat = saturation(d1, slope, p0, pk, output, n_max)
+        bound = min(1.0 / (p0 + pk), 1.0 / (slope * (output - 1.0)))
+        assert 0.0 < sat <= bound
+        assert np.isfinite(interval(sat, d1, slope, p0, pk, output, n_max)[0])
+        if sat < bound:
+            edges += 1
+            step = 2.0 * bound * 2.0 ** -RATE_BISECTIONS
+            assert not np.isfinite(interval(sat + step, d1, slope, p0, pk, output, n_max)[0])
+    assert edges > 100

@@ -24,7 +24,7 @@ With D the mean time between two decode steps of a sequence:
   stretches skew TPOT right; `tpot_quantile`);
 * p99s are the 99th percentiles; goodput is lambda x P(TTFT <= SLO) x P(TPOT <= SLO) (0 past
   saturation); ``max_rate_at_slo`` is the largest rate whose p99 TTFT and TPOT meet the SLOs (bisection;
-  both grow with the rate).
+  both grow with the rate; the saturation rate by false position on the batch slots held).
 
 Checked against the discrete-event simulation (dse.serving.simulate) in tests/test_serving_closed_form.py.
 """
@@ -34,6 +34,8 @@ import math
 
 import numba as nb
 import numpy as np
+
+from .fixed_point import decode_s, free_interval, interval, loop_gain, slots_busy
 
 Q99 = 0.99
 Z99 = 2.3263478740408408           # the standard normal's 99th percentile
@@ -46,118 +48,10 @@ QUANTILE_BISECTIONS = 24
 Z_BISECTIONS = 14
 #: bisections of a rate (saturation, max_rate_at_slo: 2^-16 of the saturation rate)
 RATE_BISECTIONS = 16
-#: passes adding the spread of the sequences in flight a sequence sees (`interval`)
-SELF_SEEN_STEPS = 2
-#: Newton steps to the decode interval at most (they converge quadratically: about 6 suffice)
-ROOT_STEPS = 60
 #: a request's life over the correlation time of the sequences in flight without the loop: where an
 #: Ornstein-Uhlenbeck average over the life keeps 2/3 of the variance, as the M/D/infinity queue's does
 #: (solves 2 (x - 1 + exp(-x)) / x^2 = 2/3)
 OU_LIFE = 1.3607795323484027
-
-
-@nb.njit(cache=True)
-def decode_s(rate, D, d1, slope, output):
-    """decode(N(D)): the decode step of the N = lambda (O - 1) D sequences in flight (one at least)."""
-    return d1 + slope * max(rate * (output - 1.0) * D - 1.0, 0.0)
-
-
-@nb.njit(cache=True)
-def prefill_chain(rate, d, p0, pk):
-    """Mean prefill time between two decode steps: the prompts that arrived during the decode step d
-    ((1 - exp(-lambda d)) p0 + lambda d pk), then those arriving during that prefill, and so on (vLLM
-    prefills first): a geometric chain of ratio about lambda (p0 + pk)."""
-    return ((1.0 - math.exp(-rate * d)) * p0 + rate * d * pk) / (1.0 - rate * (p0 + pk))
-
-
-@nb.njit(cache=True)
-def _gap(D, rate, d1, slope, p0, pk, output):
-    """h(D) = decode(N(D)) + its prefill chain - D."""
-    d = decode_s(rate, D, d1, slope, output)
-    return d + prefill_chain(rate, d, p0, pk) - D
-
-
-@nb.njit(cache=True)
-def loop_gain(rate, D, d1, slope, p0, pk, output):
-    """g = dRHS/dD of the fixed point D = decode(N(D)) + chain(decode): how much one more second of
-    interval lengthens the next (more sequences in flight, a longer decode, more prompts meanwhile)."""
-    if rate * (output - 1.0) * D <= 1.0:
-        return 0.0
-    d = decode_s(rate, D, d1, slope, output)
-    chain = (rate * math.exp(-rate * d) * p0 + rate * pk) / (1.0 - rate * (p0 + pk))
-    return slope * rate * (output - 1.0) * (1.0 + chain)
-
-
-@nb.njit(cache=True)
-def _slope(D, rate, d1, slope, p0, pk, output):
-    """h'(D) (`_gap`)."""
-    return loop_gain(rate, D, d1, slope, p0, pk, output) - 1.0
-
-
-@nb.njit(cache=True)
-def _root(lo, hi, rate, d1, slope, p0, pk, output):
-    """The root of h in [lo, hi] (h(lo) > 0 >= h(hi), h concave there): Newton's steps from hi, which
-    stay right of the root and fall to it (a concave function's tangents lie above it); bisection if a
-    step leaves the bracket."""
-    x = hi
-    for _ in range(ROOT_STEPS):
-        g = _gap(x, rate, d1, slope, p0, pk, output)
-        if g >= 0.0:                       # at the root to rounding
-            return x
-        d = _slope(x, rate, d1, slope, p0, pk, output)
-        new = x - g / d if d < 0.0 else 0.5 * (lo + x)
-        if not lo < new <= x:
-            new = 0.5 * (lo + x)
-        if x - new <= 1e-13 * x:
-            return new
-        x = new
-    return x
-
-
-@nb.njit(cache=True)
-def interval(rate, d1, slope, p0, pk, output, n_max):
-    """(D, N): mean decode interval and sequences in flight at ``rate``; D = inf past saturation.
-
-    D is the smallest root of h(D) = decode(N(D)) + chain - D (`_gap`), h(0) > 0. h is concave below and
-    above D1, where N reaches one sequence: a root below D1 is the one where h changes sign there; else
-    h, concave beyond D1, falls to a root only when its slope at infinity is negative (bracketed by
-    doubling). The prefill chain needs lambda (p0 + pk) < 1."""
-    if rate <= 0.0:
-        return d1, 0.0
-    if rate * (p0 + pk) >= 1.0:
-        return np.inf, np.inf
-    D1 = 1.0 / (rate * (output - 1.0))
-    if _gap(D1, rate, d1, slope, p0, pk, output) <= 0.0:
-        D = _root(0.0, D1, rate, d1, slope, p0, pk, output)
-    else:
-        if slope * rate * (output - 1.0) * (1.0 + rate * pk / (1.0 - rate * (p0 + pk))) >= 1.0:
-            return np.inf, np.inf
-        hi = 2.0 * D1
-        while _gap(hi, rate, d1, slope, p0, pk, output) > 0.0:
-            hi *= 2.0
-            if hi > 1e12:
-                return np.inf, np.inf
-        D = _root(D1, hi, rate, d1, slope, p0, pk, output)
-        for _ in range(SELF_SEEN_STEPS):        # a sequence sees the decode of itself and N others: + s z
-            z = 1.0 / max(1.0 - loop_gain(rate, D, d1, slope, p0, pk, output), 1e-9)
-            e = slope * (z - 1.0)
-            if _gap(D, rate, d1 + e, slope, p0, pk, output) <= 0.0:
-                break
-            hi = D
-            while _gap(hi, rate, d1 + e, slope, p0, pk, output) > 0.0:
-                hi *= 2.0
-                if hi > 1e12:
-                    return np.inf, np.inf
-            D = _root(D, hi, rate, d1 + e, slope, p0, pk, output)
-    N = rate * (output - 1.0) * D
-    return (D, N) if slots_busy(rate, D, N, p0, pk) < n_max else (np.inf, N)
-
-
-@nb.njit(cache=True)
-def slots_busy(rate, D, N, p0, pk):
-    """Batch slots held on average: a request holds one from admission, through its prefill iteration
-    (of 1 + lambda D prompts on average), to its last token: N + lambda x that prefill."""
-    return N + rate * (p0 + pk * (1.0 + rate * D))
 
 
 @nb.njit(cache=True)
@@ -333,18 +227,24 @@ def cornish_fisher(z, skew):
 
 
 @nb.njit(cache=True)
-def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
-    """TPOT at standard-normal quantile z: the interval D(lambda') at the local rate lambda' a request's
-    life sees at that quantile (the fixed point is convex in the rate: busy stretches skew TPOT right).
-    The local rate is Poisson over an effective window of m arrivals, m set so that the linearised
-    spread D'(lambda) lambda / sqrt(m) equals `tpot_moments`' deviation; a local rate past the design's
-    saturation ``sat`` (`saturation`) fills the batch: the interval stays at saturation's."""
+def tpot_spread(rate, D, N, d1, slope, p0, pk, output, n_max):
+    """What `tpot_quantile` needs whatever the quantile: TPOT's mean, deviation and skewness
+    (`tpot_moments`) and the effective window m of arrivals (NaN where the interval does not grow with the
+    rate there: the quantile is then the moments' Cornish-Fisher one)."""
     mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
     h = 1e-4 * rate
     up = interval(rate + h, d1, slope, p0, pk, output, n_max)[0]
     if not (sd > 0.0 and np.isfinite(up) and up > D):
+        return mean, sd, skew, np.nan
+    return mean, sd, skew, (rate * (up - D) / h / sd) ** 2
+
+
+@nb.njit(cache=True)
+def tpot_at(z, rate, D, spread, d1, slope, p0, pk, output, n_max, sat):
+    """`tpot_quantile` at standard-normal quantile z given its `tpot_spread`."""
+    mean, sd, skew, m = spread
+    if not np.isfinite(m):
         return mean + sd * cornish_fisher(z, skew)
-    m = (rate * (up - D) / h / sd) ** 2
     q = max(0.0, m + z * math.sqrt(m) + (z * z - 1.0) / 6.0)            # Poisson quantile (Cornish-Fisher)
     at = interval(min(rate * q / m, sat), d1, slope, p0, pk, output, n_max)[0]
     if not np.isfinite(at):          # saturation to rounding: the largest rate below it that has one
@@ -353,16 +253,29 @@ def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
 
 
 @nb.njit(cache=True)
+def tpot_quantile(z, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
+    """TPOT at standard-normal quantile z: the interval D(lambda') at the local rate lambda' a request's
+    life sees at that quantile (the fixed point is convex in the rate: busy stretches skew TPOT right).
+    The local rate is Poisson over an effective window of m arrivals, m set so that the linearised
+    spread D'(lambda) lambda / sqrt(m) equals `tpot_moments`' deviation; a local rate past the design's
+    saturation ``sat`` (`saturation`) fills the batch: the interval stays at saturation's."""
+    return tpot_at(z, rate, D, tpot_spread(rate, D, N, d1, slope, p0, pk, output, n_max), d1, slope, p0, pk, output,
+                   n_max, sat)
+
+
+@nb.njit(cache=True)
 def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
-    """P(TPOT <= t): `tpot_quantile` inverted by bisection on the normal quantile z."""
+    """P(TPOT <= t): `tpot_quantile` inverted by bisection on the normal quantile z (its spread computed
+    once)."""
+    spread = tpot_spread(rate, D, N, d1, slope, p0, pk, output, n_max)
     lo, hi = -6.0, 6.0
-    if tpot_quantile(lo, rate, D, N, d1, slope, p0, pk, output, n_max, sat) >= t:
+    if tpot_at(lo, rate, D, spread, d1, slope, p0, pk, output, n_max, sat) >= t:
         return 0.0
-    if tpot_quantile(hi, rate, D, N, d1, slope, p0, pk, output, n_max, sat) <= t:
+    if tpot_at(hi, rate, D, spread, d1, slope, p0, pk, output, n_max, sat) <= t:
         return 1.0
     for _ in range(Z_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if tpot_quantile(mid, rate, D, N, d1, slope, p0, pk, output, n_max, sat) <= t:
+        if tpot_at(mid, rate, D, spread, d1, slope, p0, pk, output, n_max, sat) <= t:
             lo = mid
         else:
             hi = mid
@@ -402,22 +315,58 @@ def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot, sat):
     return C <= 1.0 - Q99 or ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta <= slo_ttft
 
 
+@nb.njit(cache=True, inline="always")
+def next_rate(lo, f_lo, hi, f_hi, tol, steps):
+    """The next rate to try inside the bracket (lo, hi) of a margin (<= 0 at lo, > 0 at hi): false position
+    while both ends' margins are finite, the midpoint where one is not (no fixed point there) or after
+    `RATE_BISECTIONS` steps (a safeguard: the margins are continuous, so it is not reached in practice)."""
+    if np.isfinite(f_lo) and np.isfinite(f_hi) and f_hi > f_lo and steps < RATE_BISECTIONS:
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        return min(max(mid, lo + 0.5 * tol), hi - 0.5 * tol)
+    return 0.5 * (lo + hi)
+
+
+@nb.njit(cache=True, inline="always")
+def narrow(lo, f_lo, hi, f_hi, kept, mid, f, below):
+    """The bracket after trying ``mid`` (margin ``f``, on the low side when ``below``); Illinois: an end kept
+    twice running has its margin halved, so false position does not stall at it. ``kept``: the end kept
+    last (1 hi, -1 lo)."""
+    if below:
+        return mid, f, hi, f_hi * 0.5 if kept == 1 else f_hi, 1
+    return lo, f_lo * 0.5 if kept == -1 else f_lo, mid, f, -1
+
+
+@nb.njit(cache=True)
+def slot_margin(rate, d1, slope, p0, pk, output, n_max):
+    """Batch slots held at ``rate`` less those there are (< 0: a steady state; inf: no fixed point)."""
+    D, N = free_interval(rate, d1, slope, p0, pk, output)
+    return slots_busy(rate, D, N, p0, pk) - n_max if np.isfinite(D) else np.inf
+
+
 @nb.njit(cache=True)
 def saturation(d1, slope, p0, pk, output, n_max):
-    """The largest rate with a steady state (bisection on `interval`), at most 1 / (p0 + pk) (the prefill
-    chain's bound) and 1 / (s (O - 1)) (where decode alone grows without bound)."""
+    """The largest rate with a steady state (`interval` finite), at most 1 / (p0 + pk) (the prefill chain's
+    bound) and 1 / (s (O - 1)) (where decode alone grows without bound), to 2^-RATE_BISECTIONS of that
+    bound and from below. The slots held grow smoothly with the rate up to the batch limit, so the bracket
+    shrinks by false position (`next_rate`, `narrow`) where the fixed point exists and by bisection
+    where it does not: about 6 solutions of the interval where bisection took 17."""
     hi = 1.0 / (p0 + pk)
     if slope > 0.0:
         hi = min(hi, 1.0 / (slope * (output - 1.0)))
     if np.isfinite(interval(hi * (1.0 - 1e-9), d1, slope, p0, pk, output, n_max)[0]):
         return hi
-    lo = 0.0
-    for _ in range(RATE_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        if np.isfinite(interval(mid, d1, slope, p0, pk, output, n_max)[0]):
-            lo = mid
-        else:
-            hi = mid
+    tol = hi * 2.0 ** -RATE_BISECTIONS
+    lo, f_lo = 0.0, -n_max                       # no requests: no slots held
+    f_hi = slot_margin(hi, d1, slope, p0, pk, output, n_max)
+    if not f_hi >= 0.0:
+        f_hi = np.inf                             # past the prefill chain's or decode's bound: no steady state
+    kept = 0
+    steps = 0
+    while hi - lo > tol:
+        mid = next_rate(lo, f_lo, hi, f_hi, tol, steps)
+        f = slot_margin(mid, d1, slope, p0, pk, output, n_max)
+        lo, f_lo, hi, f_hi, kept = narrow(lo, f_lo, hi, f_hi, kept, mid, f, f < 0.0)
+        steps += 1
     return lo
 
 
