@@ -14,10 +14,11 @@ With D the mean time between two decode steps of a sequence:
   geometric chain of ratio lambda (p0 + pk)); Little's law N = lambda (O - 1) D. The rate saturates
   when this has no solution or the batch slots held (N and the prompts being prefilled) reach the
   sequences the batch and the KV cache hold (``n_max``); short of that a request may wait for a slot
-  (Erlang C with Hayward's peakedness, `slot_wait`);
-* TTFT = R + p0 + pk (1 + K): the rest R of the iteration under way, a decode or a prefill (uniform over
-  it; arrivals see time averages, PASTA, and land in long iterations more often), and the prefill of
-  its batch: itself and the K ~ Poisson(lambda L) others arriving in that iteration of length L;
+  (Erlang C at the slots' peakedness, with a diffusion tail: `slot_wait`);
+* TTFT = W + R + p0 + pk (1 + K): the wait W for a slot, then the rest R of the iteration under way, a
+  decode or a prefill (uniform over it; arrivals see time averages, PASTA, and land in long iterations
+  more often), and the prefill of its batch: itself and the K ~ Poisson(lambda L) others arriving in
+  that iteration of length L (`ttft_tail`);
 * TPOT: its mean is D; its spread is shot noise of the arrivals over a request's life (the sequences
   in flight and the prompts prefilled meanwhile, `tpot_moments`), and its quantiles are the interval at
   the local arrival rate a life sees at that quantile (the fixed point is convex in the rate: busy
@@ -55,16 +56,31 @@ OU_LIFE = 1.3607795323484027
 
 
 @nb.njit(cache=True)
+def peakedness(rate, D, d1, slope, p0, pk, output):
+    """Variance over mean of the batch slots held: 1 / (1 - g) from the loop (a sequence's decode
+    lengthens with the others in flight: a Hawkes count over a window its box kernel spans, whose index of
+    dispersion is exactly 1 / (1 - g)) times 1 / (1 - rho)^2 from the prefills (every arrival stalls the
+    batch for its prefill, during which more arrive: a branching cluster of ratio rho = lambda (p0 + pk),
+    the prefill chain's, has index of dispersion 1 / (1 - rho)^2)."""
+    g = loop_gain(rate, D, d1, slope, p0, pk, output)
+    rho = rate * (p0 + pk)
+    return 1.0 / max((1.0 - g) * (1.0 - rho) ** 2, 1e-9)
+
+
+@nb.njit(cache=True)
 def slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max):
-    """(probability a request waits for a batch slot, rate of its wait's exponential tail): the slots are
-    the n_max servers of an M/M/c queue holding each request S = A / lambda seconds. The loop makes the
-    slots' occupancy peaked (variance z = 1 / (1 - g) times its mean), so Erlang C is taken at c / z
-    servers and load A / z (Hayward's approximation for peaked traffic), by Erlang B's recursion. This
-    under-counts waits where the batch binds (docs/serving.md)."""
+    """(probability C a request waits for a batch slot, rate theta of its wait's exponential tail). The
+    slots are the n_max servers of a queue holding each request S = A / lambda seconds, A the slots held
+    (`slots_busy`); their occupancy is peaked (variance z times its mean, `peakedness`), so C is Erlang C
+    at n_max / z servers and load A / z (Hayward's approximation for peaked traffic, Erlang B's
+    recursion). Once the slots are full the queue drains at mu - lambda, mu = n_max / S, with departures
+    as bursty as the occupancy was: a Brownian queue of variance rate lambda (1 + z), whose wait has the
+    tail rate theta = 2 (mu - lambda) mu / (lambda (1 + z)) (the diffusion approximation of a G/G/c queue
+    in heavy traffic)."""
     A = slots_busy(rate, D, N, p0, pk)
     if not np.isfinite(n_max) or rate <= 0.0:
         return 0.0, np.inf
-    z = 1.0 / max(1.0 - loop_gain(rate, D, d1, slope, p0, pk, output), 1e-9)
+    z = peakedness(rate, D, d1, slope, p0, pk, output)
     if n_max - A > 6.0 * math.sqrt(z * A) + 10.0:
         return 0.0, np.inf
     c, load = n_max / z, A / z
@@ -72,7 +88,8 @@ def slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max):
     for k in range(1, int(c) + 1):
         B = load * B / (k + load * B)
     C = min(c * B / (c - load * (1.0 - B)), 1.0) if c > load else 1.0
-    return C, (c - load) / (A / rate)
+    mu = n_max * rate / A
+    return C, 2.0 * (mu - rate) * mu / (rate * (1.0 + z))
 
 
 @nb.njit(cache=True)
@@ -137,9 +154,9 @@ def iterations(rate, D, d, sd, p0, pk):
 
 @nb.njit(cache=True)
 def ttft_cdf(t, rate, L, w, p0, pk):
-    """P(TTFT <= t): over the iterations (lengths ``L``, probabilities ``w``: `iterations`) an arrival
-    lands in, the rest R ~ U(0, L) of it, then the prefill p0 + pk (1 + K) of itself and the
-    K ~ Poisson(lambda L) others arriving in it."""
+    """P(TTFT <= t) without a wait for a slot: over the iterations (lengths ``L``, probabilities ``w``:
+    `iterations`) an arrival lands in, the rest R ~ U(0, L) of it, then the prefill p0 + pk (1 + K) of
+    itself and the K ~ Poisson(lambda L) others arriving in it."""
     total = 0.0
     for j in range(4):
         if w[j] <= 0.0:
@@ -163,7 +180,38 @@ def ttft_cdf(t, rate, L, w, p0, pk):
 
 
 @nb.njit(cache=True)
+def log_mgf(theta, rate, L, w, p0, pk):
+    """log E[exp(theta X)] of the TTFT X without a wait (`ttft_cdf`): per iteration, the uniform rest's
+    (exp(theta L) - 1) / (theta L) times the prefill's exp(theta (p0 + pk)) and the Poisson K's
+    exp(lambda L (exp(theta pk) - 1)); -inf where nobody waits (theta = inf)."""
+    if not np.isfinite(theta):
+        return -np.inf
+    logs = np.empty(4)
+    top = -np.inf
+    for j in range(4):
+        x = theta * L[j]
+        rest = math.log(math.expm1(x) / x) if x > 1e-12 else 0.0
+        logs[j] = (math.log(w[j]) if w[j] > 0.0 else -np.inf) + rest + theta * (p0 + pk) + \
+            rate * L[j] * math.expm1(theta * pk)
+        top = max(top, logs[j])
+    total = 0.0
+    for j in range(4):
+        total += math.exp(logs[j] - top)
+    return top + math.log(total)
+
+
+@nb.njit(cache=True)
+def ttft_tail(t, rate, L, w, p0, pk, C, theta, mgf):
+    """P(TTFT > t): with probability C a request first waits for a slot, an exponential wait of rate
+    theta (`slot_wait`) before the TTFT X of `ttft_cdf`; past X's range P(W + X > t) = C E[exp(-theta
+    (t - X))] = C exp(log_mgf - theta t) (``mgf``: `log_mgf`)."""
+    waited = C * math.exp(min(mgf - theta * t, 0.0)) if C > 0.0 else 0.0
+    return (1.0 - C) * (1.0 - ttft_cdf(t, rate, L, w, p0, pk)) + waited
+
+
+@nb.njit(cache=True)
 def ttft_mean(rate, L, w, p0, pk):
+    """Mean TTFT without a wait (`ttft_cdf`)."""
     total = 0.0
     for j in range(4):
         total += w[j] * (L[j] / 2.0 + p0 + pk * (1.0 + rate * L[j]))
@@ -171,12 +219,15 @@ def ttft_mean(rate, L, w, p0, pk):
 
 
 @nb.njit(cache=True)
-def ttft_quantile(q, rate, L, w, p0, pk):
+def ttft_quantile(q, rate, L, w, p0, pk, C, theta, mgf):
+    """TTFT's q-quantile (`ttft_tail`), by bisection."""
     longest = max(max(L[0], L[1]), max(L[2], L[3]))
     lo, hi = p0 + pk, longest + p0 + pk * (2.0 + poisson_quantile(1.0 - 1e-9, rate * longest))
+    if C > 0.0:
+        hi = max(hi, (mgf + math.log(C / (1.0 - q))) / theta)
     for _ in range(QUANTILE_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if ttft_cdf(mid, rate, L, w, p0, pk) >= q:
+        if ttft_tail(mid, rate, L, w, p0, pk, C, theta, mgf) <= 1.0 - q:
             hi = mid
         else:
             lo = mid
@@ -283,36 +334,37 @@ def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
 
 
 @nb.njit(cache=True)
+def ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max):
+    """What TTFT's distribution needs at a steady state (D, N): the iterations' lengths and probabilities
+    (`iterations`), the slot wait's probability and tail rate (`slot_wait`) and `log_mgf`."""
+    d = decode_s(rate, D, d1, slope, output)
+    L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
+    C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
+    return L, w, C, theta, log_mgf(theta, rate, L, w, p0, pk)
+
+
+@nb.njit(cache=True)
 def p99s(rate, d1, slope, p0, pk, output, n_max, sat):
     """(TTFT p99, TPOT p99, D, N) at ``rate`` (inf past saturation ``sat``)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return np.inf, np.inf, D, N
-    mean, sd, skew = tpot_moments(rate, D, N, d1, slope, p0, pk, output)
-    d = decode_s(rate, D, d1, slope, output)
-    L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
-    ttft = ttft_quantile(Q99, rate, L, w, p0, pk)
-    C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
-    if C > 1.0 - Q99:            # the wait's tail decides the p99: P(wait > w) = C exp(-theta w)
-        ttft = max(ttft, ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta)
+    L, w, C, theta, mgf = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
+    ttft = ttft_quantile(Q99, rate, L, w, p0, pk, C, theta, mgf)
     return ttft, tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat), D, N
 
 
 @nb.njit(cache=True)
 def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot, sat):
     """Whether the p99 TTFT and TPOT at ``rate`` are within the SLOs (`p99s` without its quantile
-    searches: P(TTFT <= SLO) >= 0.99 and the slot wait's tail, TPOT's quantile)."""
+    searches: P(TTFT > SLO) <= 0.01, TPOT's quantile)."""
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return False
     if tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat) > slo_tpot:
         return False
-    d = decode_s(rate, D, d1, slope, output)
-    L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
-    if ttft_cdf(slo_ttft, rate, L, w, p0, pk) < Q99:
-        return False
-    C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
-    return C <= 1.0 - Q99 or ttft_mean(rate, L, w, p0, pk) + math.log(C / (1.0 - Q99)) / theta <= slo_ttft
+    L, w, C, theta, mgf = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
+    return ttft_tail(slo_ttft, rate, L, w, p0, pk, C, theta, mgf) <= 1.0 - Q99
 
 
 @nb.njit(cache=True, inline="always")
@@ -388,13 +440,9 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
         if np.isfinite(D):
             a = rate * D
             out[i, 1] = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)[0]
-            d = decode_s(rate, D, d1[i], slope[i], output)
-            L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1[i], slope[i], p0[i], pk[i], output), p0[i], pk[i])
-            C, theta = slot_wait(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
-            no_wait = ttft_mean(rate, L, w, p0[i], pk[i])
-            out[i, 0] = no_wait + C / theta
-            waits_past = C * min(1.0, math.exp(-theta * (slo_ttft - no_wait)))
-            out[i, 4] = rate * ttft_cdf(slo_ttft, rate, L, w, p0[i], pk[i]) * (1.0 - waits_past) * \
+            L, w, C, theta, mgf = ttft_parts(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+            out[i, 0] = ttft_mean(rate, L, w, p0[i], pk[i]) + C / theta
+            out[i, 4] = rate * (1.0 - ttft_tail(slo_ttft, rate, L, w, p0[i], pk[i], C, theta, mgf)) * \
                 tpot_cdf(slo_tpot, rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i], sat)
         else:
             out[i, 0] = out[i, 1] = np.inf
