@@ -72,13 +72,26 @@ def _root(lo, hi, rate, d1, slope, p0, pk, output):
 
 
 @nb.njit(cache=True)
+def upper_root(rate, d1, slope, p0, pk, output):
+    """A D past the root beyond D1 (h(D) <= 0 there), or inf where none is sure: h lies below the line
+    through 1 - exp(-lambda d) <= 1, decode(N(D)) + (p0 + lambda pk decode(N(D))) / (1 - rho) - D, whose root
+    this is (rho = lambda (p0 + pk); a negative slope of the line at infinity is what a root needs)."""
+    rho = rate * (p0 + pk)
+    gain = 1.0 + rate * pk / (1.0 - rho)
+    a = slope * rate * (output - 1.0)
+    if a * gain >= 1.0:
+        return np.inf
+    return ((d1 - slope) * gain + p0 / (1.0 - rho)) / (1.0 - a * gain)
+
+
+@nb.njit(cache=True)
 def free_interval(rate, d1, slope, p0, pk, output):
     """(D, N) at ``rate`` without a batch limit; D = inf where the fixed point has no root.
 
     D is the smallest root of h(D) = decode(N(D)) + chain - D (`_gap`), h(0) > 0. h is concave below and
     above D1, where N reaches one sequence: a root below D1 is the one where h changes sign there; else
-    h, concave beyond D1, falls to a root only when its slope at infinity is negative (bracketed by
-    doubling). The prefill chain needs lambda (p0 + pk) < 1."""
+    h, concave beyond D1, falls to a root only when its slope at infinity is negative, bracketed by
+    `upper_root`. The prefill chain needs lambda (p0 + pk) < 1."""
     if rate <= 0.0:
         return d1, 0.0
     if rate * (p0 + pk) >= 1.0:
@@ -87,24 +100,18 @@ def free_interval(rate, d1, slope, p0, pk, output):
     if _gap(D1, rate, d1, slope, p0, pk, output) <= 0.0:
         D = _root(0.0, D1, rate, d1, slope, p0, pk, output)
     else:
-        if slope * rate * (output - 1.0) * (1.0 + rate * pk / (1.0 - rate * (p0 + pk))) >= 1.0:
+        hi = max(upper_root(rate, d1, slope, p0, pk, output), D1)
+        if not np.isfinite(hi):
             return np.inf, np.inf
-        hi = 2.0 * D1
-        while _gap(hi, rate, d1, slope, p0, pk, output) > 0.0:
-            hi *= 2.0
-            if hi > 1e12:
-                return np.inf, np.inf
         D = _root(D1, hi, rate, d1, slope, p0, pk, output)
         for _ in range(SELF_SEEN_STEPS):        # a sequence sees the decode of itself and N others: + s z
             z = 1.0 / max(1.0 - loop_gain(rate, D, d1, slope, p0, pk, output), 1e-9)
             e = slope * (z - 1.0)
             if _gap(D, rate, d1 + e, slope, p0, pk, output) <= 0.0:
                 break
-            hi = D
-            while _gap(hi, rate, d1 + e, slope, p0, pk, output) > 0.0:
-                hi *= 2.0
-                if hi > 1e12:
-                    return np.inf, np.inf
+            hi = max(upper_root(rate, d1 + e, slope, p0, pk, output), D)
+            if not np.isfinite(hi):
+                return np.inf, np.inf
             D = _root(D, hi, rate, d1 + e, slope, p0, pk, output)
     return D, rate * (output - 1.0) * D
 

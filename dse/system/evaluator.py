@@ -132,6 +132,20 @@ class SystemEvaluator:
                 run(slice(i, i + 1))
         return map_rows(run, len(X), threads)
 
+    def latency_array(self, X: np.ndarray, figures: np.ndarray | None = None) -> np.ndarray:
+        """Each design's step latency (s), intact: for a caller that costs the same designs under several
+        workloads (dse.serving.package). A one-package design skips carbon and takes its package
+        ``figures`` (`package_figures`, the same under every workload) when given; a system composes its
+        shares as `metrics_array` does."""
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        if self.is_system:
+            return self.metrics_array(X, False)[:, C["latency_s"]]
+        return self.package.metrics_array(X, False, figures)[:, C["latency_s"]]
+
+    def package_figures(self, X: np.ndarray) -> np.ndarray | None:
+        """A one-package design's package figures (dse.model.package_figures), None for a system."""
+        return None if self.is_system else self.package.package_figures(X)
+
     def _package_figures(self, X: np.ndarray, layout: Layout) -> np.ndarray:
         """Area, cost and power figures of each design's package, computed once for all its package shares
         (every package of a system is the same package design; each share would compute them again)."""
