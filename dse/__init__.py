@@ -9,7 +9,10 @@ Typical use in Python::
     result.plot_front(); result.plot_floorplan(result.knee()["design_id"])
     result = dse.load_results("results/quickstart")   # a results folder read back
 """
-from .errors import StudyError
+from .jit_cache import key_cache_by_sources
+
+key_cache_by_sources()          # before any kernel is compiled: numba's cache keyed by every source file
+from .errors import StudyError  # noqa: E402
 from .model.characterize import characterize
 from .model.evaluator import Evaluator
 from .results.folder import load_results, read_design, write_results

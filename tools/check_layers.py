@@ -3,7 +3,7 @@
 Rules (docs/architecture.md):
 - ``dse`` is layered; a module may import its own layer and the layers below it, never one above:
   ``cli -> exports -> results -> search -> serving -> training -> system -> model -> study -> errors`` (then the base packages).
-  The facade (``dse/__init__.py``, ``dse/__main__.py``, ``dse/whatif.py``) may import any layer;
+  The facade (``dse/__init__.py``, ``dse/__main__.py``, ``dse/whatif.py``, ``dse/jit_cache.py``) may import any layer;
   no module of a layer imports the facade.
 - The base packages ``workloads``, ``arch``, ``memory`` and ``noc`` import nothing from ``dse`` or from
   each other.
@@ -25,7 +25,7 @@ import networkx as nx
 PACKAGES = ("dse", "workloads", "arch", "memory", "noc")
 BASE = ("workloads", "arch", "memory", "noc")
 LAYERS = ("errors", "study", "model", "system", "training", "serving", "search", "rl", "results", "exports", "cli")    # bottom to top
-FACADE = ("dse", "dse.__main__", "dse.whatif")
+FACADE = ("dse", "dse.__main__", "dse.whatif", "dse.jit_cache")
 MAX_LINES = 500
 
 
