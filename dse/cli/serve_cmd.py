@@ -14,7 +14,7 @@ from ..model.prepare import prepare
 from ..results.folder import read_design
 from ..serving.requests import from_file, synthetic
 from ..serving.disaggregated import simulate_disaggregated
-from ..serving.simulate import SCHEDULERS, simulate
+from ..serving.simulate import CHUNK_TOKENS, SCHEDULERS, simulate
 from ..serving.steps import StepTable
 from ..study.spec import load_study
 from ..system.hardware import fabric_level, fabric_names, network_level, network_names
@@ -34,7 +34,7 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 @click.option("--request-rate", type=float, help="Poisson arrivals, requests per second")
 @click.option("--max-concurrency", type=int, help="requests in flight at most (all arrive at once)")
 @click.option("--num-prompts", type=int, default=1000, show_default=True)
-@click.option("--scheduler", default="continuous", show_default=True, help=" | ".join(SCHEDULERS))
+@click.option("--scheduler", help=f"{' | '.join(SCHEDULERS)} (default: the serving study's, else continuous)")
 @click.option("--max-batch", type=int, default=256, show_default=True, help="sequences in a batch at most")
 @click.option("--disaggregate", metavar="P:D", help="serve on P prefill and D decode copies of the design, the KV "
               "caches sent between them (Splitwise, DistServe); --scheduler does not apply")
@@ -51,6 +51,8 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     if study.system is not None:
         raise StudyError("dse serve simulates one package; this study describes a system of packages (its serving "
                          "objectives come from `dse run` with workload.phase: serve)", key="system")
+    scheduler = scheduler or (study.serving.scheduler if study.serving is not None else "continuous")
+    chunk_tokens = study.serving.chunk_tokens if study.serving is not None else CHUNK_TOKENS
     if study.serving is not None and dataset is None:
         input_len = study.serving.input_len if input_len is None else input_len
         output_len = study.serving.output_len if output_len is None else output_len
@@ -84,7 +86,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         scheduler = f"disaggregated {pools[0]}:{pools[1]} over {kv_link}"
     else:
         out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
-                       kv_capacity_tokens=kv)
+                       kv_capacity_tokens=kv, chunk_tokens=chunk_tokens)
     metrics = out.metrics()
     metrics["kv_cache_tokens"] = kv
     if as_json:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chunked import chunked_metrics
 from .closed_form import COLUMNS, serving_metrics
 
 #: prompts in the second prefill point of the affine fit
@@ -71,13 +72,19 @@ class SteadyState:
 
 
 def steady_state(steps, rate: float, prompt: float, output: float, max_batch: int = 256,
-                 kv_tokens: float = math.inf, slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf
-                 ) -> SteadyState:
-    """The closed form at ``rate`` requests/s for ``steps`` (an `AffineSteps`, or any step table, fitted)."""
+                 kv_tokens: float = math.inf, slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
+                 scheduler: str = "continuous", chunk_tokens: int = 512) -> SteadyState:
+    """The closed form at ``rate`` requests/s for ``steps`` (an `AffineSteps`, or any step table, fitted),
+    under ``scheduler`` (continuous: dse.serving.closed_form; chunked, with ``chunk_tokens`` an iteration:
+    dse.serving.chunked)."""
     s = steps if isinstance(steps, AffineSteps) else AffineSteps.fit(steps, prompt, output, max_batch)
     n_max = min(float(max_batch), math.floor(kv_tokens / (prompt + output)) if math.isfinite(kv_tokens) else math.inf)
-    row = serving_metrics(np.array([float(rate)]), np.array([s.d1]), np.array([s.slope]), np.array([s.p0]), np.array([s.pk]),
-                          float(output), np.array([n_max]), float(slo_ttft_s), float(slo_tpot_s))[0]
+    arrays = (np.array([float(rate)]), np.array([s.d1]), np.array([s.slope]), np.array([s.p0]), np.array([s.pk]))
+    if scheduler == "chunked":
+        row = chunked_metrics(*arrays, float(prompt), float(output), float(chunk_tokens), np.array([n_max]),
+                              float(slo_ttft_s), float(slo_tpot_s))[0]
+    else:
+        row = serving_metrics(*arrays, float(output), np.array([n_max]), float(slo_ttft_s), float(slo_tpot_s))[0]
     v = dict(zip(COLUMNS, row))
     return SteadyState(ttft_s=v["ttft_mean_s"], tpot_s=v["tpot_mean_s"], ttft_p99_s=v["ttft_p99_s"],
                        tpot_p99_s=v["tpot_p99_s"], goodput_req_s=v["goodput_req_s"],
@@ -85,6 +92,8 @@ def steady_state(steps, rate: float, prompt: float, output: float, max_batch: in
                        in_flight=v["in_flight"])
 
 
-def max_rate(steps, prompt: float, output: float, max_batch: int = 256, kv_tokens: float = math.inf) -> float:
+def max_rate(steps, prompt: float, output: float, max_batch: int = 256, kv_tokens: float = math.inf,
+             scheduler: str = "continuous", chunk_tokens: int = 512) -> float:
     """The largest rate with a steady state (requests/s)."""
-    return steady_state(steps, 1.0, prompt, output, max_batch, kv_tokens).saturation_req_s
+    return steady_state(steps, 1.0, prompt, output, max_batch, kv_tokens, scheduler=scheduler,
+                        chunk_tokens=chunk_tokens).saturation_req_s

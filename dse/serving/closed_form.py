@@ -180,33 +180,43 @@ def ttft_cdf(t, rate, L, w, p0, pk):
 
 
 @nb.njit(cache=True)
-def log_mgf(theta, rate, L, w, p0, pk):
-    """log E[exp(theta X)] of the TTFT X without a wait (`ttft_cdf`): per iteration, the uniform rest's
-    (exp(theta L) - 1) / (theta L) times the prefill's exp(theta (p0 + pk)) and the Poisson K's
-    exp(lambda L (exp(theta pk) - 1)); -inf where nobody waits (theta = inf)."""
-    if not np.isfinite(theta):
-        return -np.inf
-    logs = np.empty(4)
-    top = -np.inf
-    for j in range(4):
-        x = theta * L[j]
-        rest = math.log(math.expm1(x) / x) if x > 1e-12 else 0.0
-        logs[j] = (math.log(w[j]) if w[j] > 0.0 else -np.inf) + rest + theta * (p0 + pk) + \
-            rate * L[j] * math.expm1(theta * pk)
-        top = max(top, logs[j])
+def waited(t, rate, L, w, p0, pk, theta):
+    """E[exp(-theta (t - X)); X <= t] for the TTFT X without a wait (`ttft_cdf`): with an exponential wait
+    W of rate theta, P(X + W > t) = P(X > t) + this. Per iteration and K, the rest R ~ U(0, L) integrates
+    in closed form."""
     total = 0.0
     for j in range(4):
-        total += math.exp(logs[j] - top)
-    return top + math.log(total)
+        if w[j] <= 0.0:
+            continue
+        m = rate * L[j]
+        term = math.exp(-m)
+        mass = 0.0
+        part = 0.0
+        k = 0
+        while mass < 1.0 - 1e-12 and k < 1_000_000:
+            if k > 0:
+                term *= m / k
+            ready = t - p0 - pk * (1.0 + k)          # room left for R and the wait
+            if ready <= 0.0:
+                break
+            if L[j] > 0.0:
+                upper = min(L[j], ready)
+                part += term * (math.exp(-theta * (ready - upper)) - math.exp(-theta * ready)) / (theta * L[j])
+            else:
+                part += term * math.exp(-theta * ready)
+            mass += term
+            k += 1
+        total += w[j] * part
+    return total
 
 
 @nb.njit(cache=True)
-def ttft_tail(t, rate, L, w, p0, pk, C, theta, mgf):
+def ttft_tail(t, rate, L, w, p0, pk, C, theta):
     """P(TTFT > t): with probability C a request first waits for a slot, an exponential wait of rate
-    theta (`slot_wait`) before the TTFT X of `ttft_cdf`; past X's range P(W + X > t) = C E[exp(-theta
-    (t - X))] = C exp(log_mgf - theta t) (``mgf``: `log_mgf`)."""
-    waited = C * math.exp(min(mgf - theta * t, 0.0)) if C > 0.0 else 0.0
-    return (1.0 - C) * (1.0 - ttft_cdf(t, rate, L, w, p0, pk)) + waited
+    theta (`slot_wait`), before the TTFT X of `ttft_cdf`: P(X > t) + C E[exp(-theta (t - X)); X <= t]
+    (`waited`)."""
+    tail = 1.0 - ttft_cdf(t, rate, L, w, p0, pk)
+    return tail + C * waited(t, rate, L, w, p0, pk, theta) if C > 0.0 else tail
 
 
 @nb.njit(cache=True)
@@ -219,15 +229,15 @@ def ttft_mean(rate, L, w, p0, pk):
 
 
 @nb.njit(cache=True)
-def ttft_quantile(q, rate, L, w, p0, pk, C, theta, mgf):
+def ttft_quantile(q, rate, L, w, p0, pk, C, theta):
     """TTFT's q-quantile (`ttft_tail`), by bisection."""
     longest = max(max(L[0], L[1]), max(L[2], L[3]))
     lo, hi = p0 + pk, longest + p0 + pk * (2.0 + poisson_quantile(1.0 - 1e-9, rate * longest))
-    if C > 0.0:
-        hi = max(hi, (mgf + math.log(C / (1.0 - q))) / theta)
+    if C > 1.0 - q:
+        hi += math.log(C / (1.0 - q)) / theta
     for _ in range(QUANTILE_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if ttft_tail(mid, rate, L, w, p0, pk, C, theta, mgf) <= 1.0 - q:
+        if ttft_tail(mid, rate, L, w, p0, pk, C, theta) <= 1.0 - q:
             hi = mid
         else:
             lo = mid
@@ -260,15 +270,23 @@ def tpot_moments(rate, D, N, d1, slope, p0, pk, output):
     restoring rate shrinks by that factor, the variance grows by 1 / (1 - g) and its correlation time by
     as much, so a life's average of the sequences in flight keeps more of it (`OU_LIFE`)."""
     d = decode_s(rate, D, d1, slope, output)
-    b = per_prompt(rate, D, d, pk) / (output - 1.0)
-    mean = D
-    g = min(loop_gain(rate, D, d1, slope, p0, pk, output), 1.0 - 1e-9)
+    sd, skew = shot_noise(N, slope, per_prompt(rate, D, d, pk) / (output - 1.0),
+                          loop_gain(rate, D, d1, slope, p0, pk, output))
+    return D, sd, skew
+
+
+@nb.njit(cache=True)
+def shot_noise(N, slope, b, g):
+    """(deviation, skewness) of a request's TPOT (`tpot_moments`): ``N`` sequences in flight on average,
+    each adding ``slope``; ``b`` the prefill seconds an arrival adds to each of a life's O - 1 tokens;
+    ``g`` the loop gain."""
+    g = min(g, 1.0 - 1e-9)
     x = OU_LIFE * (1.0 - g)
     averaged = 2.0 * (x - 1.0 + math.exp(-x)) / (x * x)         # 2/3 without the loop (g = 0)
     var = N * (averaged * slope ** 2 + slope * b + b ** 2) / (1.0 - g)
     k3 = N * (0.5 * slope ** 3 + slope ** 2 * b + 1.5 * slope * b ** 2 + b ** 3)
     sd = math.sqrt(var)
-    return mean, sd, (k3 / sd ** 3 if sd > 0.0 else 0.0)
+    return sd, (k3 / sd ** 3 if sd > 0.0 else 0.0)
 
 
 @nb.njit(cache=True)
@@ -336,11 +354,11 @@ def tpot_cdf(t, rate, D, N, d1, slope, p0, pk, output, n_max, sat):
 @nb.njit(cache=True)
 def ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max):
     """What TTFT's distribution needs at a steady state (D, N): the iterations' lengths and probabilities
-    (`iterations`), the slot wait's probability and tail rate (`slot_wait`) and `log_mgf`."""
+    (`iterations`) and the slot wait's probability and tail rate (`slot_wait`)."""
     d = decode_s(rate, D, d1, slope, output)
     L, w = iterations(rate, D, d, interval_sd(rate, D, N, d1, slope, p0, pk, output), p0, pk)
     C, theta = slot_wait(rate, D, N, d1, slope, p0, pk, output, n_max)
-    return L, w, C, theta, log_mgf(theta, rate, L, w, p0, pk)
+    return L, w, C, theta
 
 
 @nb.njit(cache=True)
@@ -349,8 +367,8 @@ def p99s(rate, d1, slope, p0, pk, output, n_max, sat):
     D, N = interval(rate, d1, slope, p0, pk, output, n_max)
     if not np.isfinite(D):
         return np.inf, np.inf, D, N
-    L, w, C, theta, mgf = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
-    ttft = ttft_quantile(Q99, rate, L, w, p0, pk, C, theta, mgf)
+    L, w, C, theta = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
+    ttft = ttft_quantile(Q99, rate, L, w, p0, pk, C, theta)
     return ttft, tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat), D, N
 
 
@@ -363,8 +381,8 @@ def meets_slo(rate, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot, sat):
         return False
     if tpot_quantile(Z99, rate, D, N, d1, slope, p0, pk, output, n_max, sat) > slo_tpot:
         return False
-    L, w, C, theta, mgf = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
-    return ttft_tail(slo_ttft, rate, L, w, p0, pk, C, theta, mgf) <= 1.0 - Q99
+    L, w, C, theta = ttft_parts(rate, D, N, d1, slope, p0, pk, output, n_max)
+    return ttft_tail(slo_ttft, rate, L, w, p0, pk, C, theta) <= 1.0 - Q99
 
 
 @nb.njit(cache=True, inline="always")
@@ -440,9 +458,9 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
         if np.isfinite(D):
             a = rate * D
             out[i, 1] = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)[0]
-            L, w, C, theta, mgf = ttft_parts(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
+            L, w, C, theta = ttft_parts(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
             out[i, 0] = ttft_mean(rate, L, w, p0[i], pk[i]) + C / theta
-            out[i, 4] = rate * (1.0 - ttft_tail(slo_ttft, rate, L, w, p0[i], pk[i], C, theta, mgf)) * \
+            out[i, 4] = rate * (1.0 - ttft_tail(slo_ttft, rate, L, w, p0[i], pk[i], C, theta)) * \
                 tpot_cdf(slo_tpot, rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i], sat)
         else:
             out[i, 0] = out[i, 1] = np.inf

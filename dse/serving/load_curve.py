@@ -1,5 +1,5 @@
 """A design's latency against load: p99 and mean TTFT and TPOT over request rates up to saturation, by
-the closed form (dse.serving.closed_form) and, at a few rates, by the discrete-event simulation on the
+the closed form of the study's scheduler (dse.serving.analytic.steady_state) and, at a few rates, by the discrete-event simulation on the
 same steps (dse.serving.simulate), so a report shows both and how far they agree."""
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def load_curve(evaluator, design, requests: int = 2000, seed: int = 0) -> pd.Dat
     kv = n_max * (sv.input_len + sv.output_len)
 
     def closed(rate):
-        return steady_state(steps, rate, sv.input_len, sv.output_len, sv.max_batch, kv)
+        return steady_state(steps, rate, sv.input_len, sv.output_len, sv.max_batch, kv, scheduler=sv.scheduler,
+                            chunk_tokens=sv.chunk_tokens)
     saturation = closed(1.0).saturation_req_s
     rows = []
     for f in CURVE:
@@ -34,8 +35,9 @@ def load_curve(evaluator, design, requests: int = 2000, seed: int = 0) -> pd.Dat
                      "tpot_p99_ms": m.tpot_p99_s * 1e3, "source": "closed form"})
     for f in SIMULATED:
         rate = f * saturation
-        out = simulate(synthetic(requests, sv.input_len, sv.output_len, rate, seed), steps, max_batch=int(min(
-            sv.max_batch, n_max)), kv_capacity_tokens=kv).metrics()
+        out = simulate(synthetic(requests, sv.input_len, sv.output_len, rate, seed), steps, scheduler=sv.scheduler,
+                       max_batch=int(min(sv.max_batch, n_max)), kv_capacity_tokens=kv,
+                       chunk_tokens=sv.chunk_tokens).metrics()
         rows.append({"request_rate": rate * replicas, "ttft_mean_ms": out["mean_ttft_ms"],
                      "ttft_p99_ms": out["p99_ttft_ms"], "tpot_mean_ms": out["mean_tpot_ms"],
                      "tpot_p99_ms": out["p99_tpot_ms"], "source": "simulation"})

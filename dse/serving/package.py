@@ -1,11 +1,13 @@
 """Serving studies (``workload.phase: serve``): `dse run` searches packages and systems for service-level
-objectives under continuous batching (the ``serving`` section: lengths, rate, batch limit, SLOs).
+objectives under continuous batching or chunked prefill (the ``serving`` section: lengths, rate, batch
+limit, scheduler, SLOs).
 
 Each design is costed by the system evaluator (dse.system) at four steps, all at once over the
 population: the decode of ``max_batch`` sequences at the mean context (the study's own step, with every
 metric it reports: latency, energy, area, fault tolerance ...), the decode of one sequence, and the
 prefill of one and of `REF_PROMPTS` prompts (without failures: they only fit the affine steps of
-dse.serving.analytic). The closed form (dse.serving.closed_form) turns them into the serving columns:
+dse.serving.analytic). The closed form (dse.serving.closed_form; dse.serving.chunked for chunked prefill)
+turns them into the serving columns:
 
 * ``ttft_p99_s``, ``tpot_p99_s`` at the study's ``request_rate``; ``ttft_mean_s``, ``tpot_mean_s``;
 * ``goodput_req_s``: requests per second meeting both SLOs at that rate;
@@ -33,6 +35,7 @@ from ..system.metrics import SYSTEM_METRICS, C
 from ..system.prepare import PHASES, prepare_step
 from ..system.wrapping import EvaluatorOver
 from .analytic import REF_PROMPTS, AffineSteps
+from .chunked import chunked_metrics
 from .closed_form import serving_metrics
 
 #: columns a serving study adds to the system's (units in the names)
@@ -141,8 +144,13 @@ class ServingEvaluator(EvaluatorOver):
             slope = np.maximum((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else np.zeros(len(d1))
             pk = np.maximum((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1.copy()
         p0 = np.maximum(p1 - pk, 0.0)
-        cf = serving_metrics(sv.request_rate / replicas, d1, slope, p0, pk, float(sv.output_len), n_max,
-                             sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
+        rates = np.asarray(sv.request_rate / replicas, float)
+        if sv.scheduler == "chunked":
+            cf = chunked_metrics(rates, d1, slope, p0, pk, float(sv.input_len), float(sv.output_len),
+                                 float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
+        else:
+            cf = serving_metrics(rates, d1, slope, p0, pk, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
+                                 sv.slo.tpot_ms * 1e-3)
         for name, j in _FROM_CLOSED_FORM.items():
             out[:, S[name]] = cf[:, j]
         for name in ("goodput_req_s", "max_rate_at_slo_req_s", "saturation_req_s"):

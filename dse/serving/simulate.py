@@ -28,6 +28,8 @@ from ..errors import StudyError
 from .requests import Requests
 
 SCHEDULERS = ("continuous", "chunked", "static")
+#: tokens an iteration processes at most under chunked prefill (vLLM's max_num_batched_tokens with chunking)
+CHUNK_TOKENS = 512
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Outcome:
 
 def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch: int = 256,
              max_concurrency: int | None = None, kv_capacity_tokens: float = np.inf,
-             chunk_tokens: int = 512) -> Outcome:
+             chunk_tokens: int = CHUNK_TOKENS) -> Outcome:
     """Serve ``requests`` (module docstring); ``steps`` has ``prefill(batch, context)`` and
     ``decode(batch, context)`` in seconds."""
     if scheduler not in SCHEDULERS:

@@ -1,8 +1,8 @@
 """Study schema: the ``serving`` section (``workload.phase: serve``; dse.serving.package).
 
 A design serves requests of ``input_len`` prompt and ``output_len`` output tokens arriving as a Poisson
-stream at ``request_rate`` per second, under continuous (iteration-level) batching of at most
-``max_batch`` sequences; its service-level objectives are a 99th-percentile time to first token and
+stream at ``request_rate`` per second, under continuous (iteration-level) batching or chunked prefill
+(``scheduler``, ``chunk_tokens``) of at most ``max_batch`` sequences; its service-level objectives are a 99th-percentile time to first token and
 time per output token. The study's decode step (the latency, energy and memory it reports) is a batch of
 ``max_batch`` sequences at the mean context ``input_len + output_len / 2``: a serving study sets
 ``workload.batch`` and ``workload.context`` from here.
@@ -34,8 +34,12 @@ class ServingSpec(StrictModel):
     output_len: int = Field(ge=2, le=MAX_TOKENS, description="output tokens of every request (TPOT needs two)")
     request_rate: float = Field(gt=0, le=MAX_RATE, description="Poisson arrivals, requests per second")
     max_batch: int = Field(256, ge=1, le=65_536, description="sequences in a batch at most")
-    scheduler: Literal["continuous"] = Field("continuous", description=(
-        "the search's closed form models continuous batching; dse serve also simulates chunked and static"))
+    scheduler: Literal["continuous", "chunked"] = Field("continuous", description=(
+        "continuous: prefill-first iteration-level batching (Orca, vLLM without chunking); chunked: chunked "
+        "prefill (Sarathi-Serve, vLLM's default), prompts riding along the decodes within chunk_tokens"))
+    chunk_tokens: int = Field(512, ge=1, le=MAX_TOKENS, description=(
+        "tokens an iteration processes at most under chunked prefill, decodes included (vLLM's "
+        "max_num_batched_tokens)"))
     slo: SloSpec = SloSpec()
 
     @property
