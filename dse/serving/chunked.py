@@ -32,10 +32,14 @@ import math
 import numba as nb
 import numpy as np
 
-from .closed_form import COLUMNS, Q99, RATE_BISECTIONS, Z99, Z_BISECTIONS, QUANTILE_BISECTIONS, cornish_fisher, \
+from .closed_form import COLUMNS, Q99, RATE_BISECTIONS, Z99, Z_BISECTIONS, cornish_fisher, \
     narrow, next_rate, per_prompt, shot_noise
 from .fixed_point import decode_s
 
+#: Poisson mass of the prompts ahead left out of a tail (counted as past t: an upper bound to 1e-9)
+TAIL_MASS = 1e-9
+#: bisections of TTFT's quantile (2^-16 of its bracket, a few us)
+TTFT_BISECTIONS = 16
 #: services of the M/D/1 wait within which `md1_over` sums Erlang's exact formula
 EXACT_SERVICES = 6
 #: fixed-point steps on the chunk share q at most (it converges geometrically, to 1e-12 in about 10)
@@ -94,12 +98,16 @@ def backlog_wait(rate, service):
     rho = rate * service
     if rho <= 1e-12:
         return 0.0, np.inf
-    x = 2.0 * (1.0 - rho) / (rho * service)           # heavy-traffic start, above the root
+    # y = theta S solves y = log(1 + y / rho), whose left less right side is convex and nearly linear:
+    # Newton's steps fall to the root from above, from the heavy-traffic 2 (1 - rho) / rho or, where rho
+    # is small, 2 log(1 / rho) + 1 (both above it), in a few steps
+    y = min(2.0 * (1.0 - rho) / rho, 2.0 * math.log(1.0 / rho) + 1.0)
     for _ in range(60):
-        step = (rate * math.expm1(x * service) - x) / (rate * service * math.exp(x * service) - 1.0)
-        x -= step
-        if abs(step) <= 1e-12 * x:
+        step = (y - math.log1p(y / rho)) / (1.0 - 1.0 / (rho + y))
+        y -= step
+        if abs(step) <= 1e-13 * y:
             break
+    x = y / service
     return (1.0 - rho) / (rate * service * math.exp(x * service) - 1.0), x
 
 
@@ -118,10 +126,16 @@ def md1_over(u, rate, service, C, theta):
     if rate * u > 20.0 or u > EXACT_SERVICES * service:
         return C * math.exp(-theta * u)
     total = 0.0
+    log_factorial = 0.0
     for k in range(int(u / service) + 1):
-        x = rate * (k * service - u)
-        total += math.exp(k * math.log(-x) - math.lgamma(k + 1.0) - x) * (-1.0) ** k if x < 0.0 else \
-            (1.0 if k == 0 else 0.0) * math.exp(-x)
+        x = rate * (k * service - u)                 # <= 0
+        if k > 0:
+            log_factorial += math.log(k)
+        if x < 0.0:
+            term = math.exp(k * math.log(-x) - log_factorial - x)
+            total += -term if k % 2 else term
+        elif k == 0:
+            total += 1.0
     return min(max(1.0 - (1.0 - rho) * total, 0.0), 1.0)
 
 
@@ -160,19 +174,18 @@ def chunk_tail(t, rate, L, w, f, b, d, p0, pk, prompt, service, Cq, theta_q, Cs,
             mass = 0.0
             over = 0.0
             J = 0
-            while mass < 1.0 - 1e-12 and J < 1_000_000:
+            while mass < 1.0 - TAIL_MASS and J < 1_000_000:
                 if J > 0:
                     term *= m_ahead / J
                 last = min(b, (1.0 + J + rate * r) * prompt)              # its last chunk, those after it in
                 m = math.floor((t - r + pk * (b - last) / prompt) / full)  # iterations that fit before t
                 x = (m - f - J * f) * full                                # backlog that pushes it past m
                 if x < 0.0 and f * J >= m:                                # so for every larger J
-                    over += 1.0 - mass
                     break
                 over += term * carried_over(x, rate, service, Cq, theta_q, full)
                 mass += term
                 J += 1
-            part += weight * over
+            part += weight * min(over + max(1.0 - mass, 0.0), 1.0)      # the rest of J's mass: past t
         total += w[j] * part
     if Cs > 0.0:
         mean = chunk_ttft_mean(rate, L, w, f, b, d, p0, pk, prompt, service, 0.0, np.inf)
@@ -219,7 +232,7 @@ def chunk_ttft_quantile(q, rate, L, w, f, b, d, p0, pk, prompt, service, Cq, the
         hi += max(math.log(2.0 * Cq / (1.0 - q)), 0.0) / theta_q + full
     if Cs > 0.0:
         hi += max(math.log(2.0 * Cs / (1.0 - q)), 0.0) / max(theta_s, 1e-9)
-    for _ in range(QUANTILE_BISECTIONS):
+    for _ in range(TTFT_BISECTIONS):
         mid = 0.5 * (lo + hi)
         if chunk_tail(mid, rate, L, w, f, b, d, p0, pk, prompt, service, Cq, theta_q, Cs, theta_s) <= 1.0 - q:
             hi = mid
@@ -241,11 +254,11 @@ def erlang_c(n_max, held, z):
 
 
 @nb.njit(cache=True)
-def chunk_parts(rate, D, N, q, b, d1, slope, p0, pk, prompt, output, n_max):
-    """What TTFT's distribution needs (module docstring): the iterations an arrival lands in (lengths and
-    probabilities: idle, without a chunk, with one), f = P / b, the decode d of an iteration, a prompt's
-    work in the token backlog (f full iterations) with its (C, theta), the slot wait's (C, theta) and the
-    slots held."""
+def landing(rate, D, N, q, b, d1, slope, p0, pk, prompt):
+    """The iterations an arrival lands in (lengths and probabilities: idle, without a chunk, with one),
+    f = P / b, the decode d of an iteration, a prompt's work S in the token backlog (f full iterations)
+    and the batch slots held (the sequences in flight and the prompts not yet through their first token:
+    lambda x the mean TTFT, Little)."""
     d = d1 * (1.0 - math.exp(-N)) + slope * max(N - 1.0 + math.exp(-N), 0.0)    # decode of Poisson(N) others
     f = prompt / b                                   # iterations' worth of budget one prompt takes
     L1 = d + p0 + pk * rate * D / max(q, 1e-12)      # an iteration with a chunk: lambda D prompts over q of them
@@ -255,8 +268,16 @@ def chunk_parts(rate, D, N, q, b, d1, slope, p0, pk, prompt, output, n_max):
     L = (0.0, d, L1, 0.0)
     w = (idle, (1.0 - idle) * w0 / total, (1.0 - idle) * w1 / total, 0.0) if total > 0.0 else (1.0, 0.0, 0.0, 0.0)
     service = f * (d + p0 + pk * b / prompt)
-    Cq, theta_q = backlog_wait(rate, service)
     held = N + rate * chunk_ttft_mean(rate, L, w, f, b, d, p0, pk, prompt, service, 0.0, np.inf)
+    return L, w, f, d, service, held
+
+
+@nb.njit(cache=True)
+def chunk_parts(rate, D, N, q, b, d1, slope, p0, pk, prompt, output, n_max):
+    """What TTFT's distribution needs (module docstring): `landing`'s, the token backlog's (C, theta)
+    (`backlog_wait`) and the slot wait's (C, theta)."""
+    L, w, f, d, service, held = landing(rate, D, N, q, b, d1, slope, p0, pk, prompt)
+    Cq, theta_q = backlog_wait(rate, service)
     Cs, theta_s = 0.0, np.inf
     z = 1.0 / (1.0 - chunk_gain(rate, slope, pk, output))
     if np.isfinite(n_max) and n_max - held <= 6.0 * math.sqrt(z * held) + 10.0:
@@ -301,20 +322,30 @@ def slot_margin(rate, d1, slope, p0, pk, prompt, output, chunk, n_max):
     D, N, q, b, rho = chunk_interval(rate, d1, slope, p0, pk, prompt, output, chunk)
     if not np.isfinite(D):
         return np.inf
-    return chunk_parts(rate, D, N, q, b, d1, slope, p0, pk, prompt, output, n_max)[9] - n_max
+    return landing(rate, D, N, q, b, d1, slope, p0, pk, prompt)[5] - n_max
 
 
 @nb.njit(cache=True)
-def chunk_tpot(z, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat):
-    """TPOT at standard-normal quantile z: shot-noise moments, then the interval at the local rate of that
-    quantile (`closed_form.tpot_quantile`'s method)."""
+def chunk_tpot_spread(rate, D, N, d1, slope, p0, pk, prompt, output, chunk):
+    """(deviation, skewness, window m) of TPOT whatever the quantile (`chunk_tpot`); m NaN where the
+    interval does not grow with the rate."""
     d = decode_s(rate, D, d1, slope, output)
     sd, skew = shot_noise(N, slope, per_prompt(rate, D, d, pk) / (output - 1.0), chunk_gain(rate, slope, pk, output))
     h = 1e-4 * rate
     up = chunk_interval(rate + h, d1, slope, p0, pk, prompt, output, chunk)[0]
     if not (sd > 0.0 and np.isfinite(up) and up > D):
+        return sd, skew, np.nan
+    return sd, skew, (rate * (up - D) / h / sd) ** 2
+
+
+@nb.njit(cache=True)
+def chunk_tpot_at(z, rate, D, spread, d1, slope, p0, pk, prompt, output, chunk, sat):
+    """TPOT at standard-normal quantile z: the interval at the local rate of that quantile, the local rate
+    Poisson over a window of m arrivals (`closed_form.tpot_quantile`'s method); the Cornish-Fisher
+    quantile of the shot-noise moments where the interval does not grow with the rate."""
+    sd, skew, m = spread
+    if not np.isfinite(m):
         return D + sd * cornish_fisher(z, skew)
-    m = (rate * (up - D) / h / sd) ** 2
     local = max(0.0, m + z * math.sqrt(m) + (z * z - 1.0) / 6.0)
     at = chunk_interval(min(rate * local / m, sat), d1, slope, p0, pk, prompt, output, chunk)[0]
     if not np.isfinite(at):
@@ -323,15 +354,25 @@ def chunk_tpot(z, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat):
 
 
 @nb.njit(cache=True)
+def chunk_tpot(z, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat):
+    """TPOT at standard-normal quantile z (`chunk_tpot_spread`, `chunk_tpot_at`)."""
+    spread = chunk_tpot_spread(rate, D, N, d1, slope, p0, pk, prompt, output, chunk)
+    return chunk_tpot_at(z, rate, D, spread, d1, slope, p0, pk, prompt, output, chunk, sat)
+
+
+@nb.njit(cache=True)
 def chunk_tpot_cdf(t, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat):
+    """P(TPOT <= t): `chunk_tpot_at` inverted by bisection on z (the spread computed once)."""
+    spread = chunk_tpot_spread(rate, D, N, d1, slope, p0, pk, prompt, output, chunk)
+    a = (d1, slope, p0, pk, prompt, output, chunk, sat)
     lo, hi = -6.0, 6.0
-    if chunk_tpot(lo, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat) >= t:
+    if chunk_tpot_at(lo, rate, D, spread, *a) >= t:
         return 0.0
-    if chunk_tpot(hi, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat) <= t:
+    if chunk_tpot_at(hi, rate, D, spread, *a) <= t:
         return 1.0
     for _ in range(Z_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if chunk_tpot(mid, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat) <= t:
+        if chunk_tpot_at(mid, rate, D, spread, *a) <= t:
             lo = mid
         else:
             hi = mid
