@@ -349,7 +349,8 @@ def chunk_tpot_at(z, rate, D, spread, d1, slope, p0, pk, prompt, output, chunk, 
     local = max(0.0, m + z * math.sqrt(m) + (z * z - 1.0) / 6.0)
     at = chunk_interval(min(rate * local / m, sat), d1, slope, p0, pk, prompt, output, chunk)[0]
     if not np.isfinite(at):
-        at = chunk_interval(max(rate, sat * (1.0 - 2.0 ** -RATE_BISECTIONS)), d1, slope, p0, pk, prompt, output, chunk)[0]
+        edge = max(rate, sat * (1.0 - 2.0 ** -RATE_BISECTIONS))   # saturation to rounding: just below it
+        at = chunk_interval(edge, d1, slope, p0, pk, prompt, output, chunk)[0]
     return at
 
 
@@ -381,6 +382,8 @@ def chunk_tpot_cdf(t, rate, D, N, d1, slope, p0, pk, prompt, output, chunk, sat)
 
 @nb.njit(cache=True)
 def chunk_meets_slo(rate, d1, slope, p0, pk, prompt, output, chunk, n_max, slo_ttft, slo_tpot, sat):
+    """Whether the p99 TPOT and TTFT at ``rate`` are within the SLOs (TPOT's quantile, P(TTFT > SLO) <=
+    0.01) with the slots held below n_max."""
     D, N, q, b, rho = chunk_interval(rate, d1, slope, p0, pk, prompt, output, chunk)
     if not np.isfinite(D):
         return False
@@ -388,7 +391,8 @@ def chunk_meets_slo(rate, d1, slope, p0, pk, prompt, output, chunk, n_max, slo_t
         return False
     L, w, f, d, service, Cq, tq, Cs, ts, held = chunk_parts(rate, D, N, q, b, d1, slope, p0, pk, prompt, output,
                                                            n_max)
-    return held < n_max and chunk_tail(slo_ttft, rate, L, w, f, b, d, p0, pk, prompt, service, Cq, tq, Cs, ts) <= 1.0 - Q99
+    return held < n_max and \
+        chunk_tail(slo_ttft, rate, L, w, f, b, d, p0, pk, prompt, service, Cq, tq, Cs, ts) <= 1.0 - Q99
 
 
 @nb.njit(cache=True)

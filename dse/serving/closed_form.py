@@ -456,7 +456,6 @@ def serving_metrics(rates, d1, slope, p0, pk, output, n_max, slo_ttft, slo_tpot)
         sat = saturation(d1[i], slope[i], p0[i], pk[i], output, n_max[i])
         ttft99, tpot99, D, N = p99s(rate, d1[i], slope[i], p0[i], pk[i], output, n_max[i], sat)
         if np.isfinite(D):
-            a = rate * D
             out[i, 1] = tpot_moments(rate, D, N, d1[i], slope[i], p0[i], pk[i], output)[0]
             L, w, C, theta = ttft_parts(rate, D, N, d1[i], slope[i], p0[i], pk[i], output, n_max[i])
             out[i, 0] = ttft_mean(rate, L, w, p0[i], pk[i]) + C / theta

@@ -1,6 +1,7 @@
 """A design's latency against load: p99 and mean TTFT and TPOT over request rates up to saturation, by
-the closed form of the study's scheduler (dse.serving.analytic.steady_state) and, at a few rates, by the discrete-event simulation on the
-same steps (dse.serving.simulate), so a report shows both and how far they agree."""
+the closed form of the study's scheduler (dse.serving.analytic.steady_state) and, at a few rates, by the
+discrete-event simulation on the same steps (dse.serving.simulate), so a report shows both and how far
+they agree."""
 from __future__ import annotations
 
 import numpy as np
