@@ -153,11 +153,14 @@ def iterations(rate, D, d, sd, p0, pk):
 
 
 @nb.njit(cache=True)
-def ttft_cdf(t, rate, L, w, p0, pk):
-    """P(TTFT <= t) without a wait for a slot: over the iterations (lengths ``L``, probabilities ``w``:
+def ttft_tail(t, rate, L, w, p0, pk, C, theta):
+    """P(TTFT > t). Without a wait, TTFT is X: over the iterations (lengths ``L``, probabilities ``w``:
     `iterations`) an arrival lands in, the rest R ~ U(0, L) of it, then the prefill p0 + pk (1 + K) of
-    itself and the K ~ Poisson(lambda L) others arriving in it."""
-    total = 0.0
+    itself and the K ~ Poisson(lambda L) others arriving in it. With probability C a request first waits
+    for a slot, an exponential wait of rate theta (`slot_wait`): P(X + W > t) = P(X > t) + C E[exp(-theta
+    (t - X)); X <= t], the expectation over R in closed form per iteration and K (one pass for both)."""
+    below = 0.0
+    waited = 0.0
     for j in range(4):
         if w[j] <= 0.0:
             continue
@@ -165,33 +168,7 @@ def ttft_cdf(t, rate, L, w, p0, pk):
         term = math.exp(-m)
         mass = 0.0
         part = 0.0
-        k = 0
-        while mass < 1.0 - 1e-12 and k < 1_000_000:
-            if k > 0:
-                term *= m / k
-            ready = t - p0 - pk * (1.0 + k)
-            if ready <= 0.0:
-                break
-            part += term * (min(ready / L[j], 1.0) if L[j] > 0.0 else 1.0)
-            mass += term
-            k += 1
-        total += w[j] * part
-    return total
-
-
-@nb.njit(cache=True)
-def waited(t, rate, L, w, p0, pk, theta):
-    """E[exp(-theta (t - X)); X <= t] for the TTFT X without a wait (`ttft_cdf`): with an exponential wait
-    W of rate theta, P(X + W > t) = P(X > t) + this. Per iteration and K, the rest R ~ U(0, L) integrates
-    in closed form."""
-    total = 0.0
-    for j in range(4):
-        if w[j] <= 0.0:
-            continue
-        m = rate * L[j]
-        term = math.exp(-m)
-        mass = 0.0
-        part = 0.0
+        wait = 0.0
         k = 0
         while mass < 1.0 - 1e-12 and k < 1_000_000:
             if k > 0:
@@ -200,28 +177,24 @@ def waited(t, rate, L, w, p0, pk, theta):
             if ready <= 0.0:
                 break
             if L[j] > 0.0:
-                upper = min(L[j], ready)
-                part += term * (math.exp(-theta * (ready - upper)) - math.exp(-theta * ready)) / (theta * L[j])
+                part += term * min(ready / L[j], 1.0)
+                if C > 0.0:
+                    upper = min(L[j], ready)
+                    wait += term * (math.exp(-theta * (ready - upper)) - math.exp(-theta * ready)) / (theta * L[j])
             else:
-                part += term * math.exp(-theta * ready)
+                part += term
+                if C > 0.0:
+                    wait += term * math.exp(-theta * ready)
             mass += term
             k += 1
-        total += w[j] * part
-    return total
-
-
-@nb.njit(cache=True)
-def ttft_tail(t, rate, L, w, p0, pk, C, theta):
-    """P(TTFT > t): with probability C a request first waits for a slot, an exponential wait of rate
-    theta (`slot_wait`), before the TTFT X of `ttft_cdf`: P(X > t) + C E[exp(-theta (t - X)); X <= t]
-    (`waited`)."""
-    tail = 1.0 - ttft_cdf(t, rate, L, w, p0, pk)
-    return tail + C * waited(t, rate, L, w, p0, pk, theta) if C > 0.0 else tail
+        below += w[j] * part
+        waited += w[j] * wait
+    return 1.0 - below + C * waited
 
 
 @nb.njit(cache=True)
 def ttft_mean(rate, L, w, p0, pk):
-    """Mean TTFT without a wait (`ttft_cdf`)."""
+    """Mean TTFT without a wait (`ttft_tail`'s X)."""
     total = 0.0
     for j in range(4):
         total += w[j] * (L[j] / 2.0 + p0 + pk * (1.0 + rate * L[j]))
