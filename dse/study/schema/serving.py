@@ -3,9 +3,10 @@
 A design serves requests of ``input_len`` prompt and ``output_len`` output tokens arriving as a Poisson
 stream at ``request_rate`` per second, under continuous (iteration-level) batching or chunked prefill
 (``scheduler``, ``chunk_tokens``) of at most ``max_batch`` sequences; its service-level objectives are a
-99th-percentile time to first token and time per output token. The study's decode step (the latency, energy and memory it reports) is a batch of
-``max_batch`` sequences at the mean context ``input_len + output_len / 2``: a serving study sets
-``workload.batch`` and ``workload.context`` from here.
+99th-percentile time to first token and time per output token. The study's decode step (the latency,
+energy and memory it reports) is a batch of ``max_batch`` sequences at the mean context
+``input_len + output_len / 2``: a serving study sets ``workload.batch`` and ``workload.context`` from
+here.
 
 SLO defaults: MLPerf Inference v4.1's server scenario for Llama-2-70B (TTFT 2 s, TPOT 200 ms at the
 99th percentile; MLCommons inference rules, "Llama2-70b" latency constraints).
