@@ -26,6 +26,7 @@ from .technology import node as tech_node
 
 DATAFLOWS = ("os", "ws", "is")
 BUFFERING = ("double", "single")
+DISPATCH_MODES = ("ahead", "per_kernel")    # how the host's issue time counts (Chiplet docstring)
 KINDS = ("systolic", "gpu", "cpu", "reconfigurable")
 
 #: ifmap / filter / ofmap shares of a systolic chiplet's SRAM: SCALE-Sim's TPU-like google.cfg
@@ -47,8 +48,11 @@ class Chiplet:
     ideal machine): ``mem_efficiency`` is the fraction of the attached memory's sustained bandwidth its
     kernels draw (A100 GEMV: 1.56 of 2.04 TB/s, Vidur's profiling); ``kernel_overhead_s`` the time each
     operator (one kernel) adds that overlaps nothing: launch, pipeline fill and drain, the tail of the
-    last wave; ``dispatch_s`` the host's time to issue one operator, a floor on each operator's time
-    (an eager framework issues kernels at about one per 20 us: LLMCompass's fitted A100 overheads)."""
+    last wave; ``dispatch_s`` the host's time to issue one operator (an eager framework issues kernels at
+    about one per 25-40 us). ``dispatch_mode`` says how that time counts: ``ahead`` (the default), the host
+    issues kernels while the device runs earlier ones, so a step takes at least its host's issue time of
+    all its kernels (CUDA streams; see dse.model.perf_model); ``per_kernel``, each kernel takes at least
+    ``dispatch_s``, as when operators are timed one at a time (LLMCompass's harness)."""
 
     kind: ClassVar[str] = "base"
     name: str
@@ -62,12 +66,15 @@ class Chiplet:
     mem_efficiency: float = 1.0
     kernel_overhead_s: float = 0.0
     dispatch_s: float = 0.0
+    dispatch_mode: str = "ahead"
 
     def __post_init__(self):
         _need(self.freq_hz > 0, self.name, f"clock must be positive, got {self.freq_hz}")
         _need(0 < self.mem_efficiency <= 1, self.name, f"mem_efficiency must be in (0, 1], got {self.mem_efficiency}")
         _need(0 <= self.kernel_overhead_s < 1e-2 and 0 <= self.dispatch_s < 1e-2, self.name,
               "kernel_overhead_us and dispatch_us must be in [0, 10000)")
+        _need(self.dispatch_mode in DISPATCH_MODES, self.name,
+              f"dispatch_mode must be one of {', '.join(DISPATCH_MODES)}, got {self.dispatch_mode!r}")
         _need(self.vector_lanes >= 0 and self.d2d_phys >= 0 and self.memory_phys >= 0, self.name,
               "vector_lanes, d2d_phys and memory_phys must be >= 0")
         tech_node(self.node)                               # validates the node name

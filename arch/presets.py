@@ -19,7 +19,7 @@ from .errors import ArchError
 MIB = 2.0 ** 20
 
 COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
-          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us")
+          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
                  "weight_buffering"),

@@ -45,15 +45,19 @@ def load_cases(path: Path = CASES) -> list[dict]:
 
 
 #: chiplet fields per software stack (case key ``stack``), on top of the preset. The presets describe a
-#: runtime that issues kernels ahead of the GPU (CUDA graphs, TensorRT-LLM) at the GEMM rates of Vidur's
-#: kernel times; an eager PyTorch framework issues about one kernel per 30 us (LLMCompass's A100 floor;
-#: the calibration case sw-a100-tp8-d512 agrees). ``llmcompass-isolated``: LLMCompass's A100 and harness
-#: (eager torch, one operator at a time), calibrated on the same lab's GEMM sweep (`dse calibrate` on
-#: arch/data/calibration/a100_gemm_llmcompass.csv --fit max_efficiency,mem_efficiency,dispatch_us).
+#: runtime whose host issue time is negligible (CUDA graphs, TensorRT-LLM) at the GEMM rates of Vidur's
+#: kernel times. ``eager``: PyTorch issuing one kernel at a time from the server's host CPU, ahead of the
+#: GPU; its time per kernel is the server's (DGX A100: 2 x AMD EPYC 7742; DGX H100: 2 x Intel Xeon
+#: Platinum 8480C), fitted on each server's calibration case (`fit_dispatch_us`: sw-a100-tp8-d512 and
+#: sw-h100-tp8-d512, decodes where the host binds). ``llmcompass-isolated``: LLMCompass's A100 and harness
+#: (eager torch, each operator timed on its own: a floor per kernel), calibrated on the same lab's GEMM
+#: sweep (`dse calibrate` on arch/data/calibration/a100_gemm_llmcompass.csv
+#: --fit max_efficiency,mem_efficiency,dispatch_us).
 STACKS: dict[str, dict] = {
     "graphs": {},
-    "eager": {"a100": {"dispatch_us": 30.0}, "h100": {"dispatch_us": 30.0}},
-    "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2}},
+    "eager": {"a100": {"dispatch_us": 43.0}, "h100": {"dispatch_us": 28.5}},
+    "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2,
+                                     "dispatch_mode": "per_kernel"}},
 }
 
 
@@ -116,6 +120,24 @@ def _step_s(case: dict) -> float:
     prepared = dse.prepare(case_study(case))
     design = case_design(case, prepared)
     return float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+
+
+def fit_dispatch_us(case: dict) -> float:
+    """The host's time per kernel (us) of the case's stack and GPU at which the model meets the measured
+    figure (scipy's brentq on 1-200 us): how each server's ``eager`` figure in `STACKS` is calibrated."""
+    from scipy.optimize import brentq
+
+    stack, gpu = case.get("stack", "graphs"), case["gpu"]
+    saved = STACKS[stack].get(gpu)
+    target = float(case["measured_ms"]) * 1e-3
+
+    def gap(us: float) -> float:
+        STACKS[stack][gpu] = {**(saved or {}), "dispatch_us": us}
+        return modelled_s(case) - target
+    try:
+        return brentq(gap, 1.0, 200.0, xtol=0.01)
+    finally:
+        STACKS[stack][gpu] = saved
 
 
 def _cut(model: str, layers: int) -> str:

@@ -16,7 +16,7 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
-from .perf_model import copy_roofline
+from .perf_model import copy_roofline, host_issue_s
 from .prepare import Prepared
 from .tables import UNIT_KINDS
 
@@ -28,12 +28,13 @@ COLUMNS = ["model", "unit", "unit_kind", "layers", "tokens", "flops", "weight_by
 
 @nb.njit(cache=True)
 def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
-    """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR)."""
+    """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR): its
+    kernels' time, or its host's time to issue them if that is longer."""
     b = T.unit_w_copy[u, 1] + T.unit_other_dram[u, k]
     t, _, _ = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0, 0.0 if on_ddr else bw_hbm,
                             bw_ddr, 0.0, 0.0, T.op_ptr, T.op_time, T.op_w, T.op_o, T.op_prob, T.op_inv,
                             T.kind_mem_eff, T.kind_overhead, T.kind_dispatch)
-    return t, b
+    return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k])), b
 
 
 def _model_of(unit: str, members: set[str], model: str) -> str:

@@ -10,8 +10,8 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
 * A unit copy runs its operators one kernel after another, each overlapping its compute (arch cost
   table) with its memory traffic (its HBM bytes / the chiplet's sustained HBM bandwidth + its DDR bytes
   / the package's sustained DDR bandwidth, both at the chiplet's ``mem_efficiency``) in a load-compute
-  pipeline, plus the chiplet's kernel overhead, never shorter than its host dispatch time
-  (arch.roofline; `copy_roofline`). A replica of a routed expert reads its weights when any of
+  pipeline, plus the chiplet's kernel overhead (arch.roofline; `copy_roofline`); with ``dispatch_mode``
+  per_kernel, never shorter than the host's dispatch time. A replica of a routed expert reads its weights when any of
   its 1/c share of the tokens selects it (dse.model.evaluator.weight_per_copy). Copies on one chiplet run
   one after another.
 * A stage lasts as long as its slowest chiplet, and at least its DDR bytes / DDR bandwidth (shared).
@@ -21,9 +21,13 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
   all-reduce between tensor-parallel shards takes 2(t - 1), each the link's ``sync_latency_s``) plus
   the busiest link's serialisation (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
   layer-to-layer ones r - 1 times.
+* The host of a chiplet whose ``dispatch_mode`` is ahead (the default) issues its kernels, one per
+  ``dispatch_s``, while the device runs earlier ones (CUDA streams): its issue time per stage (`ht`,
+  `host_issue_s`: operators and all-reduces) runs in parallel with the device's work.
 * Stages form a DAG; a workload's scenarios (sets of stages run together, e.g. the expert models an
-  ensemble's router picks) each take the longer of their critical path and their busiest chiplet's
-  total work; latency is the expectation over scenarios, and the 99th percentile is reported too.
+  ensemble's router picks) each take the longest of their critical path, their busiest chiplet's
+  total work and their busiest host's issue time (dse.model.scenarios); latency is the expectation over
+  scenarios, and the 99th percentile is reported too.
 * Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network bytes x energy per byte
   along each route (links and routers), static power x latency (added by the evaluator).
 
@@ -59,19 +63,19 @@ KernelTables = namedtuple("KernelTables", [
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
-    "kind_dispatch"])
+    "kind_dispatch", "kind_issue", "unit_launches"])
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
-    "ct", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
+    "ct", "ht", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
     "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "edge_amt", "stored", "overflow", "chip_ptr",
     "item_u", "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
     # one failure set (dse.model.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
-    "dirty", "dirty_list", "bk_ct", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
+    "dirty", "dirty_list", "bk_ct", "bk_ht", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
     "aff_rows", "new_loads", "bk_comm",
     # scenarios
-    "finish", "cps", "in_scen", "busy", "order",
+    "finish", "cps", "in_scen", "busy", "host_busy", "order",
     # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
     "pair_amt", "pair_seen", "pair_list"])
 
@@ -96,7 +100,8 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     i64 = lambda *shape: np.zeros(shape, np.int64)  # noqa: E731
     b = lambda *shape: np.zeros(shape, np.bool_)  # noqa: E731
     return Workspace(
-        ct=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S), stage_e_dram=f(S),
+        ct=f(S, max_chips), ht=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S),
+        stage_e_dram=f(S),
         stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
         ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), edge_amt=f(E),
         stored=f(max_chips),
@@ -105,10 +110,11 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
         slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
-        is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips), bk_sd=f(S),
+        is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips),
+        bk_ht=f(S, max_chips), bk_sd=f(S),
         bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E), row_slot=np.full(2 * S, -1, np.int64),
         aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
-        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), order=i64(n_scen),
+        finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips))
 
 
@@ -146,6 +152,13 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e, o
         t += op_prob[nowrap(i)] * kernel_time_s(op_time[nowrap(i), nowrap(k)] / c, mm, op_inv[nowrap(i), nowrap(k)],
                                                 overhead[nowrap(k)], dispatch[nowrap(k)])
     return t, bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def host_issue_s(launches, u, reduces, issue_k):
+    """Seconds the host of a chiplet of a kind issuing ahead (``issue_k`` per kernel) takes to issue one
+    copy of unit u: its operators (weighed by the probability they run) and its all-reduce, if any."""
+    return (launches[nowrap(u)] + (1.0 if reduces else 0.0)) * issue_k
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -294,8 +307,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
-    mem_eff, overhead, dispatch = T.kind_mem_eff, T.kind_overhead, T.kind_dispatch
-    ct, loads, edge_lat, edge_amt, f, comm = W.ct, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
+    mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
+                                                    T.unit_launches)
+    ct, ht, loads, edge_lat, edge_amt, f, comm = W.ct, W.ht, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
     chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
@@ -308,6 +322,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids = (T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr,
                                                           T.after_ids)
     finish, cps, in_scen, busy, order, stage_prob = W.finish, W.cps, W.in_scen, W.busy, W.order, T.stage_prob
+    host_busy = W.host_busy
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
@@ -343,6 +358,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         for s in range(stage_repeat.shape[nowrap(0)]):
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = 0.0
+                ht[nowrap(s), nowrap(i)] = 0.0
             sd = e_compute = e_dram = dram = net = e_net = 0.0
             for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
                 c = ncopy[nowrap(u)]
@@ -363,6 +379,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
+                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0, issue[nowrap(k)])
                     sd += b_ddr
                     dram += b
                     e_compute += unit_energy[nowrap(u), nowrap(k)] / c
@@ -428,7 +445,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             stage_net[nowrap(s)] = net * repeat + hand_off_net
             stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
         latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
-                                        stage_t, comm, ct, n, finish, cps, in_scen, busy, order)
+                                        stage_t, comm, ct, ht, n, finish, cps, in_scen, busy, host_busy, order)
         e_compute = e_dram = dram = net = e_net = 0.0      # of the whole step: stages weighed by repeat and probability
         for s in range(stage_repeat.shape[nowrap(0)]):
             weight = stage_prob[nowrap(s)] * stage_repeat[nowrap(s)]

@@ -22,12 +22,15 @@ def sort_by_value(values, order, n):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain, stage_t, comm, ct,
-                     n, finish, cps, in_scen, busy, order):
+                     ht, n, finish, cps, in_scen, busy, host_busy, order):
     """(expected, p99) over scenarios of each scenario's makespan.
 
-    A scenario's makespan is the longer of its critical path through the stage DAG and the busiest
+    A scenario's makespan is the longest of its critical path through the stage DAG, the busiest
     chiplet's total work in it (the two classic lower bounds of a schedule: stages on parallel branches
-    that share a chiplet cannot overlap). For a chain of stages the critical path always binds.
+    that share a chiplet cannot overlap; for a chain of stages the critical path always binds) and the
+    busiest host's time to issue the chiplet's kernels (``ht``: a host that issues ahead runs in parallel
+    with its device, so a step takes the longer of the two: max(device, host), the steady state of the
+    issue-execute pipeline of a repeated layer; the first issue and the last kernel's tail are left out).
     """
     S = stage_t.shape[nowrap(0)]
     n_scen = scen_prob.shape[nowrap(0)]
@@ -39,6 +42,7 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
         longest = 0.0
         for i in range(n):
             busy[nowrap(i)] = 0.0
+            host_busy[nowrap(i)] = 0.0
         for s in range(S):       # stages are numbered in topological order
             start = 0.0
             for x in range(after_ptr[nowrap(s)], after_ptr[nowrap(s + 1)]):
@@ -47,13 +51,15 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
             if in_scen[nowrap(s)]:
                 r = stage_repeat[nowrap(s)]
                 w = r * stage_t[nowrap(s)] + comm[nowrap(s), nowrap(FIRST)] + (r - 1.0) * comm[nowrap(s), nowrap(REST)]
+                for i in range(n):
+                    host_busy[nowrap(i)] += r * ht[nowrap(s), nowrap(i)]
                 if not chain:
                     for i in range(n):
                         busy[nowrap(i)] += r * ct[nowrap(s), nowrap(i)]
             finish[nowrap(s)] = start + w
             longest = max(longest, finish[nowrap(s)])
         for i in range(n):
-            longest = max(longest, busy[nowrap(i)])
+            longest = max(longest, busy[nowrap(i)], host_busy[nowrap(i)])
         cps[nowrap(k)] = longest
     expected = 0.0
     for k in range(n_scen):

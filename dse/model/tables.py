@@ -72,7 +72,8 @@ class EvalTables:
     op_inv_steps: np.ndarray | None = None    # [O, K] 1 / steps of its load-compute pipeline (0: perfect overlap)
     kind_mem_efficiency: np.ndarray | None = None   # [K] fraction of memory bandwidth the kind's kernels draw
     kind_kernel_overhead_s: np.ndarray | None = None   # [K] time per operator that overlaps nothing
-    kind_dispatch_s: np.ndarray | None = None  # [K] host time to issue one operator (a floor on its time)
+    kind_dispatch_s: np.ndarray | None = None  # [K] host time to issue one operator
+    kind_dispatch_ahead: np.ndarray | None = None  # [K] the host issues ahead (else: a floor per operator)
 
     @property
     def n_units(self) -> int:
@@ -170,7 +171,8 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         op_inv_steps=1.0 / costs.overlap_steps[op_order],
         kind_mem_efficiency=np.array([c.mem_efficiency for c in chiplets], dtype=float),
         kind_kernel_overhead_s=np.array([c.kernel_overhead_s for c in chiplets], dtype=float),
-        kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float))
+        kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
+        kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool))
 
 
 def _sync_steps(src: dict, dst: dict) -> float:

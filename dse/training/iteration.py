@@ -4,9 +4,10 @@ Model (each term's source in its function):
 * One transformer layer's forward pass on one device is the project's own operator trace of the layer
   (workloads, prefill of ``micro_batch`` sequences of ``seq`` tokens, sharded ``tp`` ways) costed by the
   device's chiplet model and run kernel by kernel (arch.roofline: compute and memory overlapped, kernel
-  overhead, dispatch floor). The backward pass costs twice the forward (a data-gradient and a
-  weight-gradient GEMM per forward GEMM; Narayanan et al. SC'21, section 5.1); full recomputation adds a
-  forward, selective recomputation the attention core (Korthikanti et al. MLSys'23).
+  overhead; the host's issue time bounds a layer when it issues ahead, else floors each kernel). The
+  backward pass costs twice the forward (a data-gradient and a weight-gradient GEMM per forward GEMM;
+  Narayanan et al. SC'21, section 5.1); full recomputation adds a forward, selective recomputation the
+  attention core (Korthikanti et al. MLSys'23).
 * Tensor parallelism: two all-reduces of the layer's activations per forward, two per backward (and two
   per recomputed forward), or as many reduce-scatter + all-gather pairs with sequence parallelism: a
   ring inside the node (systems.py, alpha-beta).
@@ -99,8 +100,9 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     ops = ops[mine]
     ch = system.chiplet
     costs = arch.op_costs(ops, [ch], s.precision)
+    ahead = ch.dispatch_mode == "ahead"
     kt = kernel_times_s(costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps,
-                        1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, ch.dispatch_s)
+                        1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, 0.0 if ahead else ch.dispatch_s)
     prob = ops["prob"].to_numpy(float)
     layers = ops["layers"].to_numpy(float)
     in_layer = ops["layer"].to_numpy() >= 0
@@ -112,7 +114,9 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
-    return LayerCosts(layer_fwd_s=float((kt * per_layer)[in_layer].sum()),
+    issue_s = ch.dispatch_s if ahead else 0.0      # a host issuing ahead: a layer takes max(device, host)
+    device_s, host_s = float((kt * per_layer)[in_layer].sum()), float(per_layer[in_layer].sum()) * issue_s
+    return LayerCosts(layer_fwd_s=max(device_s, host_s),
                       attention_core_fwd_s=float((kt * per_layer)[core_ops].sum()),
                       ends_fwd_s=float((kt * weight)[~in_layer].sum()),
                       experts_fwd_s=float((kt * per_layer)[in_layer & expert].sum()),

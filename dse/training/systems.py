@@ -84,7 +84,7 @@ def _preset(name: str) -> dict:
 PRESETS = {name: _preset(name) for name in TRAINING_SOFTWARE}
 #: optional keys: run-time parameters of the device's chiplet under the system's training software
 #: (arch.Chiplet fields in the chiplet YAML's units, e.g. max_efficiency)
-CHIPLET_KEYS = {"max_efficiency", "mem_efficiency", "kernel_overhead_us", "dispatch_us"}
+CHIPLET_KEYS = {"max_efficiency", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode"}
 KEYS = set(PRESETS["dgx-a100-80gb"]) | CHIPLET_KEYS
 
 

@@ -74,6 +74,7 @@ class ChipletSpec(StrictModel):
     mem_efficiency: float = Field(default=1.0, gt=0, le=1)
     kernel_overhead_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
+    dispatch_mode: Literal["ahead", "per_kernel"] = "ahead"
     io_area_mm2: NonNegativeFloat = 0.0
     sm_area_mm2: NonNegativeFloat = 0.0
     cores: PositiveInt = 1
