@@ -138,9 +138,9 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         wafer_diameter=f(arch.technology.wafer_diameter_mm()),
         unit_w_ratio=unit_w_ratio, op_ptr=t.op_ptr, op_time=t.op_time_s, op_w=t.op_weight_bytes,
         op_o=t.op_other_bytes, op_prob=t.op_prob, op_inv=t.op_inv_steps, kind_mem_eff=t.kind_mem_efficiency,
-        kind_overhead=t.kind_kernel_overhead_s,
-        kind_dispatch=np.where(t.kind_dispatch_ahead, 0.0, t.kind_dispatch_s),
+        kind_overhead=t.kind_kernel_overhead_s, kind_dispatch=np.where(t.kind_dispatch_ahead, 0.0, t.kind_dispatch_s),
         kind_issue=np.where(t.kind_dispatch_ahead, t.kind_dispatch_s, 0.0),
+        hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))),
         unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]))
 
 

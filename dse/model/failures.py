@@ -151,7 +151,7 @@ def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slot
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t):
+def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t):
     """Remember stage s as it is intact before its first change; returns the new count of dirty stages."""
     if dirty[nowrap(s)]:
         return n_dirty
@@ -159,7 +159,8 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, ht, sd, stage_t, bk_ct, bk_
     dirty_list[nowrap(n_dirty)] = s
     for i in range(n):
         bk_ct[nowrap(s), nowrap(i)] = ct[nowrap(s), nowrap(i)]
-        bk_ht[nowrap(s), nowrap(i)] = ht[nowrap(s), nowrap(i)]
+        if hosts:
+            bk_ht[nowrap(s), nowrap(i)] = ht[nowrap(s), nowrap(i)]
     bk_sd[nowrap(s)] = sd[nowrap(s)]
     bk_stage_t[nowrap(s)] = stage_t[nowrap(s)]
     return n_dirty + 1
@@ -195,6 +196,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
                                                     T.unit_launches)
     pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
+    hosts = T.hosts
     ct, ht, sd, stage_t, comm, loads, edge_lat = W.ct, W.ht, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
@@ -291,12 +293,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for x in range(n_moved):
             u = moved_list[nowrap(x)]
             s = unit_stage[nowrap(u)]
-            n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t)
+            n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
+                                 bk_stage_t)
             for r in range(ncopy[nowrap(u)]):
                 i = slots[nowrap(u), nowrap(r)]
                 ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
-                ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
-                                                         issue[nowrap(kind[nowrap(i)])])
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
+                                                             issue[nowrap(kind[nowrap(i)])])
                 sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
             c = count2[nowrap(u)]
             t_ar = 0.0
@@ -313,7 +317,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                                             f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
                                             op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
                 ct[nowrap(s), nowrap(i)] += t + t_ar
-                ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)])
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)])
                 sd[nowrap(s)] += b_ddr
         for x in range(n_full):
             i = a_list[nowrap(x)]
@@ -324,8 +329,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if moved[nowrap(u)] or f2[nowrap(u), nowrap(r)] == f[nowrap(u), nowrap(r)]:
                     continue
                 s = unit_stage[nowrap(u)]
-                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
-                                     bk_stage_t)
+                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
+                                     bk_sd, bk_stage_t)
                 c = ncopy[nowrap(u)]
                 t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
                                             f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
@@ -336,7 +341,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             s = dirty_list[nowrap(x)]
             for y in range(n_dead):
                 ct[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
-                ht[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
+                if hosts:
+                    ht[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd[nowrap(s)] / ddr_bw)
 
         # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows ---
@@ -400,7 +406,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                                      + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
-                                         chain, stage_t, comm, ct, ht, n, finish, cps, in_scen, busy, host_busy, order)
+                                         chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
+                                         host_busy, order)
 
         # --- undo: the workspace holds the intact design again ---
         for k in range(n_aff):
@@ -415,7 +422,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             s = dirty_list[nowrap(x)]
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = bk_ct[nowrap(s), nowrap(i)]
-                ht[nowrap(s), nowrap(i)] = bk_ht[nowrap(s), nowrap(i)]
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] = bk_ht[nowrap(s), nowrap(i)]
             sd[nowrap(s)] = bk_sd[nowrap(s)]
             stage_t[nowrap(s)] = bk_stage_t[nowrap(s)]
             dirty[nowrap(s)] = False

@@ -63,7 +63,7 @@ KernelTables = namedtuple("KernelTables", [
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
-    "kind_dispatch", "kind_issue", "unit_launches"])
+    "kind_dispatch", "kind_issue", "unit_launches", "hosts"])
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -322,7 +322,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids = (T.scen_ptr, T.scen_stages, T.scen_prob, T.after_ptr,
                                                           T.after_ids)
     finish, cps, in_scen, busy, order, stage_prob = W.finish, W.cps, W.in_scen, W.busy, W.order, T.stage_prob
-    host_busy = W.host_busy
+    host_busy, hosts = W.host_busy, T.hosts
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
@@ -358,7 +358,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         for s in range(stage_repeat.shape[nowrap(0)]):
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = 0.0
-                ht[nowrap(s), nowrap(i)] = 0.0
+                if hosts:                           # else ht stays all 0
+                    ht[nowrap(s), nowrap(i)] = 0.0
             sd = e_compute = e_dram = dram = net = e_net = 0.0
             for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
                 c = ncopy[nowrap(u)]
@@ -379,7 +380,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
-                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0, issue[nowrap(k)])
+                    if hosts:
+                        ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
+                                                                 issue[nowrap(k)])
                     sd += b_ddr
                     dram += b
                     e_compute += unit_energy[nowrap(u), nowrap(k)] / c
@@ -445,7 +448,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             stage_net[nowrap(s)] = net * repeat + hand_off_net
             stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
         latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
-                                        stage_t, comm, ct, ht, n, finish, cps, in_scen, busy, host_busy, order)
+                                        stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy, host_busy,
+                                        order)
         e_compute = e_dram = dram = net = e_net = 0.0      # of the whole step: stages weighed by repeat and probability
         for s in range(stage_repeat.shape[nowrap(0)]):
             weight = stage_prob[nowrap(s)] * stage_repeat[nowrap(s)]

@@ -22,7 +22,7 @@ def sort_by_value(values, order, n):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain, stage_t, comm, ct,
-                     ht, n, finish, cps, in_scen, busy, host_busy, order):
+                     hosts, ht, n, finish, cps, in_scen, busy, host_busy, order):
     """(expected, p99) over scenarios of each scenario's makespan.
 
     A scenario's makespan is the longest of its critical path through the stage DAG, the busiest
@@ -30,7 +30,8 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
     that share a chiplet cannot overlap; for a chain of stages the critical path always binds) and the
     busiest host's time to issue the chiplet's kernels (``ht``: a host that issues ahead runs in parallel
     with its device, so a step takes the longer of the two: max(device, host), the steady state of the
-    issue-execute pipeline of a repeated layer; the first issue and the last kernel's tail are left out).
+    issue-execute pipeline of a repeated layer; the first issue and the last kernel's tail are left out;
+    ``hosts`` False: no host issues ahead, ``ht`` is all 0 and is skipped).
     """
     S = stage_t.shape[nowrap(0)]
     n_scen = scen_prob.shape[nowrap(0)]
@@ -51,8 +52,9 @@ def scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, sta
             if in_scen[nowrap(s)]:
                 r = stage_repeat[nowrap(s)]
                 w = r * stage_t[nowrap(s)] + comm[nowrap(s), nowrap(FIRST)] + (r - 1.0) * comm[nowrap(s), nowrap(REST)]
-                for i in range(n):
-                    host_busy[nowrap(i)] += r * ht[nowrap(s), nowrap(i)]
+                if hosts:
+                    for i in range(n):
+                        host_busy[nowrap(i)] += r * ht[nowrap(s), nowrap(i)]
                 if not chain:
                     for i in range(n):
                         busy[nowrap(i)] += r * ct[nowrap(s), nowrap(i)]
