@@ -68,7 +68,7 @@ def test_device_time_is_the_sum_of_the_step_kernels(monkeypatch):
 @pytest.mark.parametrize("dispatch_us", [2.0, 8.0, 12.0, 30.0, 60.0])
 def test_issuing_ahead_follows_the_exact_pipeline(monkeypatch, dispatch_us):
     """Device-bound (2 us), near the balance (8-12 us) and host-bound (30-60 us): within 1 % of the exact
-    recurrence on the step's own 291 kernels; the floor per kernel is what a synchronising host would give."""
+    recurrence on the step's own 419 kernels; the floor per kernel is what a synchronising host would give."""
     kernels = _kernel_sequence()
     exact = _pipeline_s(kernels, dispatch_us * 1e-6)
     ahead = _latency_s(monkeypatch, dispatch_us=dispatch_us)
