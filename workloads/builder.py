@@ -93,32 +93,39 @@ class Builder:
                 self.logical_params[logical] += share
 
     def gemm(self, unit, name, M, K, N, layers, batch=1.0, weights=True, bias=False, prob=1.0, tokens=None,
-             kv_read=0.0, kv_write=0.0, useful=1.0, split=True, params=True, per_instance_weights=False):
+             kv_read=0.0, kv_write=0.0, useful=1.0, split=True, params=True, per_instance_weights=False,
+             a_on_chip=False, out_on_chip=False):
         """A GEMM (M x K) @ (K x N) x batch; ``weights``: the K x N operand is a parameter matrix.
 
         ``useful`` scales FLOPs, not the shape (causal attention: the array runs the full tiles, the
         useful work is the unmasked part). ``split``: the weights are split across TP shards;
         ``params``: the weights it reads are parameters its unit stores (False: counted elsewhere);
         ``per_instance_weights``: each of the ``batch`` instances has its own K x N matrix (MLA's
-        per-head absorbed projections) rather than sharing one.
+        per-head absorbed projections) rather than sharing one. ``a_on_chip`` / ``out_on_chip``: the
+        M x K operand / the output never leaves the kernel (fused attention's probabilities and scores).
         """
         M, K, N, batch = (np.asarray(x, dtype=float) for x in (M, K, N, batch))
         wb = (K * N + (N if bias else 0)) * self.wbytes if weights else 0.0
         if weights and per_instance_weights:
             wb = wb * batch
-        act_in = M * K * batch * self.abytes + (0.0 if weights or kv_read else K * N * batch * self.abytes)
+        act_in = (0.0 if a_on_chip else M * K * batch * self.abytes) + \
+            (0.0 if weights or kv_read else K * N * batch * self.abytes)
         self._add(unit, name, "matrix", layers, split, params, M=M, N=N, K=K, batch=batch, elements=0.0,
                   flops=2.0 * M * N * K * batch * useful, weight_bytes=wb, act_in_bytes=act_in,
-                  act_out_bytes=M * N * batch * self.abytes, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-                  prob=prob, tokens=M if tokens is None else tokens)
+                  act_out_bytes=0.0 if out_on_chip else M * N * batch * self.abytes, kv_read_bytes=kv_read,
+                  kv_write_bytes=kv_write, prob=prob, tokens=M if tokens is None else tokens)
 
     def vector(self, unit, name, elements, flops_per_element, layers, weight_elements=0.0, prob=1.0,
-               tokens=0.0, reads_per_element=1.0, split=False, params=True):
+               tokens=0.0, reads_per_element=1.0, split=False, params=True, on_chip=False):
+        """An elementwise operator over ``elements``; ``on_chip``: its input and output never leave the
+        kernel (fused attention's softmax)."""
         elements = np.asarray(elements, dtype=float)
+        moved = 0.0 if on_chip else 1.0
         self._add(unit, name, "vector", layers, split, params, M=0.0, N=0.0, K=0.0, batch=1.0, elements=elements,
                   flops=elements * flops_per_element, weight_bytes=np.asarray(weight_elements) * self.wbytes,
-                  act_in_bytes=elements * reads_per_element * self.abytes, act_out_bytes=elements * self.abytes,
-                  kv_read_bytes=0.0, kv_write_bytes=0.0, prob=prob, tokens=tokens)
+                  act_in_bytes=moved * elements * reads_per_element * self.abytes,
+                  act_out_bytes=moved * elements * self.abytes, kv_read_bytes=0.0, kv_write_bytes=0.0, prob=prob,
+                  tokens=tokens)
 
     def ops(self) -> pd.DataFrame:
         if not self.chunks:

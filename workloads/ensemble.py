@@ -40,8 +40,10 @@ def _same_architecture(a, b) -> bool:
 
 def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context: int = 2048,
                      precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
-                     seed: int = 0, max_scenarios: int = 64, kv_precision: str | None = None) -> Workload:
-    """One step of an ensemble of expert models as a `Workload` (see the module docs and `ensemble_spec`)."""
+                     seed: int = 0, max_scenarios: int = 64, kv_precision: str | None = None,
+                     fused_attention: bool = False) -> Workload:
+    """One step of an ensemble of expert models as a `Workload` (see the module docs and `ensemble_spec`;
+    ``kv_precision`` and ``fused_attention`` as in `extract_transformer`)."""
     check_step(phase, batch, context)
     if phase == "train":
         raise _error("an ensemble's members train separately: extract each member's model with phase 'train'")
@@ -107,7 +109,8 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
             wl = extract_transformer(cfg, phase=phase, batch=b_n, context=ctx_in, precision=precision,
                                      routing=routing, per_layer=per_layer, seed=seed + i, tp=node.tp,
                                      q_len=q_in if (hidden_parents or phase == "prefill") else 1,
-                                     input_width=width_in, lm_head=not feeds_hidden, kv_precision=kv_precision)
+                                     input_width=width_in, lm_head=not feeds_hidden, kv_precision=kv_precision,
+                                     fused_attention=fused_attention)
             scale = visit[name] * ctx_in / context
             for _, d in wl.graph.nodes(data=True):
                 d["kv_bytes_per_token"] *= scale
@@ -129,7 +132,7 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
             exit_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "lm_head"]
         elif node.role == "router":
             wl = _router_workload(node, g, phase, b_n, context, q_step, precision,
-                                  routing, seed + i, routes_now)
+                                  routing, seed + i, routes_now, fused_attention)
             extra_summary["total_params"] += wl.summary["total_params"]
             if routes_now:
                 extra_summary["active"] += visit[name] * wl.summary["active_params_per_token"]
@@ -209,12 +212,14 @@ def _model_params(cfg) -> float:
     return extract_transformer(cfg, phase="decode", batch=1, context=1).summary["total_params"]
 
 
-def _router_workload(node, g, phase, b_n, context, q_step, precision, routing, seed, routes_now) -> Workload:
+def _router_workload(node, g, phase, b_n, context, q_step, precision, routing, seed, routes_now,
+                     fused_attention=False) -> Workload:
     n_children = g.out_degree(node.name)
     wbytes = bytes_per_element(precision)
     if node.cfg is not None:   # a small LM: its forward pass, then a linear head over the children
         wl = extract_transformer(node.cfg, phase=phase, batch=max(b_n, 1e-9), context=context,
-                                 precision=precision, routing=routing, seed=seed, lm_head=False)
+                                 precision=precision, routing=routing, seed=seed, lm_head=False,
+                                 fused_attention=fused_attention)
         head = next(u for u, d in wl.graph.nodes(data=True) if d["kind"] == "lm_head")
         wl.graph.nodes[head]["kind"] = "router"
         h = node.cfg.hidden

@@ -96,7 +96,8 @@ def _check_tp(cfg: ModelConfig, tp: int, expert_tp: bool = False) -> None:
 def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 1, context: int = 2048,
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                         seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
-                        lm_head: bool = True, kv_precision: str | None = None, expert_tp: bool = False) -> Workload:
+                        lm_head: bool = True, kv_precision: str | None = None, expert_tp: bool = False,
+                        fused_attention: bool = False) -> Workload:
     """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
 
     ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
@@ -109,6 +110,11 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     ``expert_tp``: routed experts are sharded ``tp`` ways too (each shard 1/tp of every expert's FFN width,
     its output all-reduced like the dense FFN's: TensorRT-LLM's MoE tensor parallelism) instead of staying
     whole for expert parallelism.
+    ``fused_attention``: the attention core (Q.K^T, softmax, P.V) is one kernel whose scores and
+    probabilities stay on chip, as FlashAttention computes it (Dao et al., NeurIPS 2022; FlashAttention-2,
+    ICLR 2024): its rows read Q, K, V and write the output only (dse.model.tables runs them as one kernel
+    that skips the fully masked blocks); unfused (the default), the scores and probabilities are
+    activations of their own operators, written and read back when they exceed the chip's capacity.
     """
     check_step(phase, batch, context)
     _check_tp(cfg, tp, expert_tp)
@@ -169,9 +175,11 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
         an = b.unit(attn, "attention", s, count, sharded=True, kv_bytes_per_token=kv_shard * count, tokens=T)
         b.vector(an, "attn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
         if cfg.mla:
-            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes)
+            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes,
+                     fused_attention)
         else:
-            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes)
+            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes,
+                     fused_attention)
         b.vector(an, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
         b.connect_many([(p, attn, prev_bytes[p]) for p in prev], 1)
 
@@ -265,7 +273,7 @@ def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
         d.setdefault("model", "")
 
 
-def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes):
+def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes, fused):
     h, hd = cfg.hidden, cfg.head_dim
     heads, kv_heads = cfg.heads // tp, cfg.kv_heads // tp
     group = heads // kv_heads
@@ -282,14 +290,15 @@ def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
         b.vector(an, "rope", T * (heads + kv_heads) * hd, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
     kv_read = batch * kv_len * kv_heads * hd * kvbytes if phase == "decode" else 0.0
     b.gemm(an, "attn_score", q_len * group, hd, kv_len, count, batch=batch * kv_heads, weights=False,
-           tokens=T, kv_read=kv_read, useful=useful)
-    b.vector(an, "softmax", batch * heads * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+           tokens=T, kv_read=kv_read, useful=useful, out_on_chip=fused)
+    b.vector(an, "softmax", batch * heads * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T,
+             on_chip=fused)
     b.gemm(an, "attn_context", q_len * group, kv_len, hd, count, batch=batch * kv_heads, weights=False,
-           tokens=T, kv_read=kv_read, useful=useful)
+           tokens=T, kv_read=kv_read, useful=useful, a_on_chip=fused)
     b.gemm(an, "o_proj", T, heads * hd, h, count, bias=cfg.o_bias, tokens=T)
 
 
-def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes):
+def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes, fused):
     """Multi-head latent attention: expanded in prefill, absorbed in decode (module docstring)."""
     h = cfg.hidden
     H = cfg.heads // tp
@@ -309,20 +318,22 @@ def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
     if phase != "decode":
         b.gemm(an, "kv_b_proj", T, lora, H * (nope + vd), count, tokens=T)
         b.gemm(an, "attn_score", q_len, qk, kv_len, count, batch=batch * H, weights=False, tokens=T,
-               useful=useful)
-        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+               useful=useful, out_on_chip=fused)
+        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T,
+                 on_chip=fused)
         b.gemm(an, "attn_context", q_len, kv_len, vd, count, batch=batch * H, weights=False, tokens=T,
-               useful=useful)
+               useful=useful, a_on_chip=fused)
     else:
         # W_UK folded into the query: per head (T x nope) @ (nope x lora); weights = kv_b_proj's K half
         b.gemm(an, "q_absorb", T, nope, lora, count, batch=H, tokens=T, per_instance_weights=True)
         kv_read = batch * kv_len * cache
         b.gemm(an, "attn_score", q_len * H, lora + rope, kv_len, count, batch=batch, weights=False, tokens=T,
-               kv_read=kv_read, useful=useful)
-        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T)
+               kv_read=kv_read, useful=useful, out_on_chip=fused)
+        b.vector(an, "softmax", batch * H * q_len * kv_len * useful, SOFTMAX_FLOPS_PER_ELEMENT, count, tokens=T,
+                 on_chip=fused)
         # P.V over the latent (already read for the scores), then W_UV per head
         b.gemm(an, "attn_context", q_len * H, kv_len, lora, count, batch=batch, weights=False, tokens=T,
-               useful=useful)
+               useful=useful, a_on_chip=fused)
         b.gemm(an, "v_absorb", T, lora, vd, count, batch=H, tokens=T, per_instance_weights=True)
     b.gemm(an, "o_proj", T, H * vd, h, count, tokens=T)
 

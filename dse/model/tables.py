@@ -86,7 +86,7 @@ def build_workload(study: Study) -> workloads.Workload:
     routing = w.routing.model_dump(exclude_none=True)
     phase = "decode" if w.phase == "serve" else w.phase        # a serving study's step is its decode batch
     common = dict(phase=phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
-                  per_layer=w.per_layer, seed=w.routing.seed)
+                  per_layer=w.per_layer, seed=w.routing.seed, fused_attention=w.attention == "fused")
     if w.ensemble is not None:
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
                                           kv_precision=w.kv_precision, **common)
@@ -113,8 +113,16 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
 
     weight_read = per_unit(ops["weight_bytes"].to_numpy(float))
     op_order = np.argsort(op_unit, kind="stable")
-    op_ptr = np.searchsorted(op_unit[op_order], np.arange(len(units) + 1)).astype(np.int64)
-    op_w = ops["weight_bytes"].to_numpy(float)[op_order]
+    kernel = kernels_of(ops["name"].to_numpy()[op_order], op_unit[op_order], study.workload.attention == "fused")
+    first = first_rows(kernel)
+    op_ptr = np.searchsorted(op_unit[op_order][first], np.arange(len(units) + 1)).astype(np.int64)
+    op_w = by_kernel(kernel, ops["weight_bytes"].to_numpy(float)[op_order])
+    # a fused attention kernel computes only the blocks that are not fully masked (FlashAttention-2, 3.1.1):
+    # its matrix rows take their useful share (unmasked pairs / full tiles) of their full-tile time
+    fused_row = np.diff(np.r_[-1, kernel]) == 0
+    fused_row[np.flatnonzero(fused_row) - 1] = True
+    useful = _useful_share(ops.iloc[op_order])
+    op_time = by_kernel(kernel, costs.time_s[op_order] * np.where(fused_row, useful, 1.0)[:, None])
     other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
     nodes = wl.graph.nodes
     out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
@@ -166,13 +174,48 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         workload=wl,
         kind_wafer_cost_usd=np.array([c.tech().wafer_cost_usd for c in chiplets], dtype=float),
         kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float),
-        op_ptr=op_ptr, op_time_s=costs.time_s[op_order], op_weight_bytes=op_w,
-        op_other_bytes=costs.dram_bytes[op_order] - op_w[:, None], op_prob=prob[op_order],
-        op_inv_steps=1.0 / costs.overlap_steps[op_order],
+        op_ptr=op_ptr, op_time_s=op_time, op_weight_bytes=op_w,
+        op_other_bytes=by_kernel(kernel, costs.dram_bytes[op_order]) - op_w[:, None],
+        op_prob=prob[op_order][first], op_inv_steps=1.0 / costs.overlap_steps[op_order][first],
         kind_mem_efficiency=np.array([c.mem_efficiency for c in chiplets], dtype=float),
         kind_kernel_overhead_s=np.array([c.kernel_overhead_s for c in chiplets], dtype=float),
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
         kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool))
+
+
+#: operators a fused attention kernel runs after its first (``attn_score``): workloads.extract_transformer
+FUSED_INTO_SCORE = ("softmax", "attn_context")
+
+
+def kernels_of(names: np.ndarray, units: np.ndarray, fused_attention: bool) -> np.ndarray:
+    """Kernel index of each operator row (rows in unit order): one per row, except that with fused
+    attention the softmax and P.V after a unit's Q.K^T run in its kernel (one launch, one load-compute
+    pipeline over their summed compute and traffic)."""
+    starts = np.ones(len(names), dtype=bool)
+    if fused_attention and len(names) > 1:
+        inside = np.isin(names[1:], FUSED_INTO_SCORE) & np.isin(names[:-1], ("attn_score",) + FUSED_INTO_SCORE)
+        starts[1:] = ~(inside & (units[1:] == units[:-1]))
+    return np.cumsum(starts) - 1
+
+
+def first_rows(kernel: np.ndarray) -> np.ndarray:
+    """Index of each kernel's first row."""
+    return np.flatnonzero(np.diff(np.r_[-1, kernel]) > 0)
+
+
+def by_kernel(kernel: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` summed per kernel."""
+    out = np.zeros((int(kernel[-1]) + 1 if len(kernel) else 0,) + values.shape[1:])
+    np.add.at(out, kernel, values)
+    return out
+
+
+def _useful_share(ops) -> np.ndarray:
+    """FLOPs / full-tile FLOPs of each matrix row (causal attention's unmasked share), 1 for the others."""
+    full = 2.0 * ops["M"].to_numpy(float) * ops["N"].to_numpy(float) * ops["K"].to_numpy(float) * \
+        np.maximum(ops["batch"].to_numpy(float), 1.0)
+    matrix = (ops["engine"].to_numpy() == "matrix") & (full > 0)
+    return np.where(matrix, ops["flops"].to_numpy(float) / np.where(matrix, full, 1.0), 1.0)
 
 
 def _sync_steps(src: dict, dst: dict) -> float:

@@ -140,6 +140,9 @@ class WorkloadSpec(StrictModel):
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
         None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
+    attention: Literal["fused", "unfused"] = Field("unfused", description=(
+        "unfused: Q.K^T, softmax and P.V are kernels of their own; fused: one kernel keeping the scores on "
+        "chip and skipping masked blocks (FlashAttention; docs/workloads.md)"))
     per_layer: bool = False
     tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
         "phase train: the training run's token budget (time, energy and carbon to train)"))
