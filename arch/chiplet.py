@@ -52,7 +52,9 @@ class Chiplet:
     about one per 25-40 us). ``dispatch_mode`` says how that time counts: ``ahead`` (the default), the host
     issues kernels while the device runs earlier ones, so a step takes at least its host's issue time of
     all its kernels (CUDA streams; see dse.model.perf_model); ``per_kernel``, each kernel takes at least
-    ``dispatch_s``, as when operators are timed one at a time (LLMCompass's harness)."""
+    ``dispatch_s``, as when operators are timed one at a time (LLMCompass's harness). ``sequence_s``: the
+    serving framework's host work per sequence per step that the device waits for (scheduling, sampling,
+    output processing between steps; vLLM's profile of its own CPU overhead, vLLM v0.6.0 release blog)."""
 
     kind: ClassVar[str] = "base"
     name: str
@@ -67,12 +69,14 @@ class Chiplet:
     kernel_overhead_s: float = 0.0
     dispatch_s: float = 0.0
     dispatch_mode: str = "ahead"
+    sequence_s: float = 0.0
 
     def __post_init__(self):
         _need(self.freq_hz > 0, self.name, f"clock must be positive, got {self.freq_hz}")
         _need(0 < self.mem_efficiency <= 1, self.name, f"mem_efficiency must be in (0, 1], got {self.mem_efficiency}")
         _need(0 <= self.kernel_overhead_s < 1e-2 and 0 <= self.dispatch_s < 1e-2, self.name,
               "kernel_overhead_us and dispatch_us must be in [0, 10000)")
+        _need(0 <= self.sequence_s < 1e-2, self.name, "sequence_us must be in [0, 10000)")
         _need(self.dispatch_mode in DISPATCH_MODES, self.name,
               f"dispatch_mode must be one of {', '.join(DISPATCH_MODES)}, got {self.dispatch_mode!r}")
         _need(self.vector_lanes >= 0 and self.d2d_phys >= 0 and self.memory_phys >= 0, self.name,

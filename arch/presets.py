@@ -19,7 +19,7 @@ from .errors import ArchError
 MIB = 2.0 ** 20
 
 COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
-          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode")
+          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode", "sequence_us")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
                  "weight_buffering"),
@@ -34,7 +34,8 @@ REQUIRED = {"systolic": ("array", "sram_mb"), "gpu": ("sms", "tensor_flops_per_s
 _SCALE = {"freq_ghz": ("freq_hz", 1e9), "sram_mb": ("sram_bytes", MIB), "l2_mb": ("l2_bytes", MIB),
           "llc_mb": ("llc_bytes", MIB), "smem_kb_per_sm": ("smem_bytes_per_sm", 1024.0),
           "reconfig_us": ("reconfig_s", 1e-6), "reconfig_uj": ("reconfig_j", 1e-6),
-          "kernel_overhead_us": ("kernel_overhead_s", 1e-6), "dispatch_us": ("dispatch_s", 1e-6)}
+          "kernel_overhead_us": ("kernel_overhead_s", 1e-6), "dispatch_us": ("dispatch_s", 1e-6),
+          "sequence_us": ("sequence_s", 1e-6)}
 
 
 @lru_cache(maxsize=1)

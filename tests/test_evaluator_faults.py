@@ -10,11 +10,12 @@ import dse
                 + [("tiny_moe", "one-to-many", 3.0)], ids=str)
 def prepared(request):
     """tiny_moe fits in HBM (failures take the delta path), moe_small spills (chiplets recomputed in full);
-    with a host issuing each kernel in 3 us ahead of the device, the hosts' issue times bind in most designs."""
+    with a host issuing each kernel in 3 us ahead of the device (and 30 us per sequence), the hosts' issue
+    times bind in most designs."""
     name, mapping, dispatch_us = request.param
     study = dse.load_study(f"tests/data/{name}.yaml")
-    chiplets = [type(c).model_validate({**c.model_dump(exclude_unset=True), "dispatch_us": dispatch_us})
-                for c in study.hardware.chiplets]
+    host = {"dispatch_us": dispatch_us, "sequence_us": 10.0 * dispatch_us}
+    chiplets = [type(c).model_validate({**c.model_dump(exclude_unset=True), **host}) for c in study.hardware.chiplets]
     study = study.model_copy(update={"mapping": study.mapping.model_copy(update={"kind": mapping}),
                                      "hardware": study.hardware.model_copy(update={"chiplets": chiplets})})
     return dse.prepare(study)

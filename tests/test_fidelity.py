@@ -121,10 +121,10 @@ def test_whole_step_against_measured_gpus():
     validation = [r for r in rows if r["set"] == "validation"]
     # issue 22 measured 59 % (a factor 1.59) before this model, 28.6 % with the A100 preset at LLMCompass's
     # isolated GEMM rate, 23.3 % (22 of 30 within 25 %) with a dispatch floor per kernel; with the host
-    # issuing ahead 26.5 %, 21 of 29: the batch-1 decodes come within 12 % at 1 to 8 GPUs, Splitwise's
-    # short prefills fall to 0.63-0.81 (docs/validation.md says why); the goal is 10 %
-    assert gpu_validation.geomean_error(validation) < 0.28
-    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 21
+    # issuing ahead and waiting per sequence 25.5 %, 20 of 28: the batch-1 decodes come within 12 % at 1 to
+    # 8 GPUs, Splitwise's short prefills fall to 0.63-0.81 (docs/validation.md says why); the goal is 10 %
+    assert gpu_validation.geomean_error(validation) < 0.27
+    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 20
     batch_one_decodes = [r for r in validation if r["phase"] == "decode" and r["batch"] == 1]
     assert max(abs(r["ratio"] - 1) for r in batch_one_decodes) < 0.12
     by_source = {}

@@ -124,8 +124,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
         kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
-        kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
-        tokens=f(t.tokens_per_step),
+        kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w, tokens=f(t.tokens_per_step),
         hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),
         hbm_e=f(hbm.energy_j_per_byte if hbm else 0), hbm_phy=f(hbm.phy_area_mm2 if hbm else 0),
         hbm_footprint=f(hbm.footprint_mm2 if hbm else 0),
@@ -140,7 +139,8 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         op_o=t.op_other_bytes, op_prob=t.op_prob, op_inv=t.op_inv_steps, kind_mem_eff=t.kind_mem_efficiency,
         kind_overhead=t.kind_kernel_overhead_s, kind_dispatch=np.where(t.kind_dispatch_ahead, 0.0, t.kind_dispatch_s),
         kind_issue=np.where(t.kind_dispatch_ahead, t.kind_dispatch_s, 0.0),
-        hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))),
+        hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))), kind_seq=t.kind_sequence_s,
+        sequences=f(t.sequences_per_step),
         unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]))
 
 

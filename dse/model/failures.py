@@ -40,6 +40,7 @@ from .perf_model import (
     nowrap,
     place_chiplet,
     row_max,
+    sequence_wait_s,
 )
 from .scenarios import scenario_latency
 
@@ -408,6 +409,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                          chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
                                          host_busy, order)
+        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
+        expected, p99 = expected + wait, p99 + wait
 
         # --- undo: the workspace holds the intact design again ---
         for k in range(n_aff):

@@ -63,7 +63,7 @@ KernelTables = namedtuple("KernelTables", [
     "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
-    "kind_dispatch", "kind_issue", "unit_launches", "hosts"])
+    "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences"])
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -159,6 +159,16 @@ def host_issue_s(launches, u, reduces, issue_k):
     """Seconds the host of a chiplet of a kind issuing ahead (``issue_k`` per kernel) takes to issue one
     copy of unit u: its operators (weighed by the probability they run) and its all-reduce, if any."""
     return (launches[nowrap(u)] + (1.0 if reduces else 0.0)) * issue_k
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def sequence_wait_s(kind_seq, sequences, kind, n):
+    """Host work per step that the device waits for: the step's sequences x the framework's time per
+    sequence (scheduling, sampling, output processing), the slowest of the design's kinds."""
+    per_sequence = 0.0
+    for i in range(n):
+        per_sequence = max(per_sequence, kind_seq[nowrap(kind[nowrap(i)])])
+    return sequences * per_sequence
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -450,6 +460,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
                                         stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy, host_busy,
                                         order)
+        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
+        latency, p99 = latency + wait, p99 + wait
         e_compute = e_dram = dram = net = e_net = 0.0      # of the whole step: stages weighed by repeat and probability
         for s in range(stage_repeat.shape[nowrap(0)]):
             weight = stage_prob[nowrap(s)] * stage_repeat[nowrap(s)]

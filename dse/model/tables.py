@@ -74,6 +74,8 @@ class EvalTables:
     kind_kernel_overhead_s: np.ndarray | None = None   # [K] time per operator that overlaps nothing
     kind_dispatch_s: np.ndarray | None = None  # [K] host time to issue one operator
     kind_dispatch_ahead: np.ndarray | None = None  # [K] the host issues ahead (else: a floor per operator)
+    kind_sequence_s: np.ndarray | None = None  # [K] host work per sequence per step the device waits for
+    sequences_per_step: float = 0.0           # sequences in a step (the workload's batch)
 
     @property
     def n_units(self) -> int:
@@ -180,7 +182,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_mem_efficiency=np.array([c.mem_efficiency for c in chiplets], dtype=float),
         kind_kernel_overhead_s=np.array([c.kernel_overhead_s for c in chiplets], dtype=float),
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
-        kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool))
+        kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool),
+        kind_sequence_s=np.array([c.sequence_s for c in chiplets], dtype=float),
+        sequences_per_step=float(study.workload.batch))
 
 
 #: operators a fused attention kernel runs after its first (``attn_score``): workloads.extract_transformer

@@ -75,6 +75,7 @@ class ChipletSpec(StrictModel):
     kernel_overhead_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_mode: Literal["ahead", "per_kernel"] = "ahead"
+    sequence_us: float = Field(default=0.0, ge=0, lt=10000)
     io_area_mm2: NonNegativeFloat = 0.0
     sm_area_mm2: NonNegativeFloat = 0.0
     cores: PositiveInt = 1
