@@ -27,7 +27,8 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
 * Stages form a DAG; a workload's scenarios (sets of stages run together, e.g. the expert models an
   ensemble's router picks) each take the longest of their critical path, their busiest chiplet's
   total work and their busiest host's issue time (dse.model.scenarios); latency is the expectation over
-  scenarios, and the 99th percentile is reported too.
+  scenarios, and the 99th percentile is reported too. The serving framework's work per sequence
+  (``sequence_s``, the slowest kind's) adds batch x that to both (`sequence_wait_s`).
 * Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network bytes x energy per byte
   along each route (links and routers), static power x latency (added by the evaluator).
 
