@@ -176,3 +176,18 @@ def test_a_system_evaluator_pickles_for_dask_workers():
     copy = pickle.loads(pickle.dumps(p.evaluator))
     np.testing.assert_allclose(copy(X).to_numpy(), before, rtol=1e-12)
     assert copy.metric_names == p.evaluator.metric_names
+
+
+def test_the_framework_work_per_sequence_is_paid_once_a_step(prepared):
+    """sequence_us (the serving framework's host work per sequence per step) adds batch x it once, whether
+    the model runs on one package or on a pipeline of two (not once per stage)."""
+    p1, p2 = prepared
+    one, two = designs(p1.tables.unit_names, p1.tables.workload.graph)
+    waiting = {**BASE, "hardware": {**BASE["hardware"], "chiplets": [{**BASE["hardware"]["chiplets"][0],
+                                                                      "sequence_us": 100.0}]}}
+    w1 = dse.prepare(Study.from_dict(waiting))
+    w2 = dse.prepare(system_study().model_copy(update={"hardware": Study.from_dict(waiting).hardware}))
+    for plain, slow, design in ((p1, w1, one), (p2, w2, two)):
+        before = plain.evaluator.evaluate_designs([design]).iloc[0]["latency_s"]
+        after = slow.evaluator.evaluate_designs([design]).iloc[0]["latency_s"]
+        assert after - before == pytest.approx(4 * 100e-6, rel=1e-9)

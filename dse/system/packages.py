@@ -98,6 +98,8 @@ class PackageBank:
             for r in range(experts):
                 keep = kept_units(self.tables, held[p], ranks, r)
                 t = slice_tables(rank_t, self.tables, held[p], starts, keep, kv_scale)
+                if p > 0:       # the framework's work per sequence is paid once a step, by the first stage
+                    t = dataclasses.replace(t, sequences_per_step=0.0)
                 index = np.flatnonzero(keep)
                 genes = np.concatenate([head, sl["place"].start + index, sl["copies"].start + index])
                 space = build_space(self.package_study, t.kind_names, t.unit_names)
