@@ -48,14 +48,16 @@ def load_cases(path: Path = CASES) -> list[dict]:
 #: runtime whose host issue time is negligible (CUDA graphs, TensorRT-LLM) at the GEMM rates of Vidur's
 #: kernel times. ``eager``: PyTorch issuing one kernel at a time from the server's host CPU, ahead of the
 #: GPU; its time per kernel is the server's (DGX A100: 2 x AMD EPYC 7742; DGX H100: 2 x Intel Xeon
-#: Platinum 8480C), fitted on each server's calibration case (`fit_dispatch_us`: sw-a100-tp8-d512 and
-#: sw-h100-tp8-d512, decodes where the host binds). ``llmcompass-isolated``: LLMCompass's A100 and harness
+#: Platinum 8480C), fitted on each server's 8-GPU decode of one sequence (sw-a100-tp8-d512, sw-h100-tp8-d512:
+#: the host binds), and the framework's time per sequence on the DGX A100's decode of 32
+#: (sw-a100-tp8-d512x32), both by `calibrate_eager`. ``llmcompass-isolated``: LLMCompass's A100 and harness
 #: (eager torch, each operator timed on its own: a floor per kernel), calibrated on the same lab's GEMM
 #: sweep (`dse calibrate` on arch/data/calibration/a100_gemm_llmcompass.csv
 #: --fit max_efficiency,mem_efficiency,dispatch_us).
 STACKS: dict[str, dict] = {
     "graphs": {},
-    "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1}, "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
+    "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1},
+              "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
     "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2,
                                      "dispatch_mode": "per_kernel"}},
 }
