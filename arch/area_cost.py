@@ -1,4 +1,4 @@
-"""Die area, static power, yield and known-good-die cost of a chiplet.
+"""Die area, static and active power, yield and known-good-die cost of a chiplet.
 
 Area = (compute blocks + SRAM + die-to-die PHYs + memory PHYs) x (1 + periphery fraction), with
 compute blocks by kind: systolic = PEs x PE area (PE precision) plus the vector unit's FP32 lanes
@@ -18,7 +18,8 @@ For 7 nm (D0 = 0.09 /cm², $9,346 per wafer) this gives 100 mm² -> Y 0.914, $17
 ``floor(pi r^2 / A - 2 pi r / sqrt(2A))`` without scribe lanes and edge loss counts about 12 % more
 dies (640 instead of 572 at 100 mm²), which is why it gave $15.97 / $292.7.
 
-Static power = area x the node's leakage per mm².
+Static power = area x the node's leakage per mm². Active power = logic area x clock x the node's energy per
+mm² per cycle of a busy chip's clocks and control (`active_power_w`).
 """
 from __future__ import annotations
 
@@ -72,6 +73,15 @@ def chiplet_area_mm2(ch: Chiplet, precision: str = "bf16") -> float:
 
 def static_power_w(ch: Chiplet, precision: str = "bf16") -> float:
     return chiplet_area_mm2(ch, precision) * ch.tech().static_w_per_mm2
+
+
+def active_power_w(ch: Chiplet, precision: str = "bf16") -> float:
+    """Power a chiplet draws while it runs work, beyond leakage and its operations' own energy: its logic
+    area (all but the SRAM arrays) x clock x the node's ``active_pj_per_mm2_cycle`` (clock tree, schedulers
+    and pipeline control, on-chip fabric). Charged over the chiplet's busy time (dse.model.perf_model), so
+    a memory-bound kernel pays it too."""
+    blocks = area_breakdown_mm2(ch, precision)
+    return (blocks["total"] - blocks["sram"]) * ch.freq_hz * ch.tech().active_pj_per_mm2_cycle * 1e-12
 
 
 @nb.njit(cache=True)

@@ -30,6 +30,7 @@ class Node:
     d2d_phy_mm2: float
     periphery_fraction: float
     static_w_per_mm2: float
+    active_pj_per_mm2_cycle: float
     defect_density_per_cm2: float
     wafer_cost_usd: float
     gpu_sm_area_mm2: float

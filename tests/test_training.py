@@ -162,8 +162,9 @@ def test_small_step_energy_equals_hand_sum():
     forward_j = float((kj * wl.ops["layers"].to_numpy() * wl.ops["prob"].to_numpy()).sum())
     it = iteration(cfg, system, s)
     static = arch.static_power_w(system.chiplet) * it.iteration_s
+    active = arch.active_power_w(system.chiplet) * (it.iteration_s - it.breakdown["bubble_s"])
     adam = wl.summary["total_params"] * 28 * system.hbm.energy_j_per_byte
-    assert it.energy_j == pytest.approx(4 * 3 * forward_j + adam + static, rel=1e-9)
+    assert it.energy_j == pytest.approx(4 * 3 * forward_j + adam + active + static, rel=1e-9)
     assert it.power_per_device_w == pytest.approx(it.energy_j / it.iteration_s)
 
 

@@ -63,12 +63,14 @@ STACKS: dict[str, dict] = {
 }
 
 
-def case_study(case: dict):
-    """The study of one case (see module docstring)."""
+def case_study(case: dict, technology: dict | None = None):
+    """The study of one case (see module docstring); ``technology`` overrides node figures of its chiplet."""
     import dse
 
     gpu = GPUS[case["gpu"]]
     chiplet = {"preset": gpu["chiplet"], **STACKS[case.get("stack", "graphs")].get(case["gpu"], {})}
+    if technology:
+        chiplet["overrides"] = technology
     p = int(case["gpus"])
     share = gpu["link_gbps"] * gpu["collective_efficiency"] / max(p - 1, 1)
     package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"],
@@ -205,6 +207,11 @@ def markdown(rows: list[dict]) -> str:
     body = [f"| {r['id']} | {r['set']} | {r['model']} | {r['gpus']} x {r['gpu'].upper()} | {r['phase']} | "
             f"{r['batch']} | {r['context']} | {r['precision']} | {r['measured_ms']:.4g} | {r['modelled_ms']:.4g} | "
             f"{r['ratio']:.2f} | {r['source']} |" for r in rows]
+    return "\n".join([head] + body) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """One line per set (calibration, validation): its cases, geometric-mean error of ``ratio``, worst, within 25 %."""
     summary = []
     for name in ("calibration", "validation"):
         part = [r for r in rows if r["set"] == name]
@@ -213,7 +220,7 @@ def markdown(rows: list[dict]) -> str:
             summary.append(f"- {name}: {len(part)} cases, geometric-mean error {geomean_error(part):.1%}, "
                            f"worst {worst['id']} (ratio {worst['ratio']:.2f}), "
                            f"{sum(abs(r['ratio'] - 1) <= 0.25 for r in part)} within 25 %")
-    return "\n".join([head] + body) + "\n\n" + "\n".join(summary) + "\n"
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ How the design maps onto RapidChiplet's inputs:
 
 * chiplets: one chiplet type per (kind, HBM stacks) pair in use, a square die of the study's die area
   (compute die + HBM PHYs, arch.chiplet_area_mm2), four edge PHYs (west 0, north 1, east 2, south 3,
-  RapidChiplet's ``4PHY_Edge`` order), power = static + peak dynamic + HBM at full bandwidth, and one
+  RapidChiplet's ``4PHY_Edge`` order), power = static + active + peak dynamic + HBM at full bandwidth, and one
   traffic endpoint ("unit") per chiplet;
 * placement: row r, column c of the mesh at (c x pitch, r x pitch) mm, pitch = largest die side + a
   0.15 mm gap; topology: east-west and north-south neighbours linked PHY to PHY;
@@ -82,7 +82,7 @@ def chiplet_types(ctx: ExportContext) -> tuple[dict[str, dict], float]:
         share = (2 * link_bits + 0.5) * pitch**2 / (area * (1 - FRACTION_POWER_BUMPS))
         inset = side * (1 - math.sqrt(FRACTION_POWER_BUMPS)) / 4          # RapidChiplet's 4PHY_Edge inset
         phys = [(inset, side / 2), (side / 2, side - inset), (side - inset, side / 2), (side / 2, inset)]
-        power = t.kind_static_w[k] + t.kind_peak_dynamic_w[k] + stacks * K.hbm_bw * K.hbm_e
+        power = t.kind_static_w[k] + t.kind_active_w[k] + t.kind_peak_dynamic_w[k] + stacks * K.hbm_bw * K.hbm_e
         out[f"{kind}+hbm{stacks}"] = {
             "dimensions": {"x": side, "y": side}, "type": "compute",
             "phys": [{"x": x, "y": y, "fraction_bump_area": share} for x, y in phys],

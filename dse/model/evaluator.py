@@ -5,12 +5,12 @@ Per design (the step model is in dse.model.perf_model):
 * latency_s: expected time of one step over the workload's scenarios (decode: time per output token;
   prefill: time to first token); latency_p99_s: its 99th percentile over scenarios;
 * throughput_tok_s: tokens of the step / latency;
-* energy_j_per_token and its parts: compute (+ SRAM), DRAM, network, static (static power x latency);
+* energy_j_per_token and its parts: compute (+ SRAM, active power x busy time), DRAM, network, static;
 * area_mm2: silicon = chiplet dies (with their HBM PHYs) + DDR PHYs; package_area_mm2 adds HBM stack
   footprints;
 * cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR by
   capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
-* power_w: peak = static + every PE busy + memories at full bandwidth;
+* power_w: peak = static + active + every PE busy + memories at full bandwidth;
 * fault_tolerance_frac: fraction of throughput kept, averaged over every single failure after
   re-mapping (dse.model.failures.remap), capped at 1: every chiplet and, with the study's ``faults.links``,
   every physical link (routes detour around it; dse.model.routes). A failure after which some unit cannot be
@@ -124,8 +124,8 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
         kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
-        kind_static_w=t.kind_static_w, kind_peak_dyn_w=t.kind_peak_dynamic_w, tokens=f(t.tokens_per_step),
-        hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),
+        kind_static_w=t.kind_static_w, kind_active_w=t.kind_active_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
+        tokens=f(t.tokens_per_step), hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),
         hbm_e=f(hbm.energy_j_per_byte if hbm else 0), hbm_phy=f(hbm.phy_area_mm2 if hbm else 0),
         hbm_footprint=f(hbm.footprint_mm2 if hbm else 0),
         hbm_cost=f(hbm.capacity_bytes * hbm.cost_usd_per_byte if hbm else 0),

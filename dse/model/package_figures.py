@@ -3,7 +3,7 @@ packages are one design: dse.system.evaluator computes them once for all its pac
 
 Silicon area = chiplet dies (with their HBM PHYs) + DDR PHYs; package area adds the HBM stacks'
 footprints; cost = known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR
-by capacity, divided by the bonding yield per die and stack (Chiplet Actuary); peak power = static +
+by capacity, divided by the bonding yield per die and stack (Chiplet Actuary); peak power = static + active +
 every PE busy + memories at full bandwidth; static power = the chiplets' leakage.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ def one_package(T, n, kind, stacks, ddr):
         static += T.kind_static_w[k]
         cost += kgd_cost(die, T.kind_wafer_cost[k], T.kind_d0[k], T.yield_alpha, T.wafer_diameter)
         cost += stacks[i] * T.hbm_cost
-        power += T.kind_static_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
+        power += T.kind_static_w[k] + T.kind_active_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
         footprint += stacks[i] * T.hbm_footprint
         n_stacks += stacks[i]
     return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static

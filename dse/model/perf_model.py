@@ -29,8 +29,9 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
   total work and their busiest host's issue time (dse.model.scenarios); latency is the expectation over
   scenarios, and the 99th percentile is reported too. The serving framework's work per sequence
   (``sequence_s``, the slowest kind's) adds batch x that to both (`sequence_wait_s`).
-* Energy: compute + SRAM (arch table), DRAM bytes x energy per byte, network bytes x energy per byte
-  along each route (links and routers), static power x latency (added by the evaluator).
+* Energy: compute + SRAM (arch table) plus each chiplet's active power (arch.active_power_w: clocks and
+  control of a busy chip) over its copies' kernel time, DRAM bytes x energy per byte, network bytes x
+  energy per byte along each route (links and routers), static power x latency (added by the evaluator).
 
 Failures are evaluated by deltas against this intact pass (dse.model.failures).
 
@@ -61,7 +62,8 @@ KernelTables = namedtuple("KernelTables", [
     "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
     "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
     "edge_bytes", "edge_sync", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
-    "kind_peak_dyn_w", "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
+    "kind_active_w", "kind_peak_dyn_w",
+    "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
     "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences"])
@@ -310,6 +312,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     counts took 3.5 us of a small package's 5 us."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_time, unit_energy, read_scale, out_bytes = T.unit_time, T.unit_energy, T.unit_read_scale, T.unit_out_bytes
+    active_w = T.kind_active_w
     stage_start, stage_repeat = T.stage_start, T.stage_repeat
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase = (T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes,
                                                               T.edge_phase)
@@ -396,7 +399,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                                  issue[nowrap(k)])
                     sd += b_ddr
                     dram += b
-                    e_compute += unit_energy[nowrap(u), nowrap(k)] / c
+                    e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
+                                  + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)])
                     e_dram += ed
             sd_[nowrap(s)] = sd
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)

@@ -53,6 +53,7 @@ class EvalTables:
     kind_area_mm2: np.ndarray      # [K]
     kind_cost_usd: np.ndarray
     kind_static_w: np.ndarray
+    kind_active_w: np.ndarray      # [K] power while busy, beyond operations (arch.active_power_w)
     kind_peak_dynamic_w: np.ndarray
     hbm: memory.MemorySpec | None
     ddr: memory.MemorySpec | None
@@ -167,6 +168,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_area_mm2=kind_area,
         kind_cost_usd=np.array([arch.chiplet_cost_usd(c, precision) for c in chiplets]),
         kind_static_w=np.array([arch.static_power_w(c, precision) for c in chiplets]),
+        kind_active_w=np.array([arch.active_power_w(c, precision) for c in chiplets]),
         kind_peak_dynamic_w=peak_dyn,
         hbm=hbm, ddr=ddr,
         hbm_bw_Bps=memory.effective_bandwidth_Bps(hbm, 1) if hbm else 0.0,

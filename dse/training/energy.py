@@ -8,6 +8,8 @@
   fabric link's (noc/data/links.yaml) inside a node, the network's NICs, cables and switches between
   nodes (dse/system/data/systems.yaml).
 * Optimizer: the Adam step's HBM bytes times the HBM's energy per byte.
+* Active: the chiplet's active power (arch.active_power_w: clocks and control of a busy chip) over the
+  iteration less the pipeline bubble, when the device runs kernels (compute and collectives).
 * Static: the chiplet's static power (arch.static_power_w: area x the node's leakage) over the iteration.
 SI units: joules, bytes, seconds.
 """
@@ -30,7 +32,7 @@ class DeviceEnergy:
         self.system = system
         self.parts: dict[str, float] = {"compute_j": 0.0, "tp_communication_j": 0.0, "ep_communication_j": 0.0,
                                         "pp_communication_j": 0.0, "dp_communication_j": 0.0,
-                                        "optimizer_j": 0.0, "static_j": 0.0}
+                                        "optimizer_j": 0.0, "active_j": 0.0, "static_j": 0.0}
 
     def compute(self, joules: float) -> None:
         self.parts["compute_j"] += joules
@@ -41,6 +43,9 @@ class DeviceEnergy:
 
     def optimizer(self, hbm_bytes: float) -> None:
         self.parts["optimizer_j"] += hbm_bytes * self.system.hbm.energy_j_per_byte
+
+    def active(self, seconds: float) -> None:
+        self.parts["active_j"] += arch.active_power_w(self.system.chiplet) * seconds
 
     def static(self, seconds: float) -> None:
         self.parts["static_j"] += arch.static_power_w(self.system.chiplet) * seconds
