@@ -11,6 +11,7 @@ import workloads
 from dse.system.collectives import ring_allreduce_s
 from dse.system.prepare import prepare_step
 from dse.training import Strategy, iteration, load_system
+from dse.training.iteration import layer_costs
 from workloads.training import model_flops
 
 A100_STUDY = {
@@ -39,15 +40,21 @@ def _train_dict(tiny_dict, **training):
 def test_a_gpu_package_trains_as_dse_trains_gpu(model, recompute):
     """A package of one A100-like chiplet in a DGX A100, 8 data-parallel replicas, against dse train's device
     model of the same GPU (validated on Megatron-LM's Table 1): the package evaluator's forward pass and the
-    kernel-by-kernel device model agree within 3 %, memory exactly."""
+    kernel-by-kernel device model agree within 3 %, the iteration within 5 % (the gradient all-reduce differs:
+    the system fabric's pair bandwidth against dse train's NCCL bus bandwidth, 93 against 120 ms with the
+    optimizer for OLMoE, whose forward is 37 ms), memory exactly."""
     d = {**A100_STUDY, "workload": {**A100_STUDY["workload"], "model": model},
          "training": {**A100_STUDY["training"], "recompute": recompute}}
     p = dse.prepare(dse.Study.from_dict(d))
     m = p.evaluator(p.space.seeds[:1]).iloc[0]
-    it = iteration(workloads.load_model(model), load_system("dgx-a100-80gb"),
-                   Strategy(tp=1, pp=1, dp=8, micro_batch=1, global_batch=64, seq=2048, zero=1,
-                            recompute=recompute, precision="bf16"))
-    assert m["iteration_s"] == pytest.approx(it.iteration_s, rel=0.03)
+    cfg, system = workloads.load_model(model), load_system("dgx-a100-80gb")
+    strategy = Strategy(tp=1, pp=1, dp=8, micro_batch=1, global_batch=64, seq=2048, zero=1, recompute=recompute,
+                        precision="bf16")
+    it = iteration(cfg, system, strategy)
+    c = layer_costs(cfg, system, strategy)
+    forward = p.evaluator.system.metrics_array(p.space.seeds[:1], False)[0, 0]
+    assert forward == pytest.approx(cfg.layers * c.layer_fwd_s + c.ends_fwd_s, rel=0.03)
+    assert m["iteration_s"] == pytest.approx(it.iteration_s, rel=0.05)
     assert m["memory_per_device_bytes"] == pytest.approx(it.memory_per_device_bytes, rel=1e-9)
     assert m["latency_s"] == m["iteration_s"] and m["throughput_tok_s"] == pytest.approx(64 * 2048 / m["iteration_s"])
 

@@ -33,8 +33,8 @@ def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
     b = T.unit_w_copy[u, 1] + T.unit_other_dram[u, k]
     t, _, _ = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0, 0.0 if on_ddr else bw_hbm,
                             bw_ddr, 0.0, 0.0, T.op_ptr, T.op_time, T.op_w, T.op_o, T.op_prob, T.op_inv,
-                            T.kind_mem_eff, T.kind_overhead, T.kind_dispatch)
-    return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k])), b
+                            T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, 1.0)
+    return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k], 1.0)), b
 
 
 def _model_of(unit: str, members: set[str], model: str) -> str:

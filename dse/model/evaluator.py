@@ -37,6 +37,7 @@ from ..study.schema.faults import FaultsSpec
 from ..study.schema.hardware import PackageSpec
 from ..study.space import Design, Space
 from .failures import failures_latency, remap, rerouted_failures, restore
+from .grouped import group_tables
 from .parallel import cores, map_rows
 from .package_figures import one_package, package_arrays
 from .perf_model import (DRAM, E_COMPUTE, E_DRAM, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, KernelTables, base_pass,
@@ -109,8 +110,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     unit_w_copy = weight_per_copy(t, max_copies, split)
     with np.errstate(divide="ignore", invalid="ignore"):    # share of a unit's weight bytes one copy reads
         unit_w_ratio = np.where(t.unit_weight_read[:, None] > 0, unit_w_copy / t.unit_weight_read[:, None], 0.0)
-    hbm, ddr = t.hbm, t.ddr
-    f = float
+    hbm, ddr, f = t.hbm, t.ddr, float
     return KernelTables(
         unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")), unit_stage=t.unit_stage.astype(np.int64),
         unit_read_scale=(t.stage_repeat * t.stage_prob)[t.unit_stage].astype(float),
@@ -141,7 +141,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         kind_issue=np.where(t.kind_dispatch_ahead, t.kind_dispatch_s, 0.0),
         hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))), kind_seq=t.kind_sequence_s,
         sequences=f(t.sequences_per_step),
-        unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]))
+        unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t))
 
 
 @nb.njit(cache=True, inline="always")

@@ -42,6 +42,7 @@ from .perf_model import (
     row_max,
     sequence_wait_s,
 )
+from .grouped import regroup
 from .scenarios import scenario_latency
 
 
@@ -152,7 +153,8 @@ def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slot
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t):
+def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t, grouping,
+               lq, bk_lq):
     """Remember stage s as it is intact before its first change; returns the new count of dirty stages."""
     if dirty[nowrap(s)]:
         return n_dirty
@@ -160,6 +162,8 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_
     dirty_list[nowrap(n_dirty)] = s
     for i in range(n):
         bk_ct[nowrap(s), nowrap(i)] = ct[nowrap(s), nowrap(i)]
+        if grouping:
+            bk_lq[nowrap(s), nowrap(i)] = lq[nowrap(s), nowrap(i)]
         if hosts:
             bk_ht[nowrap(s), nowrap(i)] = ht[nowrap(s), nowrap(i)]
     bk_sd[nowrap(s)] = sd[nowrap(s)]
@@ -205,6 +209,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
     dirty, dirty_list, bk_ct, bk_ht, bk_sd, bk_stage_t = W.dirty, W.dirty_list, W.bk_ct, W.bk_ht, W.bk_sd, W.bk_stage_t
+    lq, bk_lq, is_expert, group_lq = W.lq, W.bk_lq, T.unit_is_expert, T.unit_group_lq
+    group_kernels = T.stage_group_kernels
+    grouping = group_kernels.shape[0] > 0 and group_kernels.max() > 0.0
     seen, edge_list, bk_edge_lat, edge_amt = W.seen, W.edge_list, W.bk_edge_lat, W.edge_amt
     row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
     overflow, overflow2 = W.overflow, W.overflow2
@@ -295,13 +302,16 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             u = moved_list[nowrap(x)]
             s = unit_stage[nowrap(u)]
             n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
-                                 bk_stage_t)
+                                 bk_stage_t, grouping, lq, bk_lq)
+            alone = 0.0 if is_expert[nowrap(u)] else 1.0
             for r in range(ncopy[nowrap(u)]):
                 i = slots[nowrap(u), nowrap(r)]
                 ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] -= group_lq[nowrap(u)]
                 if hosts:
                     ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
-                                                             issue[nowrap(kind[nowrap(i)])])
+                                                             issue[nowrap(kind[nowrap(i)])], alone)
                 sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
             c = count2[nowrap(u)]
             t_ar = 0.0
@@ -316,10 +326,13 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 k = kind[nowrap(i)]
                 t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
                                             f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
-                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch,
+                                            alone)
                 ct[nowrap(s), nowrap(i)] += t + t_ar
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
                 if hosts:
-                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)])
+                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)], alone)
                 sd[nowrap(s)] += b_ddr
         for x in range(n_full):
             i = a_list[nowrap(x)]
@@ -331,15 +344,18 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                     continue
                 s = unit_stage[nowrap(u)]
                 n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
-                                     bk_sd, bk_stage_t)
+                                     bk_sd, bk_stage_t, grouping, lq, bk_lq)
                 c = ncopy[nowrap(u)]
                 t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
                                             f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
-                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch,
+                                            0.0 if is_expert[nowrap(u)] else 1.0)
                 ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
                 sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
         for x in range(n_dirty):
             s = dirty_list[nowrap(x)]
+            if group_kernels[nowrap(s)] > 0.0:
+                regroup(s, n, kind, lq, bk_lq, group_kernels[nowrap(s)], overhead, issue, hosts, ct, ht)
             for y in range(n_dead):
                 ct[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
                 if hosts:
@@ -425,6 +441,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             s = dirty_list[nowrap(x)]
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = bk_ct[nowrap(s), nowrap(i)]
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] = bk_lq[nowrap(s), nowrap(i)]
                 if hosts:
                     ht[nowrap(s), nowrap(i)] = bk_ht[nowrap(s), nowrap(i)]
             sd[nowrap(s)] = bk_sd[nowrap(s)]

@@ -55,6 +55,7 @@ import numpy as np
 from arch.roofline import kernel_time_s
 from memory.placement import spill_first_n
 
+from .grouped import add_groups
 from .scenarios import FIRST, REST, scenario_latency
 
 KernelTables = namedtuple("KernelTables", [
@@ -66,7 +67,8 @@ KernelTables = namedtuple("KernelTables", [
     "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
-    "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences"])
+    "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
+    "stage_group_kernels"])
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -76,7 +78,7 @@ Workspace = namedtuple("Workspace", [
     # one failure set (dse.model.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
     "dirty", "dirty_list", "bk_ct", "bk_ht", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
-    "aff_rows", "new_loads", "bk_comm",
+    "aff_rows", "new_loads", "bk_comm", "lq", "bk_lq",
     # scenarios
     "finish", "cps", "in_scen", "busy", "host_busy", "order",
     # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
@@ -104,19 +106,17 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     b = lambda *shape: np.zeros(shape, np.bool_)  # noqa: E731
     return Workspace(
         ct=f(S, max_chips), ht=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S),
-        stage_e_dram=f(S),
-        stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies), copy_ddr=f(U, max_copies),
-        ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E), edge_amt=f(E),
-        stored=f(max_chips),
-        overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items), item_r=i64(items),
-        cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items), buf_order=i64(items),
-        buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
+        stage_e_dram=f(S), stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies),
+        copy_ddr=f(U, max_copies), ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E),
+        edge_amt=f(E), stored=f(max_chips), overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items),
+        item_r=i64(items), cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items),
+        buf_order=i64(items), buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
         slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
         is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips),
-        bk_ht=f(S, max_chips), bk_sd=f(S),
-        bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E), row_slot=np.full(2 * S, -1, np.int64),
-        aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
+        bk_ht=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E),
+        row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
+        lq=f(S, max_chips), bk_lq=f(S, max_chips),
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips))
 
@@ -135,14 +135,15 @@ def copy_bytes(w_copy, other_dram, u, c, k):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def copy_roofline(u, k, c, w_ratio, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w, op_o, op_prob,
-                  op_inv, mem_eff, overhead, dispatch):
+                  op_inv, mem_eff, overhead, dispatch, alone):
     """(time, DDR bytes, DRAM energy) of one of c copies of unit u on a chiplet of kind k, moving
     ``bytes_`` of which a fraction f from DDR (all of them when the chiplet has no HBM).
 
     Each operator of the unit runs as one kernel (arch.roofline.kernel_time_s): its compute (its 1/c
     share) and its bytes at the chiplet's share ``mem_eff`` of the HBM / DDR bandwidth overlap in a
     load-compute pipeline, plus the kind's kernel ``overhead``, never less than its host ``dispatch``
-    time. Operators weigh by the probability they run."""
+    time. Operators weigh by the probability they run. ``alone`` 0: the unit's kernels are grouped with
+    others' (routed experts, dse.model.grouped), which pay the per-kernel terms."""
     if hbm_bw_i <= 0.0:
         f = 1.0
     x = f / ddr_bw
@@ -153,15 +154,15 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, hbm_bw_i, ddr_bw, hbm_e, ddr_e, o
     for i in range(op_ptr[nowrap(u)], op_ptr[nowrap(u + 1)]):
         mm = (w_ratio * op_w[nowrap(i)] + op_o[nowrap(i), nowrap(k)] / c) * x
         t += op_prob[nowrap(i)] * kernel_time_s(op_time[nowrap(i), nowrap(k)] / c, mm, op_inv[nowrap(i), nowrap(k)],
-                                                overhead[nowrap(k)], dispatch[nowrap(k)])
+                                                overhead[nowrap(k)] * alone, dispatch[nowrap(k)] * alone)
     return t, bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def host_issue_s(launches, u, reduces, issue_k):
-    """Seconds the host of a chiplet of a kind issuing ahead (``issue_k`` per kernel) takes to issue one
-    copy of unit u: its operators (weighed by the probability they run) and its all-reduce, if any."""
-    return (launches[nowrap(u)] + (1.0 if reduces else 0.0)) * issue_k
+def host_issue_s(launches, u, reduces, issue_k, alone):
+    """Seconds the host of a chiplet of a kind issuing ahead (``issue_k`` per kernel) takes to issue one copy
+    of unit u: its operators (by the probability they run; none if grouped: ``alone`` 0) and its all-reduce."""
+    return (launches[nowrap(u)] * alone + (1.0 if reduces else 0.0)) * issue_k
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -312,7 +313,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     counts took 3.5 us of a small package's 5 us."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_time, unit_energy, read_scale, out_bytes = T.unit_time, T.unit_energy, T.unit_read_scale, T.unit_out_bytes
-    active_w = T.kind_active_w
+    active_w, is_expert, group_lq, group_kernels = (T.kind_active_w, T.unit_is_expert, T.unit_group_lq,
+                                                    T.stage_group_kernels)
+    lq, grouping = W.lq, group_kernels.shape[0] > 0 and group_kernels.max() > 0.0
     stage_start, stage_repeat = T.stage_start, T.stage_repeat
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase = (T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes,
                                                               T.edge_phase)
@@ -372,6 +375,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         for s in range(stage_repeat.shape[nowrap(0)]):
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = 0.0
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] = 0.0
                 if hosts:                           # else ht stays all 0
                     ht[nowrap(s), nowrap(i)] = 0.0
             sd = e_compute = e_dram = dram = net = e_net = 0.0
@@ -384,24 +389,30 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     ar_time[nowrap(u)] = t_ar
                     net += hops
                     e_net += e_ar
+                alone = 0.0 if is_expert[nowrap(u)] else 1.0
                 for r in range(c):
                     i = slots[nowrap(u), nowrap(r)]
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
                     t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
                                                  stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e, op_ptr, op_time, op_w,
-                                                 op_o, op_prob, op_inv, mem_eff, overhead, dispatch)
+                                                 op_o, op_prob, op_inv, mem_eff, overhead, dispatch, alone)
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
+                    if grouping:
+                        lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
                     if hosts:
                         ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
-                                                                 issue[nowrap(k)])
+                                                                 issue[nowrap(k)], alone)
                     sd += b_ddr
                     dram += b
                     e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
                                   + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)])
                     e_dram += ed
+            if group_kernels[nowrap(s)] > 0.0:
+                e_compute += add_groups(s, n, kind, lq, group_kernels[nowrap(s)], overhead, issue, active_w, hosts, ct,
+                                        ht)
             sd_[nowrap(s)] = sd
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
             repeat = stage_repeat[nowrap(s)]

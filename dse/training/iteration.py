@@ -4,7 +4,8 @@ Model (each term's source in its function):
 * One transformer layer's forward pass on one device is the project's own operator trace of the layer
   (workloads, prefill of ``micro_batch`` sequences of ``seq`` tokens, sharded ``tp`` ways) costed by the
   device's chiplet model and run kernel by kernel (arch.roofline: compute and memory overlapped, kernel
-  overhead; the host's issue time bounds a layer when it issues ahead, else floors each kernel). The
+  overhead, routed experts in grouped kernels: dse.model.grouped; the host's issue time bounds a layer
+  when it issues ahead, else floors each kernel). The
   backward pass costs twice the forward (a data-gradient and a weight-gradient GEMM per forward GEMM;
   Narayanan et al. SC'21, section 5.1); full recomputation adds a forward, selective recomputation the
   attention core (Korthikanti et al. MLSys'23).
@@ -40,6 +41,7 @@ import workloads
 from arch.roofline import kernel_times_s
 from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
 
+from ..model.grouped import CERTAIN
 from .energy import DeviceEnergy, ring_bytes
 from .strategy import Strategy
 from .systems import TrainingSystem
@@ -107,6 +109,10 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     layers = ops["layers"].to_numpy(float)
     in_layer = ops["layer"].to_numpy() >= 0
     expert = ops["expert"].to_numpy() >= 0
+    # routed experts run as grouped kernels (dse.model.grouped): their kernel overhead is paid per launch
+    kt = np.where(expert, kernel_times_s(costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps,
+                                         1.0 / costs.overlap_steps[:, 0], 0.0, 0.0), kt)
+    launches = _grouped_launches(ops[in_layer & expert], s.ep, cfg.layers)
     share = np.where(expert, 1.0 / s.ep, 1.0)          # routed experts spread over the ep ranks
     weight = prob * share
     per_layer = weight * layers / cfg.layers
@@ -115,16 +121,28 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
     issue_s = ch.dispatch_s if ahead else 0.0      # a host issuing ahead: a layer takes max(device, host)
-    device_s, host_s = float((kt * per_layer)[in_layer].sum()), float(per_layer[in_layer].sum()) * issue_s
+    device_s = float((kt * per_layer)[in_layer].sum()) + launches * ch.kernel_overhead_s
+    host_s = (float(per_layer[in_layer & ~expert].sum()) + launches) * issue_s
     return LayerCosts(layer_fwd_s=max(device_s, host_s),
                       attention_core_fwd_s=float((kt * per_layer)[core_ops].sum()),
                       ends_fwd_s=float((kt * weight)[~in_layer].sum()),
-                      experts_fwd_s=float((kt * per_layer)[in_layer & expert].sum()),
+                      experts_fwd_s=float((kt * per_layer)[in_layer & expert].sum()) + launches * ch.kernel_overhead_s,
                       dense_params=params - expert_params, expert_params=expert_params,
                       forward_flops=float(wl.summary["flops_per_step"]),
                       layer_fwd_j=float((kj * per_layer)[in_layer].sum()),
                       attention_core_fwd_j=float((kj * per_layer)[core_ops].sum()),
                       ends_fwd_j=float((kj * weight)[~in_layer].sum()))
+
+
+def _grouped_launches(expert_ops, ep: int, n_layers: int) -> float:
+    """Grouped expert kernels one device launches per layer: per operator of a layer's experts, one launch
+    when any of the device's 1/ep share of them runs (1 - prod(1 - p_e)^(1/ep); dse.model.grouped)."""
+    if expert_ops.empty:
+        return 0.0
+    no_launch = np.log(np.maximum(1.0 - expert_ops["prob"].to_numpy(float), CERTAIN))
+    g = expert_ops.assign(no_launch=no_launch).groupby(["layer", "name"]).agg(
+        layers=("layers", "first"), no_launch=("no_launch", "sum"))
+    return float((g["layers"] / n_layers * (1.0 - np.exp(g["no_launch"] / ep))).sum())
 
 
 def ring_s(ranks: int, bytes_: float, alpha_s: float, bus_Bps: float) -> float:
