@@ -91,7 +91,7 @@ def test_dse_serve_prints_vllm_metric_names(tmp_path, dse_cli):
     assert code == 0, err
     m = json.loads(out)
     for key in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-                "mean_itl_ms", "request_throughput", "output_throughput"):
+                "mean_itl_ms", "request_throughput", "output_throughput", "energy_j_per_output_token", "mean_power_w"):
         assert math.isfinite(m[key]) and m[key] > 0
     code, _, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128")
     assert code == 2 and "--dataset" in err and len(err.strip().splitlines()) == 1
@@ -113,3 +113,70 @@ def test_steady_state_model_agrees_with_the_simulation(coeffs, prompt, output):
         assert model.ttft_s * 1e3 == pytest.approx(sim["mean_ttft_ms"], rel=0.15)
         assert model.tpot_s * 1e3 == pytest.approx(sim["mean_tpot_ms"], rel=0.10)
     assert steady_state(steps, 1.2 * saturation, prompt, output).saturated
+
+
+class EnergySteps(Steps):
+    """`Steps` whose steps also cost joules: prefill e_p per prompt token, decode e_d per sequence."""
+
+    def __init__(self, e_p, e_d, **times):
+        super().__init__(**times)
+        self.e_p, self.e_d = e_p, e_d
+
+    def prefill_energy(self, batch, context):
+        return self.e_p * batch * context
+
+    def decode_energy(self, batch, context):
+        return self.e_d * batch
+
+
+@pytest.mark.parametrize("scheduler", ["static", "continuous", "chunked"])
+def test_a_run_uses_the_energy_of_its_steps(scheduler):
+    # every prompt token and every decoded token is paid once whatever the batching: 3 requests of
+    # 10-token prompts and 4 outputs (the first from the prefill) -> 30 x e_p + 9 x e_d
+    reqs = Requests(arrival_s=np.zeros(3), prompt=np.full(3, 10.0), output=np.full(3, 4.0))
+    out = simulate(reqs, EnergySteps(2.0, 0.5, b=0.01, c=0.05), scheduler=scheduler, max_batch=2, chunk_tokens=16)
+    assert out.energy_j == pytest.approx(30 * 2.0 + 9 * 0.5)
+    m = out.metrics()
+    assert m["energy_j_per_output_token"] == pytest.approx(out.energy_j / 12)
+    assert m["mean_power_w"] == pytest.approx(out.energy_j / m["duration_s"])
+    assert "energy_j" not in simulate(reqs, Steps(b=0.01, c=0.05), scheduler=scheduler).metrics()
+
+
+def test_step_table_energy_is_the_evaluators_at_its_grid():
+    import dse
+    from dse.serving.steps import StepTable, step_figures
+
+    p = dse.prepare(dse.load_study("tests/data/tiny.yaml"))
+    design = p.evaluator.designs(p.space.upper[None, :])[0]
+    steps = StepTable.build(p, design, 4, 512)
+    for phase in ("prefill", "decode"):
+        seconds, joules, short = step_figures(p, design, phase, 4, 512)
+        assert getattr(steps, phase)(4, 512) == pytest.approx(seconds, rel=1e-9)
+        assert getattr(steps, f"{phase}_energy")(4, 512) == pytest.approx(joules, rel=1e-9)
+        assert joules > 0 and short == 0
+
+
+class AttentionSteps(Steps):
+    """Prefill time growing with the square of each prompt's tokens (attention over its own prompt)."""
+
+    def prefill(self, batch, context):
+        return 1e-4 * batch * context ** 2
+
+
+def test_a_chunk_is_a_batch_of_its_prompts_pieces():
+    # a 20-token budget takes both 10-token prompts in one chunk: 2 pieces of 10, not one 20-token prompt
+    reqs = Requests(arrival_s=np.zeros(2), prompt=np.full(2, 10.0), output=np.full(2, 1.0))
+    out = simulate(reqs, AttentionSteps(), scheduler="chunked", chunk_tokens=20)
+    assert out.first_token_s.tolist() == pytest.approx([2 * 1e-4 * 100] * 2)
+
+
+def test_grid_points_beyond_the_memory_are_extrapolated_in_context():
+    from dse.serving.steps import extrapolate_short
+
+    contexts = np.array([128.0, 512.0, 2048.0, 8192.0])
+    values = np.array([[1.0, 2.0, 8e13, 9e13], [1.0, 2.0, 3.0, 4.0]])      # row 0 runs out of memory at 2,048
+    short = np.array([[False, False, True, True], [False, False, False, False]])
+    out = extrapolate_short(contexts, values, short)
+    slope = 1.0 / 384.0
+    assert out[0].tolist() == pytest.approx([1.0, 2.0, 2.0 + slope * 1536, 2.0 + slope * 7680])
+    assert out[1].tolist() == values[1].tolist()

@@ -1,15 +1,16 @@
-"""The energy model against measured GPU power: every case of tools/data/energy_cases.yaml.
+"""The energy model and the serving simulation against measured GPU serving runs: every case of
+tools/data/energy_cases.yaml.
 
 A case is one of ML.ENERGY's H100 serving runs (vLLM, ``batch`` sequences in flight, tensor parallel over
 ``gpus``), described as tools/gpu_validation.py describes a GPU server (one ``h100-like`` chiplet per GPU,
-the GPUs all-to-all over NVLink), decoding ``batch`` sequences with ``PROMPT_TOKENS`` + half the measured
-mean output in their KV cache. The modelled power is the package's energy per step over the step's
-latency (energy_j_per_token x batch / latency_s); the measured one is the run's average power of all its
-GPUs. The median inter-token latency is compared with the modelled step as well (reported, not fitted).
+the GPUs all-to-all over NVLink) and served as ML.ENERGY served it (`served`: dse.serving's simulation,
+its steady state). Four figures each: the run's average power of all its GPUs, energy per output token,
+median inter-token latency and output throughput. `modelled` is the bare decode step (its power: energy
+per step over the step's latency).
 
 ``calibrate()`` fits the node's ``active_pj_per_mm2_cycle`` (arch/data/technology.yaml) on the calibration
-case with scipy's brentq; ``python tools/energy_validation.py [--write docs/validation.md]`` prints (and
-writes) the table of every case and Splitwise's A100 power check.
+case's power with scipy's brentq; ``python tools/energy_validation.py [--write docs/validation.md]`` prints
+(and writes) the table of every case and Splitwise's A100 power check.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,6 +29,9 @@ CASES = ROOT / "tools" / "data" / "energy_cases.yaml"
 #: LM Arena chat prompts' length is not in the published records: an assumption of the comparison, not a
 #: fitted value (at 128 or 1,024 tokens the modelled power moves by a few per cent: docs/validation.md).
 PROMPT_TOKENS = 256
+#: vLLM V1's default token budget of an iteration (max_num_batched_tokens); requests simulated per sequence
+#: in flight, for a steady state long against the ramp up and the drain
+CHUNK_TOKENS, REQUESTS_PER_SEQUENCE = 8192, 8
 
 
 def load_cases(path: Path = CASES) -> list[dict]:
@@ -54,21 +59,57 @@ def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PR
             "latency_s": latency}
 
 
+def output_lengths(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` output lengths drawn from a model's published histogram (uniform within a bin)."""
+    hist = yaml.safe_load(CASES.read_text())["output_lengths"][name]
+    edges, counts = np.asarray(hist["bins"], float), np.asarray(hist["counts"], float)
+    bins = rng.choice(len(counts), size=n, p=counts / counts.sum())
+    return np.maximum(np.round(rng.uniform(edges[bins], edges[bins + 1])), 1.0)
+
+
+def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS, seed: int = 0) -> dict:
+    """The run served as ML.ENERGY served it (dse.serving): requests queued at once, ``batch`` in flight,
+    chunked prefill with vLLM's 8,192-token budget, outputs drawn from the model's histogram; its steady
+    state's power (W, all GPUs), energy per output token (J), median inter-token latency (ms) and output
+    throughput (tokens/s) (dse.serving.simulate.Outcome.steady_state)."""
+    import dse
+    from dse.serving import Requests, StepTable, simulate
+
+    gcase = _gpu_case(case, prompt_tokens)
+    technology = None if active_pj is None else {"active_pj_per_mm2_cycle": active_pj}
+    prepared = dse.prepare(gpu_validation.case_study(gcase, technology))
+    design = gpu_validation.case_design(gcase, prepared)
+    batch = int(case["batch"])
+    n = max(REQUESTS_PER_SEQUENCE * batch, 256)
+    output = output_lengths(case["lengths"], n, np.random.default_rng(seed))
+    requests = Requests(arrival_s=np.zeros(n), prompt=np.full(n, float(prompt_tokens)), output=output)
+    steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()))
+    state = simulate(requests, steps, scheduler="chunked", max_batch=batch, max_concurrency=batch,
+                     chunk_tokens=CHUNK_TOKENS).steady_state()
+    return {"power_w": state["mean_power_w"], "energy_j_per_token": state["energy_j_per_output_token"],
+            "itl_ms": state["median_itl_ms"], "output_tok_s": state["output_throughput"]}
+
+
 def calibrate(cases: list[dict] | None = None) -> float:
     """The active energy per mm² per cycle (pJ) at which the calibration case's power is the measured one."""
     from scipy.optimize import brentq
 
     case = next(c for c in (cases or load_cases()) if c["set"] == "calibration")
-    return brentq(lambda pj: modelled(case, pj)["power_w"] - float(case["power_w"]), 0.0, 2000.0, xtol=1e-3)
+    return brentq(lambda pj: served(case, pj)["power_w"] - float(case["power_w"]), 100.0, 1000.0, xtol=0.05)
+
+
+FIGURES = ("power_w", "energy_j_per_token", "itl_ms", "output_tok_s")
 
 
 def table(cases: list[dict] | None = None) -> list[dict]:
+    """Per case: measured and modelled figures (``modelled_<figure>``), ``ratio_<figure>``; ``ratio`` is
+    the power's."""
     rows = []
     for case in cases or load_cases():
-        m = modelled(case)
-        rows.append({**case, "modelled_w": m["power_w"], "ratio": m["power_w"] / float(case["power_w"]),
-                     "modelled_itl_ms": m["latency_s"] * 1e3,
-                     "itl_ratio": m["latency_s"] * 1e3 / float(case["itl_ms"])})
+        m = served(case)
+        row = {**case, **{f"modelled_{k}": m[k] for k in FIGURES},
+               **{f"ratio_{k}": m[k] / float(case[k]) for k in FIGURES}}
+        rows.append({**row, "ratio": row["ratio_power_w"]})
     return rows
 
 
@@ -100,12 +141,20 @@ def splitwise_a100() -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| id | set | model | GPUs | batch | measured W | modelled W | ratio | measured ITL ms | "
-            "modelled step ms | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| id | set | model | GPUs | batch | W | model | J/token | model | ITL ms | model | tokens/s | model |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     body = [f"| {r['id']} | {r['set']} | {r['model']} | {r['gpus']} x H100 | {r['batch']} | {r['power_w']:.0f} | "
-            f"{r['modelled_w']:.0f} | {r['ratio']:.2f} | {r['itl_ms']:.4g} | {r['modelled_itl_ms']:.4g} | "
-            f"{r['itl_ratio']:.2f} |" for r in rows]
-    return "\n".join([head] + body) + "\n\n" + "\n".join(gpu_validation.summary_lines(rows)) + "\n"
+            f"{r['ratio_power_w']:.2f} | {r['energy_j_per_token']:.3g} | {r['ratio_energy_j_per_token']:.2f} | "
+            f"{r['itl_ms']:.4g} | {r['ratio_itl_ms']:.2f} | {r['output_tok_s']:.0f} | {r['ratio_output_tok_s']:.2f} |"
+            for r in rows]
+    validation = [r for r in rows if r["set"] == "validation"]
+    summary = [f"- validation, {label}: geometric-mean error "
+               f"{gpu_validation.geomean_error([{'ratio': r[f'ratio_{k}']} for r in validation]):.1%}, "
+               f"{min(r[f'ratio_{k}'] for r in validation):.2f}-{max(r[f'ratio_{k}'] for r in validation):.2f}, "
+               f"{sum(abs(r[f'ratio_{k}'] - 1) <= 0.25 for r in validation)} of {len(validation)} within 25 %"
+               for k, label in zip(FIGURES, ("power", "energy per output token", "median ITL", "output throughput"))]
+    return ("Measured figures and the model's ratio to them (model / measured):\n\n" + "\n".join([head] + body)
+            + "\n\n" + "\n".join(gpu_validation.summary_lines(rows) + summary) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,8 @@ from .common import cli
 
 KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
         "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
-        "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms")
+        "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms", "energy_j_per_output_token",
+        "mean_power_w")
 
 
 @cli.command("serve")
@@ -45,7 +46,8 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
               scheduler, max_batch, disaggregate, kv_link, seed, as_json):
     """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
-    iteration's time from the study's own step model (TTFT, TPOT, ITL, throughput). A serving study's
+    iteration's time and energy from the study's own step model (TTFT, TPOT, ITL, throughput, energy per
+    output token, mean power). A serving study's
     ``serving`` section gives the lengths and rate the flags leave out."""
     study = load_study(study_file)
     if study.system is not None:
@@ -93,7 +95,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         click.echo(json.dumps(metrics))
         return
     table = Table(title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}", show_header=False)
-    for key in KEYS + ("kv_cache_tokens",):
+    for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]:
         value = metrics[key]
         table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
     Console().print(table)

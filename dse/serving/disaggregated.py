@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import StudyError
 from .requests import Requests
 from .simulate import Outcome
+from .steps import step_energy_j
 
 
 def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_instances: int, decode_instances: int,
@@ -44,6 +45,7 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
     itl: list[float] = []
     events: list = []                       # (time, order, kind, payload)
     seq = 0
+    energy = 0.0                            # of every step of both pools (the KV transfers not counted)
 
     def push(t, kind, payload):
         nonlocal seq
@@ -60,7 +62,7 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
     busy = np.zeros(decode_instances, bool)
 
     def start_prefills(t):
-        nonlocal free_prefill
+        nonlocal free_prefill, energy
         while free_prefill and waiting:
             batch, tokens = [], 0
             while waiting and (not batch or tokens + r.prompt[waiting[0]] <= prefill_tokens):
@@ -68,6 +70,7 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
                 batch.append(waiting.popleft())
             free_prefill -= 1
             push(t + prefill_steps.prefill(len(batch), float(np.mean(r.prompt[batch]))), "prefilled", batch)
+            energy += step_energy_j(prefill_steps, "prefill", len(batch), float(np.mean(r.prompt[batch])))
 
     def place(t):
         while ready:
@@ -85,9 +88,11 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
                 start_decode(t, d)
 
     def start_decode(t, d):
+        nonlocal energy
         busy[d] = True
         ctx = float(np.mean(r.prompt[running[d]] + generated[running[d]]))
         push(t + decode_steps.decode(len(running[d]), ctx), "decoded", (d, list(running[d])))
+        energy += step_energy_j(decode_steps, "decode", len(running[d]), ctx)
 
     while events:
         t, _, kind, payload = heapq.heappop(events)
@@ -122,4 +127,4 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
             if running[d] and not busy[d]:
                 start_decode(t, d)
     return Outcome(arrival_s=r.arrival_s.astype(float), first_token_s=first, done_s=done, output=r.output,
-                   itl_s=np.array(itl))
+                   itl_s=np.array(itl), energy_j=energy)

@@ -9,13 +9,16 @@ Schedulers (each iteration's time from the design's step table, dse.serving.step
   decodes one token for every running sequence;
 * ``chunked`` (chunked prefill, Sarathi-Serve / vLLM): an iteration decodes every running sequence and
   spends the rest of a ``chunk_tokens`` budget on prompt chunks; its time is the decode step plus the
-  prefill of the chunk;
+  prefill of the chunk, as a batch of its prompts' pieces (each attends within its own prompt);
 * ``static``: batches of ``max_batch`` requests in arrival order; a batch starts when it is full (or the
   last) and the server is free, prefills together and decodes until its longest output is done.
 
 Metrics use vLLM benchmark_serving's names: TTFT (arrival to first token), TPOT (time per output token
 after the first, per request), ITL (every gap between consecutive tokens), request and output
-throughput over the run (first arrival to last completion).
+throughput over the run (first arrival to last completion). With a step table that knows each step's
+energy (dse.serving.steps) also the run's ``energy_j``, ``energy_j_per_output_token`` and ``mean_power_w``
+over the run (what ML.ENERGY reports: energy per output token, average power; the time the server idles
+between requests draws nothing).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import numpy as np
 
 from ..errors import StudyError
 from .requests import Requests
+from .steps import step_energy_j
 
 SCHEDULERS = ("continuous", "chunked", "static")
 #: tokens an iteration processes at most under chunked prefill (vLLM's max_num_batched_tokens with chunking)
@@ -41,6 +45,22 @@ class Outcome:
     done_s: np.ndarray
     output: np.ndarray
     itl_s: np.ndarray
+    energy_j: float = float("nan")      # of every step of the run (NaN: the steps' energy is not known)
+    iterations: np.ndarray | None = None  # [k, 4] per iteration: seconds, tokens out, joules, sequences in it
+
+    def steady_state(self) -> dict:
+        """Output throughput, median inter-token latency (ms), mean power (W) and energy per output token (J)
+        over the run's steady state: from the first to the last iteration holding the most sequences (what a
+        benchmark measuring a full batch sees, without the ramp up and the drain)."""
+        it = self.iterations
+        full = np.flatnonzero(it[:, 3] == it[:, 3].max())
+        span = it[full[0]:full[-1] + 1]
+        seconds, tokens, joules = span[:, 0].sum(), span[:, 1].sum(), span[:, 2].sum()
+        order = np.argsort(span[:, 0])            # a token's gap is its iteration's time: median by tokens
+        cumulative = np.cumsum(span[order, 1])
+        median = span[order, 0][np.searchsorted(cumulative, cumulative[-1] / 2)]
+        return {"output_throughput": tokens / seconds, "median_itl_ms": median * 1e3, "mean_power_w": joules / seconds,
+                "energy_j_per_output_token": joules / tokens}
 
     def metrics(self) -> dict:
         """vLLM benchmark_serving's metrics (times in ms, throughputs per second)."""
@@ -56,6 +76,9 @@ class Outcome:
             out[f"mean_{name}_ms"] = float(np.mean(values))
             out[f"median_{name}_ms"] = float(np.median(values))
             out[f"p99_{name}_ms"] = float(np.percentile(values, 99))
+        if np.isfinite(self.energy_j):
+            out.update(energy_j=self.energy_j, energy_j_per_output_token=self.energy_j / float(self.output.sum()),
+                       mean_power_w=self.energy_j / duration)
         return out
 
 
@@ -95,7 +118,8 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
     waiting: deque[int] = deque()
     running = np.zeros(0, np.int64)               # in admission order
     kv_used = 0.0
-    t = 0.0
+    t = energy = 0.0
+    log: list[tuple] = []
     nxt = 0
     finished = 0
     while finished < n:
@@ -116,30 +140,39 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
                 sent[i] = max(sent[i], freed.popleft())
             admitted.append(waiting.popleft())
         admitted = np.array(admitted, np.int64)
+        t0, e0 = t, energy
         if chunked:
             running = np.concatenate([running, admitted])
             prompts = running[prefilled[running] < r.prompt[running]]
             decoding = running[prefilled[running] >= r.prompt[running]]
             budget = max(chunk_tokens - len(decoding), 0)
             chunk = 0.0
+            parts = 0                               # prompts with tokens in the chunk
             for i in prompts:
                 take = min(r.prompt[i] - prefilled[i], budget - chunk)
                 if take <= 0:
                     break
                 prefilled[i] += take
                 chunk += take
+                parts += 1
             ctx = float(np.mean(r.prompt[decoding] + generated[decoding])) if len(decoding) else 0.0
             t += (steps.decode(len(decoding), ctx) if len(decoding) else 0.0) + \
-                (steps.prefill(1, chunk) if chunk else 0.0)
+                (steps.prefill(parts, chunk / parts) if chunk else 0.0)
+            energy += (step_energy_j(steps, "decode", len(decoding), ctx) if len(decoding) else 0.0) + \
+                (step_energy_j(steps, "prefill", parts, chunk / parts) if chunk else 0.0)
             produced = np.concatenate([decoding, prompts[prefilled[prompts] >= r.prompt[prompts]]])
         elif len(admitted):
             t += steps.prefill(len(admitted), float(np.mean(r.prompt[admitted])))
+            energy += step_energy_j(steps, "prefill", len(admitted), float(np.mean(r.prompt[admitted])))
             prefilled[admitted] = r.prompt[admitted]
             running = np.concatenate([running, admitted])
             produced = admitted
         else:
-            t += steps.decode(len(running), float(np.mean(r.prompt[running] + generated[running])))
+            ctx = float(np.mean(r.prompt[running] + generated[running]))
+            t += steps.decode(len(running), ctx)
+            energy += step_energy_j(steps, "decode", len(running), ctx)
             produced = running
+        log.append((t - t0, len(produced), energy - e0, len(running)))
         # every sequence of the iteration gets a token at t (array operations: 10,000 requests make about
         # a million tokens)
         started = generated[produced] > 0
@@ -157,7 +190,7 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
                 freed.extend([t] * len(ended))
             running = running[generated[running] < r.output[running]]
     return Outcome(arrival_s=sent, first_token_s=first, done_s=done, output=r.output,
-                   itl_s=np.concatenate(itl) if itl else np.zeros(0))
+                   itl_s=np.concatenate(itl) if itl else np.zeros(0), energy_j=energy, iterations=np.array(log, float))
 
 
 def _static(r: Requests, steps, max_batch: int) -> Outcome:
@@ -166,16 +199,18 @@ def _static(r: Requests, steps, max_batch: int) -> Outcome:
     first = np.zeros(n)
     done = np.zeros(n)
     itl: list[float] = []
-    free = 0.0
+    free = energy = 0.0
     for start in range(0, n, max_batch):
         batch = order[start:start + max_batch]
         t = max(free, float(r.arrival_s[batch].max()))
         t += steps.prefill(len(batch), float(np.mean(r.prompt[batch])))
+        energy += step_energy_j(steps, "prefill", len(batch), float(np.mean(r.prompt[batch])))
         first[batch] = t
         steps_left = int(r.output[batch].max()) - 1
         ctx = float(np.mean(r.prompt[batch]))
         for k in range(steps_left):
             step = steps.decode(len(batch), ctx + k + 1)
+            energy += step_energy_j(steps, "decode", len(batch), ctx + k + 1)
             t += step
             for i in batch:
                 if r.output[i] >= k + 2:
@@ -186,4 +221,5 @@ def _static(r: Requests, steps, max_batch: int) -> Outcome:
             if r.output[i] <= 1:
                 done[i] = first[i]
         free = t
-    return Outcome(arrival_s=r.arrival_s, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl))
+    return Outcome(arrival_s=r.arrival_s, first_token_s=first, done_s=done, output=r.output, itl_s=np.array(itl),
+                   energy_j=energy)

@@ -1,11 +1,12 @@
-"""Step latencies of one design for a serving simulation: the project's step model at a grid of batch
-sizes and contexts, interpolated.
+"""Step latencies and energies of one design for a serving simulation: the project's step model at a grid
+of batch sizes and contexts, interpolated.
 
 A prefill of ``b`` prompts of ``L`` tokens and a decode step of ``b`` sequences holding ``L`` tokens each
 are evaluated by the study's own evaluator (dse.model) on the design, at a grid of b and L (powers of
 two up to the study's caps); between grid points the latency is interpolated linearly in log b and
 log L (times grow smoothly with both: compute and weight and KV bytes are sums of terms linear in b and
-L). The grid's error against direct evaluation is measured in tests/test_serving.py.
+L). The grid's error against direct evaluation is measured in tests/test_serving.py. A step's energy
+(J: the evaluator's energy per token x the step's tokens) is interpolated the same way.
 """
 from __future__ import annotations
 
@@ -26,28 +27,41 @@ CONTEXTS = (128, 512, 2048, 8192, 32768, 131072)
 def step_latency_s(prepared: Prepared, design: Design, phase: str, batch: int, context: int) -> float:
     """The evaluator's latency of one step of ``design`` with the study's workload at this phase, batch
     and context (faults off)."""
+    return step_figures(prepared, design, phase, batch, context)[0]
+
+
+def step_figures(prepared: Prepared, design: Design, phase: str, batch: int, context: int) -> tuple:
+    """(seconds, joules, capacity shortfall in bytes) of one step of ``design`` at this phase, batch and
+    context (faults off)."""
     study = prepared.study
     workload = study.workload.model_copy(update={"phase": phase, "batch": int(batch), "context": int(context)})
     changed = study.model_copy(update={"workload": workload})
     tables = build_tables(changed)
     space = build_space(changed, tables.kind_names, tables.unit_names)
     evaluator = Evaluator(tables, space, changed.hardware.package, changed.mapping.max_replicas, faults=changed.faults)
-    return float(evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+    row = evaluator.evaluate_designs([design], with_faults=False).iloc[0]
+    return (float(row["latency_s"]), float(row["energy_j_per_token"]) * tables.tokens_per_step,
+            float(row["capacity_short_bytes"]))
 
 
 @dataclass
 class StepTable:
-    """Prefill and decode step latency of one design over a (batch, context) grid, interpolated."""
+    """Prefill and decode step latency (and energy) of one design over a (batch, context) grid, interpolated."""
 
     batches: np.ndarray
     contexts: np.ndarray
     prefill_s: np.ndarray              # [batches, contexts]
     decode_s: np.ndarray
+    prefill_j: np.ndarray | None = None     # [batches, contexts]; None: energy not known
+    decode_j: np.ndarray | None = None
 
     def __post_init__(self):
         grid = (np.log(self.batches), np.log(self.contexts))
-        self._prefill = RegularGridInterpolator(grid, np.log(self.prefill_s), bounds_error=False, fill_value=None)
-        self._decode = RegularGridInterpolator(grid, np.log(self.decode_s), bounds_error=False, fill_value=None)
+        log_grid = lambda values: RegularGridInterpolator(grid, np.log(values), bounds_error=False,  # noqa: E731
+                                                          fill_value=None)
+        self._prefill, self._decode = log_grid(self.prefill_s), log_grid(self.decode_s)
+        self._prefill_j = log_grid(self.prefill_j) if self.prefill_j is not None else None
+        self._decode_j = log_grid(self.decode_j) if self.decode_j is not None else None
 
     def _at(self, f, batch: float, context: float) -> float:
         point = np.log([[max(batch, 1.0), max(context, 1.0)]])
@@ -61,6 +75,14 @@ class StepTable:
         """Seconds of one decode step of ``batch`` sequences of ``context`` tokens."""
         return self._at(self._decode, batch, context)
 
+    def prefill_energy(self, batch: float, context: float) -> float:
+        """Joules of prefilling ``batch`` prompts of ``context`` tokens (NaN when not known)."""
+        return self._at(self._prefill_j, batch, context) if self._prefill_j is not None else float("nan")
+
+    def decode_energy(self, batch: float, context: float) -> float:
+        """Joules of one decode step of ``batch`` sequences of ``context`` tokens (NaN when not known)."""
+        return self._at(self._decode_j, batch, context) if self._decode_j is not None else float("nan")
+
     @classmethod
     def build(cls, prepared: Prepared, design: Design, max_batch: int, max_context: int) -> "StepTable":
         batches = np.array([b for b in BATCHES if b <= max(max_batch, 2)] or [1, 2], float)
@@ -69,6 +91,31 @@ class StepTable:
         contexts = np.array([c for c in CONTEXTS if c <= max(max_context, 128)], float)
         if contexts[-1] < max_context:
             contexts = np.append(contexts, max_context)
-        prefill = np.array([[step_latency_s(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
-        decode = np.array([[step_latency_s(prepared, design, "decode", b, c) for c in contexts] for b in batches])
-        return cls(batches=batches, contexts=contexts, prefill_s=prefill, decode_s=decode)
+        prefill = np.array([[step_figures(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
+        decode = np.array([[step_figures(prepared, design, "decode", b, c) for c in contexts] for b in batches])
+        for figures in (prefill, decode):
+            for k in (0, 1):
+                figures[..., k] = extrapolate_short(contexts, figures[..., k], figures[..., 2] > 0)
+        return cls(batches=batches, contexts=contexts, prefill_s=prefill[..., 0], decode_s=decode[..., 0],
+                   prefill_j=prefill[..., 1], decode_j=decode[..., 1])
+
+
+def extrapolate_short(contexts: np.ndarray, values: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """Grid points whose KV cache does not fit the design's memory (the step model's latency there is a
+    capacity violation's, not a time; the simulator's admission never lets a batch reach them), set
+    affine in context (the KV cache's bytes are) through the row's two largest contexts that fit, so that
+    interpolating near the capacity stays physical. Rows with fewer than two such points keep theirs."""
+    out = values.copy()
+    for i in range(values.shape[0]):
+        fits = np.flatnonzero(~short[i])
+        if short[i].any() and len(fits) >= 2:
+            a, b = fits[-2], fits[-1]
+            slope = max((values[i, b] - values[i, a]) / (contexts[b] - contexts[a]), 0.0)
+            out[i, short[i]] = values[i, b] + slope * (contexts[short[i]] - contexts[b])
+    return out
+
+
+def step_energy_j(steps, phase: str, batch: float, context: float) -> float:
+    """Joules of one step from ``steps`` (a `StepTable`, or anything with ``prefill`` and ``decode``: NaN)."""
+    energy = getattr(steps, f"{phase}_energy", None)
+    return energy(batch, context) if energy is not None else float("nan")
