@@ -29,6 +29,8 @@ CASES = ROOT / "tools" / "data" / "energy_cases.yaml"
 #: LM Arena chat prompts' length is not in the published records: an assumption of the comparison, not a
 #: fitted value (at 128 or 1,024 tokens the modelled power moves by a few per cent: docs/validation.md).
 PROMPT_TOKENS = 256
+#: vLLM 0.11 runs the attention core as one FlashAttention kernel (workload.attention: fused)
+ATTENTION = "fused"
 #: vLLM V1's default token budget of an iteration (max_num_batched_tokens); requests simulated per sequence
 #: in flight, for a steady state long against the ramp up and the drain
 CHUNK_TOKENS, REQUESTS_PER_SEQUENCE = 8192, 8
@@ -41,7 +43,7 @@ def load_cases(path: Path = CASES) -> list[dict]:
 def _gpu_case(case: dict, prompt_tokens: int) -> dict:
     return {"id": case["id"], "model": case["model"], "gpu": "h100", "gpus": int(case["gpus"]),
             "phase": "decode", "batch": int(case["batch"]), "context": prompt_tokens + int(case["output"]) // 2,
-            "precision": "bf16", "stack": "graphs"}
+            "precision": "bf16", "stack": "graphs", "attention": ATTENTION}
 
 
 def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS) -> dict:
@@ -69,7 +71,8 @@ def output_lengths(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS, seed: int = 0) -> dict:
     """The run served as ML.ENERGY served it (dse.serving): requests queued at once, ``batch`` in flight,
-    chunked prefill with vLLM's 8,192-token budget, outputs drawn from the model's histogram; its steady
+    chunked prefill with vLLM's 8,192-token budget, FlashAttention (``ATTENTION``: vLLM's attention backend
+    runs the core as one kernel), outputs drawn from the model's histogram; its steady
     state's power (W, all GPUs), energy per output token (J), median inter-token latency (ms) and output
     throughput (tokens/s) (dse.serving.simulate.Outcome.steady_state)."""
     import dse

@@ -80,7 +80,8 @@ def case_study(case: dict, technology: dict | None = None):
     data = {
         "name": "gpu-case",
         "workload": {"model": case["model"], "phase": case["phase"], "batch": int(case["batch"]),
-                     "context": int(case["context"]), "precision": case["precision"], "tp": p},
+                     "context": int(case["context"]), "precision": case["precision"], "tp": p,
+                     "attention": case.get("attention", "unfused")},
         "hardware": {"chiplets": [chiplet],
                      "memory": [{"kind": gpu["memory"], "stacks": [gpu["stacks"] * p] * 2,
                                  "overrides": {"data_rate_gbps": gpu["data_rate_gbps"]}}],
