@@ -180,3 +180,15 @@ def test_grid_points_beyond_the_memory_are_extrapolated_in_context():
     slope = 1.0 / 384.0
     assert out[0].tolist() == pytest.approx([1.0, 2.0, 2.0 + slope * 1536, 2.0 + slope * 7680])
     assert out[1].tolist() == values[1].tolist()
+
+
+def test_steady_state_is_the_full_batch_span():
+    # 6 identical requests, 2 in flight: waves of prefill (2 x 0.1 s) and 3 decodes (0.05 s, 2 tokens each)
+    reqs = Requests(arrival_s=np.zeros(6), prompt=np.full(6, 10.0), output=np.full(6, 4.0))
+    out = simulate(reqs, EnergySteps(1.0, 0.5, b=0.01, c=0.05), max_batch=2, max_concurrency=2)
+    state = out.steady_state()
+    assert state["output_throughput"] == pytest.approx(24 / out.done_s.max())
+    assert state["energy_j_per_output_token"] == pytest.approx(out.energy_j / 24)
+    assert state["median_itl_ms"] == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="continuous or chunked"):
+        simulate(reqs, Steps(b=0.01, c=0.05), scheduler="static").steady_state()

@@ -53,6 +53,8 @@ class Outcome:
         over the run's steady state: from the first to the last iteration holding the most sequences (what a
         benchmark measuring a full batch sees, without the ramp up and the drain)."""
         it = self.iterations
+        if it is None or not len(it):
+            raise ValueError("a steady state needs the iterations of a continuous or chunked run")
         full = np.flatnonzero(it[:, 3] == it[:, 3].max())
         span = it[full[0]:full[-1] + 1]
         seconds, tokens, joules = span[:, 0].sum(), span[:, 1].sum(), span[:, 2].sum()
