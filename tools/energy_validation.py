@@ -46,15 +46,19 @@ def _gpu_case(case: dict, prompt_tokens: int) -> dict:
             "precision": "bf16", "stack": "graphs", "attention": ATTENTION}
 
 
-def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS) -> dict:
-    """The modelled power (W, all GPUs) and step latency (s) of a case; ``active_pj`` overrides the
-    node's active energy per mm² per cycle."""
+def _prepared(case: dict, active_pj: float | None, prompt_tokens: int):
+    """(prepared study, design) of a case; ``active_pj`` overrides the node's active energy per mm² per cycle."""
     import dse
 
     gcase = _gpu_case(case, prompt_tokens)
     technology = None if active_pj is None else {"active_pj_per_mm2_cycle": active_pj}
     prepared = dse.prepare(gpu_validation.case_study(gcase, technology))
-    design = gpu_validation.case_design(gcase, prepared)
+    return prepared, gpu_validation.case_design(gcase, prepared)
+
+
+def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS) -> dict:
+    """The modelled power (W, all GPUs) and step latency (s) of a case's bare decode step."""
+    prepared, design = _prepared(case, active_pj, prompt_tokens)
     row = prepared.evaluator.evaluate_designs([design], with_faults=False).iloc[0]
     latency = float(row["latency_s"])
     return {"power_w": float(row["energy_j_per_token"]) * prepared.tables.tokens_per_step / latency,
@@ -75,13 +79,9 @@ def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROM
     runs the core as one kernel), outputs drawn from the model's histogram; its steady
     state's power (W, all GPUs), energy per output token (J), median inter-token latency (ms) and output
     throughput (tokens/s) (dse.serving.simulate.Outcome.steady_state)."""
-    import dse
     from dse.serving import Requests, StepTable, simulate
 
-    gcase = _gpu_case(case, prompt_tokens)
-    technology = None if active_pj is None else {"active_pj_per_mm2_cycle": active_pj}
-    prepared = dse.prepare(gpu_validation.case_study(gcase, technology))
-    design = gpu_validation.case_design(gcase, prepared)
+    prepared, design = _prepared(case, active_pj, prompt_tokens)
     batch = int(case["batch"])
     n = max(REQUESTS_PER_SEQUENCE * batch, 256)
     output = output_lengths(case["lengths"], n, np.random.default_rng(seed))
