@@ -25,9 +25,10 @@ CASES = [("mixtral-8x7b", True, 2), ("mixtral-8x7b", True, 8), ("qwen3-30b-a3b",
 DESIGNS = 128
 
 
-def rate(ev, X, with_faults, threads=1):
-    """Designs/s: process time on one thread, wall time on several."""
-    ev.package.threads = threads
+def rate(p, X, with_faults, threads=1):
+    """Designs/s of the prepared study ``p``: process time on one thread, wall time on several."""
+    p.package_evaluator.threads = threads
+    ev = p.evaluator
     ev.metrics_array(X[:2], with_faults=with_faults)
     clock = time.process_time if threads == 1 else time.perf_counter
     start = clock()
@@ -47,9 +48,9 @@ def main() -> None:
         p = dse.prepare(dse.Study.from_dict(data))
         prepare_s = time.perf_counter() - start
         X = np.random.default_rng(0).integers(p.space.lower, p.space.upper + 1, size=(DESIGNS, p.space.n_var))
-        intact, faults, wide = rate(p.evaluator, X, False), rate(p.evaluator, X, True), rate(p.evaluator, X, True, n)
+        intact, faults, wide = rate(p, X, False), rate(p, X, True), rate(p, X, True, n)
         with screened(p.evaluator):
-            screening = rate(p.evaluator, X, True)
+            screening = rate(p, X, True)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{model:<15} {str(per_layer):>9} {side * side:>8} {p.tables.n_units:>6} {prepare_s:>9.1f} "
               f"{intact:>9.0f} {faults:>9.0f} {screening:>9.0f} {wide:>9.0f} {peak:>8.0f}")

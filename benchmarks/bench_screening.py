@@ -56,7 +56,7 @@ def inside(folder: Path):
 
 def rapidchiplet_rate(checkout: Path, study, prepared, X) -> float:
     """Designs/s of RapidChiplet's in-process evaluation of this benchmark's first design."""
-    package = prepared.evaluator.package if hasattr(prepared.evaluator, "package") else prepared.evaluator
+    package = prepared.package_evaluator
     design = package.designs(X[:1])[0]
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     with tempfile.TemporaryDirectory(prefix="dse-bench-rc-") as tmp:

@@ -13,33 +13,49 @@ from .jit_cache import key_cache_by_sources
 
 key_cache_by_sources()          # before any kernel is compiled: numba's cache keyed by every source file
 from .errors import StudyError  # noqa: E402
-from .model.characterize import characterize
+from .model.characterize import characterize as characterize_prepared
+from .model.contract import PopulationEvaluator
 from .model.evaluator import Evaluator
+from .model.phases import register_phase
 from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
+from .results.whatif import changed_study
+from .serving import package as serving_package
+from .study import spec
 from .study.space import Design
-from .study.spec import Study, load_study
 from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
-from . import training  # noqa: F401  (registers workload.phase: train with prepare)
-from .serving import package as _serving  # noqa: F401  (registers workload.phase: serve with prepare)
+from .training import package as training_package
 from . import rl  # noqa: F401  (registers the Gymnasium environments dse/ChipletMapping-v0, dse/TrainingPartition-v0)
 
-
-def _run(self: Study, seed: int | None = None) -> StudyResult:
-    """Run this study's search (see `dse.run_study`)."""
-    return run_study(self, seed=seed)
+register_phase(serving_package.PHASE)       # workload.phase: serve
+register_phase(training_package.PHASE)      # workload.phase: train
 
 
-def _characterize(self: Study):
-    """Every placement unit alone on every chiplet kind of this study (dse.model.characterize), a
-    pandas DataFrame."""
-    return characterize(prepare(self))
+class Study(spec.Study):
+    """A study (dse.study.spec.Study) with the facade's verbs: ``study.run()``, ``study.characterize()``."""
+
+    def run(self, seed: int | None = None) -> StudyResult:
+        """Run this study's search (see `dse.run_study`)."""
+        return run_study(self, seed=seed)
+
+    def characterize(self):
+        """Every placement unit alone on every chiplet kind of this study (dse.model.characterize), a
+        pandas DataFrame."""
+        return characterize_prepared(prepare(self))
 
 
-Study.run = _run
-Study.characterize = _characterize
+def load_study(path) -> Study:
+    """Read and validate a study file (dse.study.spec.load_study) as a `Study` with the facade's verbs."""
+    return Study.load(path)
 
-__all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "load_study", "prepare",
-           "run_study", "write_results", "load_results", "read_design"]
+
+def characterize(study: spec.Study):
+    """Every placement unit alone on every chiplet kind of ``study``, a pandas DataFrame."""
+    return characterize_prepared(prepare(study))
+
+
+__all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "PopulationEvaluator",
+           "load_study", "prepare", "run_study", "write_results", "load_results", "read_design", "changed_study",
+           "characterize"]

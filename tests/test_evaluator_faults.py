@@ -23,7 +23,7 @@ def prepared(request):
 
 
 def test_each_failure_matches_full_evaluation_of_the_remapped_design(prepared):
-    ev, space = prepared.evaluator, prepared.space
+    ev, space = prepared.package_evaluator, prepared.space
     X = np.random.default_rng(7).integers(space.lower, space.upper + 1, size=(12, space.n_var))
     for design in ev.designs(X):
         report = ev.failure_report(design)

@@ -50,7 +50,7 @@ class Hand:
         self.bw = t.link.bandwidth_Bps
         self.hbm = t.hbm_bw_Bps
         self.e_hbm = t.hbm.energy_j_per_byte
-        self.e_byte_hop = prepared.evaluator.routes.pair_energy[1]     # chiplet 0 -> 1: one hop
+        self.e_byte_hop = prepared.package_evaluator.routes.pair_energy[1]     # chiplet 0 -> 1: one hop
         self.T = t.tokens_per_step
 
     def bytes_read(self, u, copies, split):
@@ -192,7 +192,7 @@ def test_losing_a_replica_costs_less_than_losing_the_only_copy():
     prepared = dse.prepare(_study("many-to-many", phase="prefill", cols=4, memory=memory))
     design = Design(rows=1, cols=4, chiplets=["c"] * 4, hbm_stacks=[1] * 4, ddr_channels=0, link="ucie-advanced",
                     mapping="many-to-many", placement={**REST, "L0.e0": [1, 2], "L0.e1": [3]})
-    ev = prepared.evaluator
+    ev = prepared.package_evaluator
     assert ev.evaluate_designs([design]).iloc[0]["capacity_short_bytes"] == 0
     report = ev.failure_report(design).set_index("failed_chiplet")
     assert 0 < report.loc[2, "retained_frac"] < 1                 # e0's other copy serves all its tokens

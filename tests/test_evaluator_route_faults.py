@@ -28,7 +28,7 @@ def test_full_evaluation_on_unchanged_routes_equals_the_delta_path(name, mapping
     delta = _prepare(name, mapping, monte_carlo=mc)
     monkeypatch.setattr(noc, "fault_routes", lambda routes, **_: routes)
     full = _prepare(name, mapping, failed_router="fails", monte_carlo=mc)
-    assert (full.evaluator.routes.node_alt >= 0).all() and (full.evaluator.routes.mc_alt >= 0).all()
+    assert (full.package_evaluator.routes.node_alt >= 0).all() and (full.package_evaluator.routes.mc_alt >= 0).all()
     space = delta.space
     X = np.random.default_rng(11).integers(space.lower, space.upper + 1, size=(40, space.n_var))
     a, b = delta.evaluator(X), full.evaluator(X)
@@ -38,7 +38,7 @@ def test_full_evaluation_on_unchanged_routes_equals_the_delta_path(name, mapping
 
 def _line_design(prepared, holder_of_one_replica: int):
     """Non-expert units on chiplet 0, experts on chiplet 2, one expert also on ``holder_of_one_replica``."""
-    ev = prepared.evaluator
+    ev = prepared.package_evaluator
     names = prepared.tables.unit_names
     experts = [u for u in names if ".e" in u or "expert" in u]
     assert experts and len(experts) < len(names)
@@ -57,8 +57,8 @@ def test_a_failed_router_cuts_a_line_of_three_chiplets():
     forwards = _prepare("tiny_moe", package=line)
     fails = _prepare("tiny_moe", package=line, failed_router="fails")
     design = _line_design(forwards, 1)
-    kept_f = forwards.evaluator.failure_report(design).set_index("failed_chiplet")
-    kept_x = fails.evaluator.failure_report(design).set_index("failed_chiplet")
+    kept_f = forwards.package_evaluator.failure_report(design).set_index("failed_chiplet")
+    kept_x = fails.package_evaluator.failure_report(design).set_index("failed_chiplet")
     assert kept_f.loc[1, "all_served"] and kept_f.loc[1, "retained_frac"] > 0.5
     assert not kept_x.loc[1, "all_served"] and kept_x.loc[1, "retained_frac"] == 0.0
     for end in (0, 2):
@@ -74,7 +74,7 @@ def test_a_failed_link_adds_the_detour_hops_to_each_crossing_hand_off():
     loads per channel are unchanged (Dally & Towles: zero-load latency = hops x per-hop latency)."""
     square = {"mesh": {"rows": 2, "cols": 2}}
     prepared = _prepare("tiny_moe", package=square, links=True)
-    ev, tables = prepared.evaluator, prepared.tables
+    ev, tables = prepared.package_evaluator, prepared.tables
     names = tables.unit_names
     experts = {u for u in names if ".e" in u or "expert" in u}
     placement = {u: [1] if u in experts else [0] for u in names}

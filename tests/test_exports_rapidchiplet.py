@@ -87,7 +87,7 @@ def test_files_hold_what_the_design_says(exported):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     # die areas are the study's: compute die + HBM PHYs
     area = sum(files["chiplets"][c["name"]]["dimensions"]["x"] ** 2 for c in files["placement"]["chiplets"])
-    ddr_phy = p.evaluator.kernel.ddr_phy * design.ddr_channels
+    ddr_phy = p.package_evaluator.kernel.ddr_phy * design.ddr_channels
     assert area == pytest.approx(p.evaluator.evaluate_designs([design])["area_mm2"].iloc[0] - ddr_phy)
 
 

@@ -176,7 +176,7 @@ def test_evaluate_on_a_one_chiplet_package(tmp_path, dse_cli):
     design_path.write_text(_yaml.safe_dump(design.to_dict()))
     code, out, err = dse_cli("evaluate", str(study_path), "--design", str(design_path))
     assert code == 0, err
-    report = prepared.evaluator.failure_report(design)
+    report = prepared.package_evaluator.failure_report(design)
     assert list(report["retained_frac"]) == [0.0]          # losing the only chiplet keeps nothing
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     assert metrics["fault_tolerance_frac"] == 0.0

@@ -16,13 +16,13 @@ def test_threads_give_the_serial_metrics(path):
     prepared = dse.prepare(dse.Study.from_dict(data))
     X = np.random.default_rng(5).integers(prepared.space.lower, prepared.space.upper + 1,
                                           size=(150, prepared.space.n_var))
-    package = prepared.evaluator.package
+    package = prepared.package_evaluator
     prepared.evaluator.metrics_array(X[:2])          # a system builds its package shares on first use
     runs = []
     for threads in (1, 3):
         package.threads = threads
-        if getattr(prepared.evaluator, "bank", None) is not None:     # a system: every package share too
-            for stage in prepared.evaluator.bank.cache.values():
+        if prepared.system_evaluator.bank is not None:     # a system: every package share too
+            for stage in prepared.system_evaluator.bank.cache.values():
                 for row in stage.shares:
                     for share in row:
                         share.evaluator.threads = threads

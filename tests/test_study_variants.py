@@ -116,9 +116,9 @@ def test_a_design_outside_the_studys_choices_is_named(tiny_dict):
 
 
 def test_screening_reaches_every_variant(open_study):
-    from dse.search.screening import package_evaluators, screened
+    from dse.search.screening import screened
     ev = dse.prepare(open_study).evaluator
-    packages = package_evaluators(ev)
+    packages = ev.package_evaluators()
     assert len(packages) == len(open_study.variants()) > 1
     with screened(ev):
         assert all(p.screening for p in packages)

@@ -52,7 +52,7 @@ def test_a_gpu_package_trains_as_dse_trains_gpu(model, recompute):
                         precision="bf16")
     it = iteration(cfg, system, strategy)
     c = layer_costs(cfg, system, strategy)
-    forward = p.evaluator.system.metrics_array(p.space.seeds[:1], False)[0, 0]
+    forward = p.system_evaluator.metrics_array(p.space.seeds[:1], False)[0, 0]
     assert forward == pytest.approx(cfg.layers * c.layer_fwd_s + c.ends_fwd_s, rel=0.03)
     assert m["iteration_s"] == pytest.approx(it.iteration_s, rel=0.05)
     assert m["memory_per_device_bytes"] == pytest.approx(it.memory_per_device_bytes, rel=1e-9)
@@ -73,7 +73,7 @@ def test_iteration_composes_the_forward_pipeline_by_hand(tiny_dict):
     forward = prepare_step(study).evaluator(X)
     wl = p.tables.workload
     params = wl.summary["total_params"] / 2                  # dense model over 2 stages
-    fabric = p.evaluator.hardware.fabric_level()
+    fabric = p.system_evaluator.hardware.fabric_level()
     for i, x in enumerate(X):
         tokens = 4 * 512
         period = tokens * 2 / forward["throughput_tok_s"].iloc[i]

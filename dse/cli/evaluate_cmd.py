@@ -39,7 +39,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     # a package of one chiplet has no failure it survives (the evaluator counts none): it keeps nothing
     chiplets["retained_if_lost"] = failures["retained_frac"].to_numpy() if len(failures) == len(chiplets) else 0.0
     links = package.link_failure_report(design)
-    packages = ev.package_failure_report(design) if design.system else None
+    packages = prepared.system_evaluator.package_failure_report(design) if design.system else None
     if as_json:
         extra = {"package_failures": _records(packages)} if packages is not None else {}
         click.echo(json.dumps({

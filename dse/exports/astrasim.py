@@ -48,7 +48,7 @@ def _require_system(ctx: ExportContext) -> None:
 
 
 def network_config(ctx: ExportContext) -> dict:
-    hw = ctx.system.evaluator.hardware
+    hw = ctx.system.system_evaluator.hardware
     layout = Layout(**ctx.design.system)
     nodes = layout.nodes(hw.packages_per_node)
     fabric = hw.fabric_level()
@@ -65,7 +65,7 @@ def network_config(ctx: ExportContext) -> dict:
 def system_config(ctx: ExportContext, dims: int) -> dict:
     t = ctx.prepared.tables
     stacks = max(ctx.design.hbm_stacks) if ctx.design.hbm_stacks else 0
-    fabric = ctx.system.evaluator.hardware.fabric_level()
+    fabric = ctx.system.system_evaluator.hardware.fabric_level()
     return {"scheduling-policy": "LIFO", "endpoint-delay": int(round(fabric.sync_s * 1e9)),
             "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
             "all-reduce-implementation": ["ring"] * dims, "all-gather-implementation": ["ring"] * dims,
@@ -93,7 +93,7 @@ def instance_order(held: np.ndarray, layers) -> list[tuple[int, int]]:
 
 def trace_events(ctx: ExportContext) -> tuple[dict[int, list[tuple]], dict[str, list[int]]]:
     """Per NPU the ordered ``(kind, name, fields)`` of one step, and the communicator groups."""
-    ev = ctx.system.evaluator
+    ev = ctx.system.system_evaluator
     layout = Layout(**ctx.design.system)
     split = ev.bank.get(layout.pipeline, layout.experts)
     rank_t = split.rank_tables

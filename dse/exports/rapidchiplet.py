@@ -67,7 +67,7 @@ def encode(data):
 def chiplet_types(ctx: ExportContext) -> tuple[dict[str, dict], float]:
     """RapidChiplet chiplet types, one per (kind, HBM stacks) pair of the design, and the bump pitch."""
     t = ctx.prepared.tables
-    K = ctx.prepared.evaluator.kernel
+    K = ctx.prepared.package_evaluator.kernel
     d = ctx.design
     pairs = sorted({(k, h) for k, h in zip(d.chiplets, d.hbm_stacks)})
     areas = {p: t.kind_area_mm2[t.kind_names.index(p[0])] + p[1] * K.hbm_phy for p in pairs}
@@ -96,7 +96,7 @@ def export(ctx: ExportContext, out: Path) -> list[Path]:
     ctx.require_grid("RapidChiplet")
     d = ctx.design
     t = ctx.prepared.tables
-    K = ctx.prepared.evaluator.kernel
+    K = ctx.prepared.package_evaluator.kernel
     n, cols = ctx.n, d.cols
     types, bump_pitch = chiplet_types(ctx)
     type_of = [f"{k}+hbm{h}" for k, h in zip(d.chiplets, d.hbm_stacks)]

@@ -21,27 +21,27 @@ GIB = 2**30
 
 
 def design_state(design: Design, prepared):
-    """Run the evaluator's intact-design pass on one design; returns (workspace, kernel arrays)."""
+    """Run the evaluator's intact-design pass on one design; returns (workspace, its `DecodedDesigns`)."""
     prepared = prepared.for_design(design)
-    ev = prepared.evaluator
-    arrays = design_arrays([design], prepared.tables, prepared.space.max_slots, ev.max_copies)
-    rows, cols, kind, stacks, ddr, slots, ncopy = arrays
+    ev = prepared.package_evaluator
+    d = design_arrays([design], prepared.tables, prepared.space.max_slots, ev.max_copies)
     n = design.rows * design.cols
-    W = ev._workspace(slots.shape[2])
+    W = ev.workspace(d.slots.shape[2])
     sh = shape_index(design.rows, design.cols, ev.row_range, ev.col_range)
-    base_pass(ev.kernel, ev.routes, sh, n, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
+    base_pass(ev.kernel, ev.routes, sh, n, d.kind[0], d.stacks[0], d.ddr[0], d.slots[0], d.ncopy[0],
               design.mapping in SPLIT_MAPPINGS, W)
-    return W, arrays
+    return W, d
 
 
 def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
     """(compute time, busy time) per chiplet per step: compute alone, and each copy's kernel times (compute
     and memory overlapped, perf_model.copy_roofline) plus all-reduces, as the evaluator charges them."""
     prepared = prepared.for_design(design)
-    T = prepared.evaluator.kernel
+    T = prepared.package_evaluator.kernel
     tables = prepared.tables
     n = design.rows * design.cols
-    W, (_, _, kind, _, _, slots, ncopy) = design_state(design, prepared)
+    W, d = design_state(design, prepared)
+    kind, slots, ncopy = d.kind, d.slots, d.ncopy
     weight = T.stage_repeat * T.stage_prob
     busy = weight @ W.ct[:, :n]
     compute = np.zeros(n)
@@ -58,7 +58,7 @@ def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
     """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic."""
     prepared = prepared.for_design(design)
     tables = prepared.tables
-    T = prepared.evaluator.kernel
+    T = prepared.package_evaluator.kernel
     n = design.rows * design.cols
     W, _ = design_state(design, prepared)
     stored = W.stored[:n].copy()

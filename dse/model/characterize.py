@@ -55,7 +55,7 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
     """The attribute table of a prepared study (module docstring); a package-variant study uses its
     first variant's memory."""
     p = prepared.variants[0] if prepared.variants else prepared
-    t, T = p.tables, p.evaluator.kernel
+    t, T = p.tables, p.package_evaluator.kernel
     chiplets = p.study.hardware.library()
     precision = p.study.workload.precision
     peak = np.array([c.peak_flops(precision) for c in chiplets])

@@ -36,6 +36,7 @@ import arch
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.hardware import PackageSpec
 from ..study.space import Design, Space
+from .contract import DecodedDesigns, PopulationEvaluator
 from .failures import failures_latency, remap, rerouted_failures, restore
 from .grouped import group_tables
 from .parallel import cores, map_rows
@@ -327,8 +328,9 @@ def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> 
     return sets
 
 
-class Evaluator:
-    """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``."""
+class Evaluator(PopulationEvaluator):
+    """Evaluates decision vectors of one study's space: ``Evaluator(tables, space, ...)(X) -> DataFrame``
+    (the contract of dse.model.contract; columns `METRICS`)."""
 
     def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int,
                  faults: FaultsSpec | None = None):
@@ -347,21 +349,27 @@ class Evaluator:
                                                       routers_fail=faults.failed_router == "fails",
                                                       mc_sets=self.mc_sets)
 
-    def _workspace(self, copies: int):
+    @property
+    def columns(self) -> list[str]:
+        return METRICS
+
+    def package_evaluators(self) -> list["Evaluator"]:
+        return [self]
+
+    def workspace(self, copies: int):
         """Scratch arrays of one evaluation call (a fresh set per call keeps the evaluator thread-safe)."""
         return make_workspace(self.kernel, self.space.max_slots, int(self.routes.n_links.max()), copies)
 
     def _workspaces(self, copies: int):
         """The intact design's workspace and one for failures evaluated in full (dse.model.failures)."""
-        return self._workspace(copies), self._workspace(copies)
+        return self.workspace(copies), self.workspace(copies)
 
-    def decode(self, X: np.ndarray):
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+    def decode(self, X: np.ndarray) -> DecodedDesigns:
         sl = self.space.slices
-        return decode_population(
-            X, sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start, sl["ddr"].start,
+        return DecodedDesigns(*decode_population(
+            self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start, sl["ddr"].start,
             sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
-            self.kernel.unit_is_expert, self.space.exclusive_experts)
+            self.kernel.unit_is_expert, self.space.exclusive_experts))
 
     def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         (r0, r1), (c0, c1) = self.row_range, self.col_range
@@ -369,14 +377,13 @@ class Evaluator:
             raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
         return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
-    def _kernel(self, arrays, with_faults: bool, workspaces, package: np.ndarray | None = None) -> np.ndarray:
-        """Every metric of the decoded designs ``arrays`` (rows, cols, kind, stacks, ddr, slots, ncopy,
-        unplaced), with the scratch ``workspaces`` of one thread; ``package``: their `package_figures` if known."""
-        rows, cols, kind, stacks, ddr, slots, ncopy, unplaced = arrays
-        out = evaluate_arrays(self.kernel, self.routes, self._shapes(rows, cols), rows, cols, kind, stacks, ddr,
-                              slots, ncopy, self.space.split, unplaced, with_faults, self.screening, self.mc_sets,
-                              NO_FIGURES if package is None else package, *workspaces)
-        die = self._largest_die(rows * cols, kind, stacks) if package is None else package[:, 5]
+    def _kernel(self, d: DecodedDesigns, with_faults: bool, workspaces, package: np.ndarray | None = None) -> np.ndarray:
+        """Every metric of the decoded designs ``d``, with the scratch ``workspaces`` of one thread;
+        ``package``: their `package_figures` if known."""
+        out = evaluate_arrays(self.kernel, self.routes, self._shapes(d.rows, d.cols), d.rows, d.cols, d.kind, d.stacks,
+                              d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, with_faults, self.screening,
+                              self.mc_sets, NO_FIGURES if package is None else package, *workspaces)
+        die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, 5]
         return np.column_stack([out, die])
 
     def _block(self) -> int:
@@ -386,13 +393,13 @@ class Evaluator:
     def package_figures(self, X: np.ndarray) -> np.ndarray:
         """Silicon area, package area, cost, peak and static power and largest die of each design's package
         (dse.model.package_figures.package_arrays): ``[P, 6]``."""
-        rows, cols, kind, stacks, ddr, *_ = self.decode(X)
-        return package_arrays(self.kernel, rows * cols, kind, stacks, ddr)
+        d = self.decode(X)
+        return package_arrays(self.kernel, d.chiplets, d.kind, d.stacks, d.ddr)
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True, package: np.ndarray | None = None) -> np.ndarray:
         """Every metric of the decision vectors ``X``; ``package``: their `package_figures` when the caller
         has them (a system's packages are one package design: dse.system.evaluator)."""
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        X = self.vectors(X)
         block = self._block()
 
         def run(r: slice) -> np.ndarray:
@@ -410,18 +417,13 @@ class Evaluator:
         in_package = np.arange(kind.shape[1])[None, :] < np.asarray(n)[:, None]
         return np.where(in_package, die, 0.0).max(axis=1)
 
-    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
-        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
-
-    def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
+    def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
-        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays(designs, self.tables, self.space.max_slots,
-                                                                    self.max_copies)
-        arrays = rows, cols, kind, stacks, ddr, slots, ncopy, np.zeros(len(designs), np.int64)
+        d = design_arrays(designs, self.tables, self.space.max_slots, self.max_copies)
 
         def run(r: slice) -> np.ndarray:
-            return self._kernel([a[r] for a in arrays], with_faults, self._workspaces(slots.shape[2]))
-        return pd.DataFrame(map_rows(run, len(designs), self.threads), columns=METRICS)
+            return self._kernel(d.take(r), with_faults, self._workspaces(d.slots.shape[2]))
+        return map_rows(run, len(designs), self.threads)
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""
@@ -434,19 +436,18 @@ class Evaluator:
         return report[report["failed_link"] != ""].drop(columns="failed_chiplet").reset_index(drop=True)
 
     def _single_report(self, design: Design) -> pd.DataFrame:
-        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
-                                                                    self.max_copies)
-        n = int(rows[0] * cols[0])
-        sh = self._shapes(rows, cols)[0]
-        res = single_failures(self.kernel, self.routes, sh, n, kind[0], stacks[0], ddr[0], slots[0], ncopy[0],
-                              self.space.split, *self._workspaces(slots.shape[2]))
+        d = design_arrays([design], self.tables, self.space.max_slots, self.max_copies)
+        n = int(d.chiplets[0])
+        sh = self._shapes(d.rows, d.cols)[0]
+        res = single_failures(self.kernel, self.routes, sh, n, d.kind[0], d.stacks[0], d.ddr[0], d.slots[0],
+                              d.ncopy[0], self.space.split, *self._workspaces(d.slots.shape[2]))
         latency, short = res[-1]
         kept = [float(_retained(latency, short, lat, s)) for lat, s in res[:-1]]
         chips = n if n > 1 else 0
         if chips == 0:          # the only chiplet: losing it keeps nothing (fault_tolerance_frac counts 0)
             return pd.DataFrame({"failed_chiplet": [0], "failed_link": [""], "latency_s": [np.inf],
                                  "retained_frac": [0.0], "all_served": [False]})
-        links = [f"{a}-{b}" for a, b in physical_links(self.package.network(int(rows[0]), int(cols[0])))] \
+        links = [f"{a}-{b}" for a, b in physical_links(self.package.network(design.rows, design.cols))] \
             if self.routes.n_phys[sh] else []
         return pd.DataFrame({"failed_chiplet": list(range(chips)) + [-1] * len(links),
                              "failed_link": [""] * chips + links, "latency_s": res[:-1, 0], "retained_frac": kept,
@@ -454,12 +455,11 @@ class Evaluator:
 
     def remapped(self, design: Design, failed: list[int]) -> Design | None:
         """The design after the chiplets in ``failed`` die and their units move (None: nothing survives)."""
-        rows, cols, kind, stacks, ddr, slots, ncopy = design_arrays([design], self.tables, self.space.max_slots,
-                                                                    self.max_copies)
+        d = design_arrays([design], self.tables, self.space.max_slots, self.max_copies)
         n = design.rows * design.cols
-        ok, new_slots, count = _remapped(self.kernel, self.routes, self._shapes(rows, cols)[0], n,
-                                         np.array(sorted(set(failed)), np.int64), kind[0], stacks[0], ddr[0],
-                                         slots[0], ncopy[0], self.space.split, self._workspace(slots.shape[2]))
+        ok, new_slots, count = _remapped(self.kernel, self.routes, self._shapes(d.rows, d.cols)[0], n,
+                                         np.array(sorted(set(failed)), np.int64), d.kind[0], d.stacks[0], d.ddr[0],
+                                         d.slots[0], d.ncopy[0], self.space.split, self.workspace(d.slots.shape[2]))
         if not ok:
             return None
         placement = {u: [int(x) for x in new_slots[i, : count[i]]] for i, u in enumerate(self.tables.unit_names)}
@@ -467,20 +467,20 @@ class Evaluator:
                                    placement=placement)
 
     def designs(self, X: np.ndarray) -> list[Design]:
-        rows, cols, kind, stacks, ddr, slots, ncopy, _ = self.decode(X)
+        d = self.decode(X)
         names = self.tables.kind_names
         out = []
-        for p in range(len(rows)):
-            n = int(rows[p] * cols[p])
-            placement = {u: [int(s) for s in slots[p, i, : ncopy[p, i]]] for i, u in enumerate(self.tables.unit_names)}
-            out.append(Design(rows=int(rows[p]), cols=int(cols[p]), chiplets=[names[k] for k in kind[p, :n]],
-                              hbm_stacks=[int(s) for s in stacks[p, :n]], ddr_channels=int(ddr[p]), link=self.link,
+        for p in range(len(d.rows)):
+            n = int(d.chiplets[p])
+            placement = {u: [int(s) for s in d.slots[p, i, : d.ncopy[p, i]]] for i, u in enumerate(self.tables.unit_names)}
+            out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
+                              hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=self.link,
                               mapping=self.space.mapping, placement=placement, topology=self.topology))
         return out
 
 
-def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max_copies: int):
-    """Kernel arrays (rows, cols, kind, stacks, ddr, slots, ncopy) of explicit designs."""
+def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max_copies: int) -> DecodedDesigns:
+    """Kernel arrays of explicit designs (none unplaced)."""
     P = len(designs)
     rows = np.array([d.rows for d in designs], np.int64)
     cols = np.array([d.cols for d in designs], np.int64)
@@ -497,4 +497,4 @@ def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max
             slots[p, u, : len(where)] = where
             ncopy[p, u] = len(where)
     ddr = np.array([d.ddr_channels for d in designs], np.int64)
-    return rows, cols, kind, stacks, ddr, slots, ncopy
+    return DecodedDesigns(rows, cols, kind, stacks, ddr, slots, ncopy, np.zeros(P, np.int64))

@@ -7,6 +7,8 @@ behind penalties.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
@@ -14,12 +16,14 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from arch.technology import reticle_limit_mm2
 
 from ..study.spec import Study
+from .phases import PHASES, phase_constraints
 
 #: metrics measured only when the study asks for Monte Carlo failure sets (faults.monte_carlo.samples > 0)
 MONTE_CARLO_METRICS = ("mc_retained_frac", "mc_survival_frac")
 
-#: objective name -> (metric column, sign for minimisation)
-OBJECTIVES = {
+#: objective name -> (metric column, sign for minimisation) of every study; phases add their own
+#: (dse.model.phases)
+BASE_OBJECTIVES = {
     "latency": ("latency_s", 1.0),
     "throughput": ("throughput_tok_s", -1.0),
     "energy": ("energy_j_per_token", 1.0),
@@ -27,14 +31,36 @@ OBJECTIVES = {
     "cost": ("cost_usd", 1.0),
     "fault_tolerance": ("fault_tolerance_frac", -1.0),
     "carbon": ("carbon_g_per_token", 1.0),
-    "ttft_p99": ("ttft_p99_s", 1.0),                # serving studies (dse.serving.package)
-    "tpot_p99": ("tpot_p99_s", 1.0),
-    "goodput": ("goodput_req_s", -1.0),
-    "max_rate_at_slo": ("max_rate_at_slo_req_s", -1.0),
 }
 
+
+class ObjectiveTable(Mapping):
+    """Objective name -> ``pick(column, sign)``: the base objectives and every registered phase's, read
+    live from the registry (nothing is copied at import)."""
+
+    def __init__(self, pick):
+        self.pick = pick
+
+    def entries(self) -> dict:
+        table = dict(BASE_OBJECTIVES)
+        for phase in PHASES.values():
+            table.update(phase.objectives)
+        return table
+
+    def __getitem__(self, name: str):
+        return self.pick(*self.entries()[name])
+
+    def __iter__(self):
+        return iter(self.entries())
+
+    def __len__(self) -> int:
+        return len(self.entries())
+
+
+#: objective name -> (metric column, sign for minimisation)
+OBJECTIVES = ObjectiveTable(lambda column, sign: (column, sign))
 #: metric column of each objective
-OBJECTIVE_COLUMNS = {name: column for name, (column, _) in OBJECTIVES.items()}
+OBJECTIVE_COLUMNS = ObjectiveTable(lambda column, sign: column)
 
 GIB = 2**30
 _BUDGETS = (("area_mm2", "area_mm2"), ("power_w", "power_w"), ("cost_usd", "cost_usd"))
@@ -45,13 +71,13 @@ def constraint_names(study: Study) -> list[str]:
     c = study.constraints
     return ["capacity_short_gib", "unplaced_experts", "reticle_over"] + \
         [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None] + \
-        (["request_rate_over"] if study.serving is not None else [])
+        [constraint.name for constraint in phase_constraints(study)]
 
 
 def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
     """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, a die larger than the
-    lithography reticle (arch.technology.reticle_limit_mm2), budgets, and in a serving study a request
-    rate past the design's saturation."""
+    lithography reticle (arch.technology.reticle_limit_mm2), budgets, and the study's phase's own
+    (dse.model.phases)."""
     c = study.constraints
     cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
             metrics["max_die_mm2"].to_numpy() / reticle_limit_mm2() - 1.0]
@@ -59,11 +85,7 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
         limit = getattr(c, budget)
         if limit is not None:
             cols.append(metrics[column].to_numpy() / limit - 1.0)
-    if study.serving is not None:           # a server must keep up with the offered rate (a steady state)
-        saturation = metrics["saturation_req_s"].to_numpy(float)
-        with np.errstate(divide="ignore"):
-            cols.append(np.where(saturation > 0, study.serving.request_rate / np.where(saturation > 0, saturation, 1.0)
-                                 - 1.0, np.inf))
+    cols += [constraint.violation(metrics, study) for constraint in phase_constraints(study)]
     return np.column_stack(cols)
 
 

@@ -13,6 +13,7 @@ import workloads
 from ..errors import StudyError
 from ..study.space import Design, Space, build_space, check_design
 from ..study.spec import Study
+from .contract import PopulationEvaluator
 from .evaluator import Evaluator
 from .heuristics import seed_vectors
 from .tables import UNIT_KINDS, EvalTables, build_tables
@@ -21,16 +22,28 @@ from .variants import VariantEvaluator
 
 @dataclass
 class Prepared:
-    """A study made ready to evaluate: its workload tables, design space and evaluator."""
+    """A study made ready to evaluate: its workload tables, design space and evaluators.
+
+    ``evaluator`` is the study's (the contract of dse.model.contract: what the search and the results
+    call); ``package_evaluator`` the package model under it (an `Evaluator`, or a `VariantEvaluator` over
+    package variants: failure reports, kernels and routes of one package); ``system_evaluator`` the
+    system of packages it composes (dse.system.evaluator.SystemEvaluator: layouts, fabric, package
+    failures), set by dse.system.prepare."""
 
     study: Study
     tables: EvalTables
     space: Space
-    evaluator: Evaluator | VariantEvaluator
+    evaluator: PopulationEvaluator
+    package_evaluator: Evaluator | VariantEvaluator | None = None      # default: ``evaluator``
+    system_evaluator: PopulationEvaluator | None = None
     variants: list["Prepared"] = field(default_factory=list)     # per package variant (dse.model.variants)
     #: the package a design's per-chiplet views (breakdown, floorplan, exports) look at, when the evaluator
     #: is not a package evaluator (set by dse.system.prepare: one package of a system)
     package_of: Callable[[Design], "Prepared"] | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.package_evaluator is None:
+            self.package_evaluator = self.evaluator
 
     def for_design(self, design) -> "Prepared":
         """The tables and package evaluator a design's package is costed with: its package variant's
@@ -39,7 +52,7 @@ class Prepared:
             return self.package_of(design)
         if not self.variants:
             return self
-        return self.variants[self.evaluator.variant_for(design)]
+        return self.variants[self.package_evaluator.variant_for(design)]
 
     def check_design(self, design: Design, source: str | None = None, in_space: bool = True) -> None:
         """A `StudyError` naming the design key when ``design`` cannot be evaluated under this study, or

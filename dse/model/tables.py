@@ -18,6 +18,7 @@ import noc
 import workloads
 
 from ..study.spec import Study
+from .phases import step_phase
 
 UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head", "router", "composer")
 
@@ -87,8 +88,7 @@ def build_workload(study: Study) -> workloads.Workload:
     """The study's workload section -> `workloads.extract` (one model) or `workloads.extract_ensemble`."""
     w = study.workload
     routing = w.routing.model_dump(exclude_none=True)
-    phase = "decode" if w.phase == "serve" else w.phase        # a serving study's step is its decode batch
-    common = dict(phase=phase, batch=w.batch, context=w.context, precision=w.precision, routing=routing,
+    common = dict(phase=step_phase(w.phase), batch=w.batch, context=w.context, precision=w.precision, routing=routing,
                   per_layer=w.per_layer, seed=w.routing.seed, fused_attention=w.attention == "fused")
     if w.ensemble is not None:
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,

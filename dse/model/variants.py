@@ -14,16 +14,25 @@ import numpy as np
 import pandas as pd
 
 from ..study.space import Design, Space
+from .contract import DecodedDesigns, PopulationEvaluator
 from .evaluator import METRICS, Evaluator
 
 
-class VariantEvaluator:
-    """The `Evaluator` interface over several package variants (see module docstring)."""
+class VariantEvaluator(PopulationEvaluator):
+    """The evaluator contract (dse.model.contract) over several package variants (see module docstring);
+    columns `METRICS`."""
 
     def __init__(self, labels: list[str], evaluators: list[Evaluator], kinds: list[tuple[str | None, str | None]],
                  space: Space):
         self.labels, self.evaluators, self.kinds, self.space = labels, evaluators, kinds, space
         self.gene = space.slices["variant"].start
+
+    @property
+    def columns(self) -> list[str]:
+        return METRICS
+
+    def package_evaluators(self) -> list[Evaluator]:
+        return list(self.evaluators)
 
     # the parts of the study every variant shares
     @property
@@ -53,21 +62,29 @@ class VariantEvaluator:
             out[rows] = run(self.evaluators[v], rows)
         return out
 
-    def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
-        return self._by_variant(self.variant_of(X), lambda ev, rows: ev.metrics_array(X[rows], with_faults))
+    def metrics_array(self, X: np.ndarray, with_faults: bool = True, package: np.ndarray | None = None) -> np.ndarray:
+        """Every metric of ``X``, each design by its variant's evaluator (``package``: their package
+        figures when known, dse.model.evaluator.Evaluator.metrics_array)."""
+        X = self.vectors(X)
+        return self._by_variant(self.variant_of(X), lambda ev, rows: ev.metrics_array(
+            X[rows], with_faults, None if package is None else package[rows]))
 
-    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
-        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
+    def package_figures(self, X: np.ndarray) -> np.ndarray:
+        """Each design's package figures by its variant's evaluator: ``[P, 6]``."""
+        X = self.vectors(X)
+        variant = self.variant_of(X)
+        out = np.empty((len(X), 6))
+        for v in np.unique(variant):
+            rows = np.where(variant == v)[0]
+            out[rows] = self.evaluators[v].package_figures(X[rows])
+        return out
 
-    def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
+    def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         variant = np.array([self.variant_for(d) for d in designs])
-        out = self._by_variant(variant, lambda ev, rows: ev.evaluate_designs([designs[i] for i in rows],
-                                                                          with_faults).to_numpy())
-        return pd.DataFrame(out, columns=METRICS)
+        return self._by_variant(variant, lambda ev, rows: ev.design_metrics([designs[i] for i in rows], with_faults))
 
     def designs(self, X: np.ndarray) -> list[Design]:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        X = self.vectors(X)
         out = []
         for x, v in zip(X, self.variant_of(X)):
             design = self.evaluators[v].designs(x[None, :])[0]
@@ -75,7 +92,7 @@ class VariantEvaluator:
             out.append(design)
         return out
 
-    def decode(self, X: np.ndarray):
+    def decode(self, X: np.ndarray) -> DecodedDesigns:
         return self.evaluators[0].decode(X)
 
     def failure_report(self, design: Design) -> pd.DataFrame:

@@ -41,9 +41,13 @@ DISPLAY = {
     "goodput_req_s": ("goodput", 1.0, "requests/s within SLO"),
     "max_rate_at_slo_req_s": ("highest rate within SLO", 1.0, "requests/s"),
 }
-BETTER = {name: ("lower" if sign > 0 else "higher") for name, (_, sign) in OBJECTIVES.items()}
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
 PARETO_COLOUR = "#c0392b"
+
+
+def better(objective: str) -> str:
+    """"lower" or "higher": which way ``objective`` improves."""
+    return "lower" if OBJECTIVES[objective][1] > 0 else "higher"
 
 
 class Figure(MatplotlibFigure):
@@ -62,7 +66,7 @@ def column(objective: str) -> str:
 
 def label(objective: str) -> str:
     name, _, unit = DISPLAY[column(objective)]
-    return f"{name} [{unit}] ({BETTER[objective]} is better)"
+    return f"{name} [{unit}] ({better(objective)} is better)"
 
 
 def shown(df: pd.DataFrame, objective: str) -> np.ndarray:

@@ -22,7 +22,7 @@ from ..model.objectives import OBJECTIVE_COLUMNS
 from .knee import knee_index
 from ..serving.load_curve import load_curve
 from .load_curve_plot import load_curve_section, plot_load_curve
-from .plots import BETTER, DISPLAY, column, save, write_plots
+from .plots import DISPLAY, better, column, save, write_plots
 from .system_plot import plot_system
 
 MAX_FRONT_ROWS = 50
@@ -91,7 +91,7 @@ def system_lines(study, prepared) -> list[str]:
     """The system around the packages, when the study has one (dse.system)."""
     if study.system is None:
         return []
-    hw = prepared.evaluator.hardware
+    hw = prepared.system_evaluator.hardware
     parallel = study.system.parallel
     fabric = hw.fabric_level()
     network = (f"nodes joined by `{hw.network}` ({hw.network_topology}, {hw.nics_per_node} NICs per node)"
@@ -132,7 +132,7 @@ def inputs_section(result, prepared) -> list[str]:
                                                 if v is not None) or "none") + ".",
              f"- **Search**: {s.search.algorithm}, population {s.search.population}, {s.search.generations} "
              f"generations, seed {s.search.seed}; objectives: " +
-             ", ".join(f"{o} ({BETTER[o]} is better)" for o in s.search.objectives) + ".",
+             ", ".join(f"{o} ({better(o)} is better)" for o in s.search.objectives) + ".",
              "", "Chiplet library (area and cost per die from the study's technology models):", ""]
     lib = pd.DataFrame([{                 # the library as built (presets and options resolved), one row per kind
         "chiplet": c.name, "kind": c.kind, "array": f"{c.rows}x{c.cols}" if hasattr(c, "rows") else "-",

@@ -18,8 +18,7 @@ MAX_DRAWN_NODES = 32          # larger systems draw the first nodes and say how 
 def plot_system(design: Design, prepared, metrics: pd.Series | None = None, title: str = "") -> Figure:
     """Nodes as boxes of packages; a package's colour is its pipeline stage, its label ``stage.rank`` (and the
     replica when there are several); arrows run along the pipeline."""
-    ev = prepared.evaluator
-    hw = ev.hardware
+    hw = prepared.system_evaluator.hardware
     layout = Layout(**{k: int(v) for k, v in (design.system or {}).items()})
     per_node = hw.packages_per_node
     nodes = layout.nodes(per_node)

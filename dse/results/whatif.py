@@ -32,7 +32,7 @@ def changed_study(study: Study, changes: dict) -> Study:
         if not isinstance(node, dict):
             raise StudyError("this key does not hold a mapping", key=key)
         node[parts[-1]] = value
-    return Study.from_dict(data, source="changed study")
+    return type(study).from_dict(data, source="changed study")
 
 
 def evaluate(design: Design, study: Study, changes: dict | None = None, prepared=None,

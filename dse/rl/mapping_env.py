@@ -140,13 +140,13 @@ class MappingProblem:
         return int(allowed[np.argmax(state.free[allowed])])
 
     def state_for(self, x: np.ndarray) -> PlacementState:
-        rows, cols, kind, stacks, ddr, *_ = self.prepared.evaluator.decode(x[None, :])
-        n = int(rows[0] * cols[0])
+        d = self.prepared.evaluator.decode(x[None, :])
+        n = int(d.chiplets[0])
         capacity = np.zeros(self.S)
-        capacity[:n] = stacks[0, :n] * self.hbm_bytes
-        state = PlacementState(capacity, float(ddr[0]) * self.ddr_bytes, n, self.sizes, self.experts, self.one_to_one)
-        state.kind = kind[0]
-        state.stacks = stacks[0]
+        capacity[:n] = d.stacks[0, :n] * self.hbm_bytes
+        state = PlacementState(capacity, float(d.ddr[0]) * self.ddr_bytes, n, self.sizes, self.experts, self.one_to_one)
+        state.kind = d.kind[0]
+        state.stacks = d.stacks[0]
         state.time = np.zeros(self.S)
         state.bytes = np.zeros(self.S)
         return state

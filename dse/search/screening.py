@@ -17,32 +17,16 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..model.evaluator import Evaluator
+from ..model.contract import PopulationEvaluator
 from ..model.objectives import constraint_matrix, objective_matrix, pareto_front
 from ..study.spec import Study
 from .loop import SearchOutcome
 
 
-def package_evaluators(evaluator) -> list[Evaluator]:
-    """The package evaluators under an evaluator of systems, training or serving (``.system``, ``.package``)
-    or of package variants (``.evaluators``)."""
-    found, todo = [], [evaluator]
-    while todo:
-        seen = todo.pop()
-        if isinstance(seen, Evaluator):
-            found.append(seen)
-            continue
-        inner = seen.__dict__.get("system") or seen.__dict__.get("package")
-        todo += [inner] if inner is not None else list(seen.__dict__.get("evaluators", []))
-    if not found:
-        raise TypeError(f"no package evaluator under {type(evaluator).__name__}")
-    return found
-
-
 @contextmanager
-def screened(evaluator, on: bool = True):
+def screened(evaluator: PopulationEvaluator, on: bool = True):
     """Evaluate failures at the screening fidelity inside the block (the evaluators' own setting after)."""
-    packages = package_evaluators(evaluator)
+    packages = evaluator.package_evaluators()
     before = [package.screening for package in packages]
     for package in packages:
         package.screening = bool(on)

@@ -27,13 +27,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
+from ..model.contract import DecodedDesigns, PopulationEvaluator
+from ..model.phases import Phase, PhaseConstraint
 from ..model.prepare import Prepared
-from ..study.space import SYSTEM_AXES
 from ..study.spec import Study
-from ..system.layout import Layout
+from ..system.evaluator import SystemEvaluator
+from ..system.layout import layout_of
 from ..system.metrics import SYSTEM_METRICS, C
-from ..system.prepare import PHASES, prepare_step
-from ..system.wrapping import EvaluatorOver
+from ..system.prepare import prepare_step
 from .analytic import REF_PROMPTS, AffineSteps
 from .chunked import chunked_metrics
 from .closed_form import serving_metrics
@@ -67,47 +68,52 @@ def prepare_serving(study: Study) -> Prepared:
             raise StudyError(f"the {name.replace('_', ' of ')} step has another design space than the decode step "
                              "(the workload's units differ by phase)", key="workload.phase")
         evaluators[name] = q.evaluator
-    return dataclasses.replace(p, evaluator=ServingEvaluator(p.evaluator, study, p.tables, evaluators))
+    return dataclasses.replace(p, evaluator=ServingEvaluator(p.evaluator, study, p.tables, evaluators),
+                               system_evaluator=p.evaluator)
 
 
-PHASES["serve"] = prepare_serving
+class ServingEvaluator(PopulationEvaluator):
+    """The evaluator contract (dse.model.contract) over serving designs (module docstring), built on the
+    system evaluator ``system`` of the study's decode step and those of the ``points`` steps."""
 
-
-class ServingEvaluator(EvaluatorOver):
-    """The evaluator interface over serving designs (module docstring)."""
-
-    def __init__(self, system, study: Study, tables, points: dict):
-        self.system, self.study, self.tables_, self.points = system, study, tables, points
+    def __init__(self, system: SystemEvaluator, study: Study, tables, points: dict[str, SystemEvaluator]):
+        self.system, self.study, self.tables, self.points = system, study, tables, points
+        self.space = system.space
         w = tables.workload.summary
         self.weight_bytes = float(tables.unit_capacity_bytes.sum())
         self.kv_bytes_per_token = float(w.get("kv_cache_bytes_per_token", 0.0))
 
     @property
-    def metric_names(self) -> list[str]:
+    def columns(self) -> list[str]:
         return METRICS
 
-    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
-        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)
+    def designs(self, X: np.ndarray) -> list:
+        return self.system.designs(X)
+
+    def decode(self, X: np.ndarray) -> DecodedDesigns:
+        return self.system.decode(X)
+
+    def package_evaluators(self) -> list:
+        return self.system.package_evaluators()
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.system.space.n_var)
+        X = self.vectors(X)
         base = self.system.metrics_array(X, with_faults)
         figures = self.system.package_figures(X)          # the same under the three extra steps' workloads
         steps = {name: ev.latency_array(X, figures) for name, ev in self.points.items()}
-        rows, cols, kind, stacks, ddr, *_ = self.system.decode(X)
-        return self._serve(base, steps, self.system.layouts_of(X), stacks, ddr)
+        d = self.system.decode(X)
+        return self._serve(base, steps, self.system.layouts_of(X), d.stacks, d.ddr)
 
-    def evaluate_designs(self, designs, with_faults: bool = True) -> pd.DataFrame:
-        base = self.system.evaluate_designs(designs, with_faults).to_numpy()
-        steps = {name: ev.evaluate_designs(designs, False)["latency_s"].to_numpy() for name, ev in self.points.items()}
-        _, _, stacks, ddr, _ = self.system._package_arrays(designs)
-        layouts = [Layout(**{a: int((d.system or {}).get(a, 1)) for a in SYSTEM_AXES}) for d in designs]
-        return pd.DataFrame(self._serve(base, steps, layouts, stacks, ddr), columns=METRICS)
+    def design_metrics(self, designs, with_faults: bool = True) -> np.ndarray:
+        base = self.system.design_metrics(designs, with_faults)
+        steps = {name: ev.design_metrics(designs, False)[:, C["latency_s"]] for name, ev in self.points.items()}
+        packages = self.system.package_arrays(designs)
+        return self._serve(base, steps, [layout_of(d) for d in designs], packages.stacks, packages.ddr)
 
     def kv_cache_tokens(self, stacks: np.ndarray, ddr: np.ndarray, packages_per_replica: np.ndarray) -> np.ndarray:
         """Tokens of KV cache a replica holds: its packages' HBM and DDR less the model's weights, over the
         KV bytes of one token (all layers); inf for a model without a KV cache."""
-        t = self.tables_
+        t = self.tables
         memory = np.asarray(stacks).sum(axis=1) * (t.hbm.capacity_bytes if t.hbm else 0.0) + \
             np.asarray(ddr) * (t.ddr.capacity_bytes if t.ddr else 0.0)
         free = np.maximum(memory * packages_per_replica - self.weight_bytes, 0.0)
@@ -115,12 +121,12 @@ class ServingEvaluator(EvaluatorOver):
 
     def steps_of(self, design) -> tuple[AffineSteps, float, int]:
         """A design's affine steps (one replica's), the sequences a replica holds at once, its replicas."""
-        base = self.system.evaluate_designs([design], False)["latency_s"].iloc[0]
-        at = {name: float(ev.evaluate_designs([design], False)["latency_s"].iloc[0]) for name, ev in self.points.items()}
+        base = self.system.design_metrics([design], False)[0, C["latency_s"]]
+        at = {name: float(ev.design_metrics([design], False)[0, C["latency_s"]]) for name, ev in self.points.items()}
         sv = self.study.serving
-        layout = Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
-        _, _, stacks, ddr, _ = self.system._package_arrays([design])
-        kv = float(self.kv_cache_tokens(stacks, ddr, np.array([float(layout.per_replica)]))[0])
+        layout = layout_of(design)
+        packages = self.system.package_arrays([design])
+        kv = float(self.kv_cache_tokens(packages.stacks, packages.ddr, np.array([float(layout.per_replica)]))[0])
         n_max = min(float(sv.max_batch), math.floor(kv / (sv.input_len + sv.output_len)) if math.isfinite(kv) else
                     math.inf)
         steps = AffineSteps.from_points(at["decode_1"], float(base), sv.max_batch, at["prefill_1"], at["prefill_ref"],
@@ -157,3 +163,19 @@ class ServingEvaluator(EvaluatorOver):
             out[:, S[name]] *= replicas
         out[:, S["kv_cache_tokens"]] = kv
         return out
+
+
+def request_rate_over(metrics: pd.DataFrame, study: Study) -> np.ndarray:
+    """A server must keep up with the offered rate (a steady state): the study's request rate over the
+    design's saturation rate, less 1 (> 0: infeasible; inf for a design that serves no rate)."""
+    saturation = metrics["saturation_req_s"].to_numpy(float)
+    with np.errstate(divide="ignore"):
+        return np.where(saturation > 0, study.serving.request_rate / np.where(saturation > 0, saturation, 1.0) - 1.0,
+                        np.inf)
+
+
+#: ``workload.phase: serve``, registered by the facade (dse.model.phases)
+PHASE = Phase(name="serve", prepare=prepare_serving, step_phase="decode", metrics=tuple(SERVING_METRICS),
+              objectives={"ttft_p99": ("ttft_p99_s", 1.0), "tpot_p99": ("tpot_p99_s", 1.0),
+                          "goodput": ("goodput_req_s", -1.0), "max_rate_at_slo": ("max_rate_at_slo_req_s", -1.0)},
+              constraints=(PhaseConstraint("request_rate_over", request_rate_over),))

@@ -62,6 +62,12 @@ class Study(StrictModel):
         return value
 
     @classmethod
+    def load(cls, path: str | Path) -> "Study":
+        """Read and validate a study YAML file."""
+        path = Path(path)
+        return cls.from_dict(read_yaml_file(path, "study file"), source=str(path), base_dir=path.parent)
+
+    @classmethod
     def from_dict(cls, data: Any, source: str | None = None, base_dir: str | Path | None = None) -> "Study":
         """A study from its YAML mapping; relative model and trace paths resolve against ``base_dir`` (the
         study file's folder) where the file is there."""
@@ -199,5 +205,4 @@ def _short(value: Any, chars: int = 80) -> str:
 
 def load_study(path: str | Path) -> Study:
     """Read and validate a study YAML file."""
-    path = Path(path)
-    return Study.from_dict(read_yaml_file(path, "study file"), source=str(path), base_dir=path.parent)
+    return Study.load(path)

@@ -24,9 +24,12 @@ its share of the workload (dse.system.packages) and the shares are composed:
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
+from ..model.contract import DecodedDesigns, PopulationEvaluator
 from ..model.evaluator import METRICS
 from ..model.parallel import map_rows, split_rows
 from ..study.space import SYSTEM_AXES, Design
@@ -35,7 +38,7 @@ from .compose import compose, stage_figures
 from .embodied import PackageEmbodied
 from .failures import fault_columns, replica_kept
 from .hardware import SystemHardware
-from .layout import Layout
+from .layout import Layout, layout_of
 from .metrics import SYSTEM_METRICS, C
 from .packages import PackageBank, StagePackages
 from .traffic import LayoutTraffic, layout_traffic
@@ -54,41 +57,36 @@ def share_runner(X: np.ndarray, figures: np.ndarray):
     return run
 
 
-class SystemEvaluator:
-    """The evaluator interface (``__call__``, ``metrics_array``, ``evaluate_designs``, ``designs``) over
-    systems of packages; see the module docstring."""
+class PackageArrays(NamedTuple):
+    """What embodied carbon needs of each design's package."""
+
+    chiplets: np.ndarray    # [P] chiplets in the package
+    kind: np.ndarray        # [P, S] chiplet kind per slot
+    stacks: np.ndarray      # [P, S] HBM stacks per slot
+    ddr: np.ndarray         # [P] DDR channels
+    variant: np.ndarray     # [P] package variant (dse.model.variants)
+
+
+class SystemEvaluator(PopulationEvaluator):
+    """The evaluator contract (dse.model.contract) over systems of packages, columns `SYSTEM_METRICS`;
+    see the module docstring. ``package`` is the package evaluator it composes."""
 
     def __init__(self, package, space, factors: CarbonFactors, embodied: list[PackageEmbodied],
                  hardware: SystemHardware | None = None, bank: PackageBank | None = None, study=None):
         self.package, self.space, self.factors, self.embodied = package, space, factors, embodied
         self.hardware, self.bank, self.study = hardware, bank, study
+        self.tables = package.tables
         self.traffic_cache: dict[Layout, LayoutTraffic] = {}
 
-    # --- the parts of the package evaluator every caller used -------------------------------------------
-    def __getattr__(self, name: str):
-        """Anything else is the package evaluator's (routes, kernel, failure reports, variant labels, ...)."""
-        package = self.__dict__.get("package")
-        if package is None or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(package, name)
-
     @property
-    def tables(self):
-        return self.package.tables
-
-    @property
-    def max_copies(self) -> int:
-        return self.package.max_copies
-
-    @property
-    def metric_names(self) -> list[str]:
+    def columns(self) -> list[str]:
         return SYSTEM_METRICS
 
-    def decode(self, X):
+    def decode(self, X) -> DecodedDesigns:
         return self.package.decode(X)
 
-    def variant_for(self, design: Design) -> int:
-        return self.package.variant_for(design)
+    def package_evaluators(self) -> list:
+        return self.package.package_evaluators()
 
     # --- layouts ---------------------------------------------------------------------------------------
     @property
@@ -112,18 +110,15 @@ class SystemEvaluator:
         return self.traffic_cache[layout]
 
     # --- evaluation ------------------------------------------------------------------------------------
-    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
-        return pd.DataFrame(self.metrics_array(X, with_faults), columns=SYSTEM_METRICS)
-
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        X = self.vectors(X)
         if not self.is_system:
-            return self._one_package(self.package.metrics_array(X, with_faults), self._decoded(X))
+            return self._one_package(self.package.metrics_array(X, with_faults), self.decoded_package_arrays(X))
         layouts = self.layouts_of(X)
 
         def run(r: slice) -> np.ndarray:
             Xr = X[r]
-            return self._systems(self._decoded(Xr), layouts[r], with_faults,
+            return self._systems(self.decoded_package_arrays(Xr), layouts[r], with_faults,
                                  share_runner(Xr, self._package_figures(Xr, layouts[r.start])))
         threads = self.package.threads
         if len(split_rows(len(X), threads)) > 1:      # build every share and traffic table before threads read them
@@ -137,7 +132,7 @@ class SystemEvaluator:
         workloads (dse.serving.package). A one-package design skips carbon and takes its package
         ``figures`` (`package_figures`, the same under every workload) when given; a system composes its
         shares as `metrics_array` does."""
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        X = self.vectors(X)
         if self.is_system:
             return self.metrics_array(X, False)[:, C["latency_s"]]
         return self.package.metrics_array(X, False, figures)[:, C["latency_s"]]
@@ -152,19 +147,17 @@ class SystemEvaluator:
         share = self.bank.get(layout.pipeline, layout.experts).shares[0][0]
         return share.evaluator.package_figures(X[:, share.genes])
 
-    def evaluate_designs(self, designs: list[Design], with_faults: bool = True) -> pd.DataFrame:
+    def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
-        arrays = self._package_arrays(designs)
+        arrays = self.package_arrays(designs)
         if not self.is_system:
-            out = self._one_package(self.package.evaluate_designs(designs, with_faults).to_numpy(), arrays)
-        else:
-            layouts = [Layout(**{a: int((d.system or {}).get(a, 1)) for a in SYSTEM_AXES}) for d in designs]
-            out = self._systems(arrays, layouts, with_faults, lambda share, rows: share.evaluator.evaluate_designs(
-                [share.restrict(designs[i]) for i in rows], False).to_numpy())
-        return pd.DataFrame(out, columns=SYSTEM_METRICS)
+            return self._one_package(self.package.design_metrics(designs, with_faults), arrays)
+        return self._systems(arrays, [layout_of(d) for d in designs], with_faults,
+                             lambda share, rows: share.evaluator.design_metrics(
+                                 [share.restrict(designs[i]) for i in rows], False))
 
     def designs(self, X: np.ndarray) -> list[Design]:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)
+        X = self.vectors(X)
         out = self.package.designs(X)
         if self.is_system:
             for design, layout in zip(out, self.layouts_of(X)):
@@ -172,8 +165,8 @@ class SystemEvaluator:
         return out
 
     # --- one package -----------------------------------------------------------------------------------
-    def _package_arrays(self, designs: list[Design]):
-        """(n, kind, stacks, ddr, variant) of explicit designs, for their embodied carbon."""
+    def package_arrays(self, designs: list[Design]) -> PackageArrays:
+        """The packages of explicit designs, for their embodied carbon and memory."""
         names = self.tables.kind_names
         width = self.space.max_slots
         kind = np.zeros((len(designs), width), np.int64)
@@ -183,22 +176,22 @@ class SystemEvaluator:
             stacks[i, : len(d.hbm_stacks)] = d.hbm_stacks
         n = np.array([d.rows * d.cols for d in designs], np.int64)
         ddr = np.array([d.ddr_channels for d in designs], np.int64)
-        variant = np.array([self.variant_for(d) if len(self.embodied) > 1 else 0 for d in designs], np.int64)
-        return n, kind, stacks, ddr, variant
+        variant = np.array([self.package.variant_for(d) if len(self.embodied) > 1 else 0 for d in designs], np.int64)
+        return PackageArrays(n, kind, stacks, ddr, variant)
 
-    def _decoded(self, X: np.ndarray):
-        """(n, kind, stacks, ddr, variant) of decision vectors, for their embodied carbon."""
-        rows, cols, kind, stacks, ddr, *_ = self.decode(X)
+    def decoded_package_arrays(self, X: np.ndarray) -> PackageArrays:
+        """The packages of decision vectors, for their embodied carbon and memory."""
+        X = self.vectors(X)
+        d = self.decode(X)
         variant = X[:, self.space.slices["variant"].start] if "variant" in self.space.slices \
             else np.zeros(len(X), np.int64)
-        return rows * cols, kind, stacks, ddr, variant
+        return PackageArrays(d.chiplets, d.kind, d.stacks, d.ddr, variant)
 
-    def _embodied_g(self, arrays) -> np.ndarray:
-        n, kind, stacks, ddr, variant = arrays
-        out = np.zeros(len(n))
-        for v in np.unique(variant):
-            rows = variant == v
-            out[rows] = self.embodied[v](n[rows], kind[rows], stacks[rows], ddr[rows])
+    def _embodied_g(self, a: PackageArrays) -> np.ndarray:
+        out = np.zeros(len(a.chiplets))
+        for v in np.unique(a.variant):
+            rows = a.variant == v
+            out[rows] = self.embodied[v](a.chiplets[rows], a.kind[rows], a.stacks[rows], a.ddr[rows])
         return out
 
     def _one_package(self, metrics: np.ndarray, arrays) -> np.ndarray:
@@ -250,12 +243,12 @@ class SystemEvaluator:
     def package_failure_report(self, design: Design) -> pd.DataFrame:
         """What losing each package of a system design does: the packages alike (one row per pipeline stage
         with expert parallelism, one row otherwise) and the fraction of the system's throughput kept."""
-        layout = Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+        layout = layout_of(design)
         stage = self.bank.get(layout.pipeline, layout.experts)
         rows = np.array([0])
 
         def run(share, rows_):
-            return share.evaluator.evaluate_designs([share.restrict(design)], False).to_numpy()
+            return share.evaluator.design_metrics([share.restrict(design)], False)
         M = [[run(share, rows) for share in row] for row in stage.shares]
         f = stage_figures(M, stage.rank_tokens)
         kept = replica_kept(self, layout, stage, f, rows, run)

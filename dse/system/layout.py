@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..study.space import SYSTEM_AXES
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -36,3 +38,8 @@ class Layout:
 
     def as_dict(self) -> dict[str, int]:
         return {"pipeline": self.pipeline, "experts": self.experts, "replicas": self.replicas}
+
+
+def layout_of(design) -> Layout:
+    """The layout a design record names (``design.system``: pipeline, experts, replicas; 1 where unnamed)."""
+    return Layout(**{axis: int((design.system or {}).get(axis, 1)) for axis in SYSTEM_AXES})

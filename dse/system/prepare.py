@@ -3,17 +3,16 @@ evaluator of dse.model.prepare in a `SystemEvaluator` (one package: its metrics 
 section: every layout's packages, dse.system.packages). Every layer above (search, results, exports,
 cli) prepares studies here.
 
-A phase of its own (``workload.phase: train``) is prepared by the layer that models it: that layer
-registers its preparer in `PHASES` when it is imported (dse/__init__.py imports it), so imports keep
-running down the layers while `prepare` serves every phase."""
+A phase of its own (``workload.phase: serve``, ``train``) is prepared by the layer that models it: that
+layer's `dse.model.phases.Phase` names its preparer, registered by the facade (dse/__init__.py), so
+imports keep running down the layers while `prepare` serves every phase."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
-
 import numpy as np
 
 from ..errors import StudyError
+from ..model.phases import phase_of
 from ..model.prepare import Prepared
 from ..model.prepare import prepare as prepare_package
 from ..model.tables import build_tables
@@ -26,14 +25,12 @@ from .packages import PackageBank
 from .slices import stage_layers
 
 
-#: workload phase -> its preparer (study -> Prepared), registered by the layer that models the phase
-PHASES: dict[str, Callable[[Study], Prepared]] = {}
-
-
 def prepare(study: Study) -> Prepared:
-    """Tables, design space and evaluator for ``study``: its phase's preparer (`PHASES`) or `prepare_step`."""
-    if study.workload.phase in PHASES:
-        return PHASES[study.workload.phase](study)
+    """Tables, design space and evaluator for ``study``: its phase's preparer (dse.model.phases) or
+    `prepare_step`."""
+    phase = phase_of(study)
+    if phase is not None and phase.prepare is not None:
+        return phase.prepare(study)
     return prepare_step(study)
 
 
@@ -43,8 +40,8 @@ def prepare_step(study: Study) -> Prepared:
     factors = CarbonFactors.from_spec(study.carbon)
     embodied = [PackageEmbodied(v.tables, factors) for v in (p.variants or [p])]
     if study.system is None:
-        return dataclasses.replace(p, evaluator=SystemEvaluator(p.evaluator, p.space, factors, embodied),
-                                   package_of=p.for_design)
+        evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied)
+        return dataclasses.replace(p, evaluator=evaluator, system_evaluator=evaluator, package_of=p.for_design)
     hardware = _check_system(study)
     layers, stages = stage_layers(p.tables).total, max(study.system.parallel.pipeline)
     if stages > layers:
@@ -53,7 +50,7 @@ def prepare_step(study: Study) -> Prepared:
     p.space.seeds = layout_seeds(p.space, study)
     bank = PackageBank(study, p.tables, p.space, TablesAtBatch(study, p.tables))
     evaluator = SystemEvaluator(p.evaluator, p.space, factors, embodied, hardware, bank, study)
-    return dataclasses.replace(p, evaluator=evaluator, package_of=bank.first_package)
+    return dataclasses.replace(p, evaluator=evaluator, system_evaluator=evaluator, package_of=bank.first_package)
 
 
 class TablesAtBatch:

@@ -34,6 +34,14 @@ class StageTraffic:
     energy_j: float = 0.0
     byte_hops: float = 0.0
 
+    def add(self, other: "StageTraffic", times: float) -> None:
+        """Add ``times`` x the all-to-all costs ``other`` (its time, fabric, network, energy, byte-hops)."""
+        self.time_s += times * other.time_s
+        self.fabric_s += times * other.fabric_s
+        self.network_s += times * other.network_s
+        self.energy_j += times * other.energy_j
+        self.byte_hops += times * other.byte_hops
+
 
 @dataclass
 class LayoutTraffic:
@@ -60,9 +68,10 @@ def expert_bytes(t: EvalTables, ranks: np.ndarray, experts: int, stage: int) -> 
 
 
 def _all_to_all(to_rank: np.ndarray, from_rank: np.ndarray, node: np.ndarray, fabric: Level,
-                network: Level | None) -> tuple[float, float, float, float, float]:
+                network: Level | None) -> StageTraffic:
     """A direct all-to-all where rank r sends ``to_rank[q]`` to every other rank q and receives
-    ``from_rank[r]`` from each: (time, fabric time, network time, energy, byte-hops) of the busiest rank."""
+    ``from_rank[r]`` from each: the busiest rank's time (on the fabric, on the network), energy and
+    byte-hops."""
     E = len(to_rank)
     worst = fab_worst = net_worst = energy = hops = 0.0
     for r in range(E):
@@ -75,7 +84,7 @@ def _all_to_all(to_rank: np.ndarray, from_rank: np.ndarray, node: np.ndarray, fa
         worst, fab_worst, net_worst = max(worst, t_f, t_n), max(fab_worst, t_f), max(net_worst, t_n)
         energy += sent_f * fabric.energy_j_per_byte + (sent_n * network.energy_j_per_byte if sent_n else 0.0)
         hops += sent_f * fabric.hops + (sent_n * network.hops if sent_n else 0.0)
-    return worst, fab_worst, net_worst, energy, hops
+    return StageTraffic(time_s=worst, fabric_s=fab_worst, network_s=net_worst, energy_j=energy, byte_hops=hops)
 
 
 def handoff_bytes(t: EvalTables, held_next: np.ndarray, first_stage: int) -> float:
@@ -110,12 +119,7 @@ def layout_traffic(t: EvalTables, layout: Layout, held: list[np.ndarray], ranks:
                 if k == 0:
                     continue
                 for to_rank, from_rank in ((dispatch, dispatch), (combine, combine)):
-                    time, t_f, t_n, energy, hops = _all_to_all(to_rank, from_rank, node, fabric, network)
-                    st.time_s += k * time
-                    st.fabric_s += k * t_f
-                    st.network_s += k * t_n
-                    st.energy_j += k * energy
-                    st.byte_hops += k * hops
+                    st.add(_all_to_all(to_rank, from_rank, node, fabric, network), k)
             if p + 1 < layout.pipeline:
                 first = int(np.flatnonzero(held[p + 1] > 0)[0])
                 nbytes = handoff_bytes(t, held[p + 1], first)

@@ -40,15 +40,15 @@ import memory
 import workloads
 from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
 
+from ..model.contract import DecodedDesigns, PopulationEvaluator
+from ..model.phases import Phase
 from ..model.prepare import Prepared
-from ..study.space import SYSTEM_AXES
 from ..study.spec import Study
 from ..system.collectives import ring_allreduce_s
-from ..system.layout import Layout
+from ..system.evaluator import SystemEvaluator
+from ..system.layout import Layout, layout_of
 from ..system.metrics import SYSTEM_METRICS, C
-from ..system.prepare import PHASES
 from ..system.prepare import prepare_step
-from ..system.wrapping import EvaluatorOver
 from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE
 
 #: columns a training study adds to the system's (units in the names)
@@ -65,17 +65,16 @@ def prepare_training(study: Study) -> Prepared:
     """The study's designs made ready to cost as training devices (module docstring): the system
     evaluator of the forward pass (workloads' ``train`` phase: every position's logits, no KV cache)."""
     p = prepare_step(study)
-    return dataclasses.replace(p, evaluator=TrainingEvaluator(p.evaluator, study, p.tables))
+    return dataclasses.replace(p, evaluator=TrainingEvaluator(p.evaluator, study, p.tables), system_evaluator=p.evaluator)
 
 
-PHASES["train"] = prepare_training
+class TrainingEvaluator(PopulationEvaluator):
+    """The evaluator contract (dse.model.contract) over training iterations of the system evaluator's
+    designs (module docstring)."""
 
-
-class TrainingEvaluator(EvaluatorOver):
-    """The evaluator interface over training iterations of the system evaluator's designs."""
-
-    def __init__(self, system, study: Study, tables):
-        self.system, self.study, self.tables_ = system, study, tables
+    def __init__(self, system: SystemEvaluator, study: Study, tables):
+        self.system, self.study, self.tables = system, study, tables
+        self.space = system.space
         w, t = study.workload, study.training
         cfg = workloads.load_model(w.model)
         self.cfg, self.batch, self.seq, self.global_batch = cfg, w.batch, w.context, t.global_batch
@@ -93,27 +92,33 @@ class TrainingEvaluator(EvaluatorOver):
                 self.batch * self.seq)
 
     @property
+    def columns(self) -> list[str]:
+        return METRICS
+
+    @property
     def metric_names(self) -> list[str]:
         """METRICS, but those of the token budget only when the study gives one."""
         return METRICS if self.study.workload.tokens is not None else [m for m in METRICS if m not in BUDGET]
 
-    def __call__(self, X: np.ndarray, with_faults: bool = True) -> pd.DataFrame:
-        return pd.DataFrame(self.metrics_array(X, with_faults), columns=METRICS)[self.metric_names]
+    def designs(self, X: np.ndarray) -> list:
+        return self.system.designs(X)
+
+    def decode(self, X: np.ndarray) -> DecodedDesigns:
+        return self.system.decode(X)
+
+    def package_evaluators(self) -> list:
+        return self.system.package_evaluators()
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        X = np.asarray(X, dtype=np.int64).reshape(-1, self.system.space.n_var)
+        X = self.vectors(X)
         forward = self.system.metrics_array(X, with_faults)
-        rows, cols, kind, stacks, ddr, *_ = self.system.decode(X)
-        return self._train(forward, self.system.layouts_of(X), rows * cols, kind, stacks, ddr)
+        d = self.system.decode(X)
+        return self._train(forward, self.system.layouts_of(X), d.chiplets, d.kind, d.stacks, d.ddr)
 
-    def evaluate_designs(self, designs, with_faults: bool = True) -> pd.DataFrame:
-        forward = self.system.evaluate_designs(designs, with_faults).to_numpy()
-        n, kind, stacks, ddr, _ = self.system._package_arrays(designs)
-        layouts = [self._layout(d) for d in designs]
-        return pd.DataFrame(self._train(forward, layouts, n, kind, stacks, ddr), columns=METRICS)[self.metric_names]
-
-    def _layout(self, design) -> Layout:
-        return Layout(**{a: int((design.system or {}).get(a, 1)) for a in SYSTEM_AXES})
+    def design_metrics(self, designs, with_faults: bool = True) -> np.ndarray:
+        forward = self.system.design_metrics(designs, with_faults)
+        a = self.system.package_arrays(designs)
+        return self._train(forward, [layout_of(d) for d in designs], a.chiplets, a.kind, a.stacks, a.ddr)
 
     # --- the iteration ---------------------------------------------------------------------------------
     def _train(self, forward: np.ndarray, layouts, n, kind, stacks, ddr) -> np.ndarray:
@@ -123,7 +128,7 @@ class TrainingEvaluator(EvaluatorOver):
         peak = np.where(present, self.kind_peak_flops[kind], 0.0).sum(axis=1)
         hbm_stacks = np.where(present, stacks, 0).sum(axis=1)
         ddr = np.asarray(ddr)
-        t = self.tables_
+        t = self.tables
         capacity = hbm_stacks * (t.hbm.capacity_bytes if t.hbm else 0.0) + ddr * (t.ddr.capacity_bytes if t.ddr else 0.0)
         bandwidth = _bandwidth_Bps(t, hbm_stacks, ddr)
         groups: dict = {}
@@ -170,7 +175,7 @@ class TrainingEvaluator(EvaluatorOver):
             static_w = row[:, C["energy_static_j_per_token"]] * row[:, C["throughput_tok_s"]]
             ring_bytes = zero3 * 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
             comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
-            optimizer_j = packages * optimizer_bytes * (self.tables_.hbm.energy_j_per_byte if self.tables_.hbm else 0.0)
+            optimizer_j = packages * optimizer_bytes * (self.tables.hbm.energy_j_per_byte if self.tables.hbm else 0.0)
             energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j
 
             row[:, C["latency_s"]] = row[:, C["latency_p99_s"]] = iteration_s
@@ -236,3 +241,7 @@ def _bandwidth_Bps(tables, stacks: np.ndarray, ddr: np.ndarray) -> np.ndarray:
     hbm = memory.effective_bandwidth_Bps(tables.hbm, 1) * stacks if tables.hbm is not None else 0.0 * stacks
     dram = memory.effective_bandwidth_Bps(tables.ddr, 1) * ddr if tables.ddr is not None else 0.0 * ddr
     return np.where(stacks > 0, hbm, dram).astype(float)
+
+
+#: ``workload.phase: train``, registered by the facade (dse.model.phases); the objectives keep their names
+PHASE = Phase(name="train", prepare=prepare_training, metrics=tuple(TRAINING_METRICS))
