@@ -18,6 +18,7 @@ from .model.evaluator import Evaluator
 from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
+from .results.whatif import changed_study
 from .study.space import Design
 from .study.spec import Study, load_study
 from .system import SYSTEM_METRICS as METRICS
@@ -42,4 +43,4 @@ Study.run = _run
 Study.characterize = _characterize
 
 __all__ = ["Study", "StudyError", "StudyResult", "Design", "Evaluator", "METRICS", "load_study", "prepare",
-           "run_study", "write_results", "load_results", "read_design"]
+           "run_study", "changed_study", "write_results", "load_results", "read_design"]
