@@ -19,13 +19,13 @@ from .errors import NocError
 from .faults import (FaultReport, MonteCarloFaults, analyse_faults, fault_routes, monte_carlo_faults,
                      reroute_table)
 from .latency import LoadedLatency, Saturation, loaded_latency, md1_wait, saturation, zero_load_latency_s
-from .links import LinkTech, cycle_link, link_kinds, link_tech
+from .links import LinkTech, cycle_link, link_kinds, link_tech, router_freq_hz
 from .mesh import add_xy_route_load, average_hops_uniform, bisection_links, xy_hops, xy_link_loads
 from .routing import ALGORITHMS, Routes, add_route_load, route, route_hops, route_link_loads
 from .topology import KINDS, Topology, build, from_links, from_networkx, mesh, torus
 
 __all__ = [
-    "NocError", "LinkTech", "link_kinds", "link_tech", "cycle_link",
+    "NocError", "LinkTech", "link_kinds", "link_tech", "cycle_link", "router_freq_hz",
     "Topology", "KINDS", "mesh", "torus", "from_links", "from_networkx", "build",
     "Routes", "ALGORITHMS", "route", "add_route_load", "route_hops", "route_link_loads",
     "RouteBank", "route_bank", "bank_routes", "bank_pairs", "bank_links", "bank_graph", "max_serialisation_s",

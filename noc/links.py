@@ -1,7 +1,7 @@
 """Die-to-die link technologies and the router on each chiplet, from ``noc/data/links.yaml``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
@@ -39,9 +39,6 @@ class LinkTech:
     def hop_energy_j_per_byte(self) -> float:
         return self.energy_j_per_byte + self.router_energy_j_per_byte
 
-    def with_router(self, router_latency_s: float, router_energy_j_per_byte: float) -> "LinkTech":
-        return replace(self, router_latency_s=router_latency_s, router_energy_j_per_byte=router_energy_j_per_byte)
-
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
@@ -51,6 +48,11 @@ def _table() -> dict:
 def link_kinds() -> list[str]:
     """Technology names in file order; the first is the default of a package."""
     return [k for k in _table() if k != "router"]
+
+
+def router_freq_hz() -> float:
+    """Clock of the router on every chiplet (``router.freq_ghz`` of noc/data/links.yaml), in Hz."""
+    return float(_table()["router"]["freq_ghz"]) * 1e9
 
 
 def link_tech(name: str) -> LinkTech:

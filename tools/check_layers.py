@@ -32,7 +32,7 @@ import networkx as nx
 PACKAGES = ("dse", "workloads", "arch", "memory", "noc")
 BASE = ("workloads", "arch", "memory", "noc")
 LAYERS = ("errors", "study", "model", "system", "training", "serving", "validation", "search", "rl", "results", "exports", "cli")    # bottom to top
-FACADE = ("dse", "dse.__main__", "dse.whatif", "dse.jit_cache")
+FACADE = ("dse", "dse.__main__", "dse.jit_cache")
 MAX_LINES = 450
 MAX_FUNCTION_LINES = 120
 REASON = "Kept whole:"

@@ -20,7 +20,7 @@ member's context over the study's) so that ``kv_bytes_per_token x batch x contex
 """
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 
 import networkx as nx
 import pandas as pd
@@ -30,8 +30,8 @@ from .ensemble_scenarios import _scenarios, request_paths
 from .ensemble_spec import _error, _parse
 from .precision import bytes_per_element
 from .transformer import (SOFTMAX_FLOPS_PER_ELEMENT, RMSNORM_FLOPS_PER_ELEMENT, TOKEN_ID_BYTES, check_step,
-                          extract_transformer, summarize)
-from .workload import OP_COLUMNS, Workload
+                          extract_transformer)
+from .workload import OP_COLUMNS, Workload, summarize
 
 
 def _same_architecture(a, b) -> bool:
@@ -53,11 +53,38 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
         raise _error(f"max_scenarios must be >= 1, got {max_scenarios}")
     nodes, by_name, g, morphology, route_every = _parse(spec)
     wbytes = bytes_per_element(precision)
-    abytes = max(wbytes, 1.0)
     q_step = context if phase == "prefill" else 1
     routes_now = route_every == "token" or phase == "prefill"
+    weight_sources = _weight_sources(nodes, by_name, g)
 
-    # weight-sum inputs hold weights only
+    paths = request_paths(nodes, g, seed)
+    order = [n.name for n in nodes]
+    visit = {name: sum(p for s, p in paths if name in s) for name in order}
+    runs = {name: 1.0 - (1.0 - v) ** batch for name, v in visit.items()}
+    requests = {name: (batch * v / runs[name] if runs[name] > 0 else 0.0) for name, v in visit.items()}
+
+    j = _Join(g=g, by_name=by_name, weight_sources=weight_sources, phase=phase, context=context,
+              precision=precision, wbytes=wbytes, q_step=q_step, routes_now=routes_now, visit=visit, runs=runs,
+              requests=requests, member=dict(routing=routing, per_layer=per_layer, kv_precision=kv_precision,
+                                             fused_attention=fused_attention))
+    for i, name in enumerate(nx.topological_sort(g)):
+        _add_node(j, name, seed + i)
+    _handoffs(j, max(wbytes, 1.0))
+
+    wl = _assemble(j.parts, g, by_name, j.edges, phase, batch, context, precision, q_step)
+    _scenarios(wl, paths, order, batch, max_scenarios, seed, routes_now, by_name)
+    ens = g.copy()
+    for name in ens:
+        ens.nodes[name].update(role=by_name[name].role, visit_prob=float(visit[name]), run_prob=float(runs[name]),
+                               requests_if_run=float(requests[name]),
+                               model=by_name[name].raw.get("model") or "", weight_source=name in weight_sources)
+    wl.ensemble = ens
+    wl.summary = _summary(wl, spec, morphology, route_every, j.extra, nodes, visit)
+    return wl
+
+
+def _weight_sources(nodes, by_name, g) -> dict[str, str]:
+    """Experts feeding a weight-sum composer (they hand over weights only), each with its composer."""
     weight_sources: dict[str, str] = {}
     for n in nodes:
         if n.role == "composer" and n.kind == "weight_sum":
@@ -69,121 +96,140 @@ def extract_ensemble(spec: dict, phase: str = "decode", batch: int = 1, context:
                     raise _error(f"weight_sum composer {n.name!r}: inputs {parents[0]!r} and {p!r} differ in "
                                  "architecture; weight summation needs identical shapes")
                 weight_sources[p] = n.name
+    return weight_sources
 
-    paths = request_paths(nodes, g, seed)
-    order = [n.name for n in nodes]
-    visit = {name: sum(p for s, p in paths if name in s) for name in order}
-    runs = {name: 1.0 - (1.0 - v) ** batch for name, v in visit.items()}
-    requests = {name: (batch * v / runs[name] if runs[name] > 0 else 0.0) for name, v in visit.items()}
 
-    # what each node hands on: (hidden width, positions per request, context) of its output
-    out_shape: dict[str, tuple[int, int, int]] = {}
-    parts: list[tuple[str, Workload]] = []       # node -> its workload (members, routers, composers)
-    entry_unit: dict[str, list[str]] = {}        # node -> units that receive its inputs
-    exit_unit: dict[str, list[str]] = {}         # node -> units that send its output
-    edges: list[tuple[str, str, float]] = []     # unit -> unit hand-offs (bytes)
-    extra_summary = {"total_params": 0.0, "active": 0.0, "kv": 0.0}
+@dataclass
+class _Join:
+    """What building and joining the nodes' workloads shares: the step, the ensemble graph, each node's
+    visit and run probabilities and requests if it runs (``member``: extract_transformer's options), and
+    what is built so far: each node's output (hidden width, positions per request, context), the parts
+    (node -> workload), the units receiving a node's inputs and sending its output, unit -> unit
+    hand-offs (bytes), and the summary's sums."""
+    g: nx.DiGraph
+    by_name: dict
+    weight_sources: dict[str, str]
+    phase: str
+    context: int
+    precision: str
+    wbytes: float
+    q_step: int
+    routes_now: bool
+    visit: dict[str, float]
+    runs: dict[str, float]
+    requests: dict[str, float]
+    member: dict
+    out_shape: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    parts: list[tuple[str, Workload]] = field(default_factory=list)
+    entry_unit: dict[str, list[str]] = field(default_factory=dict)
+    exit_unit: dict[str, list[str]] = field(default_factory=dict)
+    edges: list[tuple[str, str, float]] = field(default_factory=list)
+    extra: dict = field(default_factory=lambda: {"total_params": 0.0, "active": 0.0, "kv": 0.0})
 
-    for i, name in enumerate(nx.topological_sort(g)):
-        node = by_name[name]
-        b_n = requests[name]
-        if name in weight_sources or b_n <= 0:
-            if node.role == "expert" and name in weight_sources:
-                out_shape[name] = (node.cfg.hidden, q_step, context)
-            continue
-        parents = list(g.predecessors(name))
-        hidden_parents = [p for p in parents if by_name[p].role != "router" and p not in weight_sources]
-        if hidden_parents:
-            widths = {out_shape[p][0] for p in hidden_parents}
-            if len(widths) > 1 and node.role != "composer":
-                raise _error(f"node {name!r}: inputs {hidden_parents} hand over different hidden widths {sorted(widths)}")
-            q_in = sum(out_shape[p][1] for p in hidden_parents) if node.role == "expert" else q_step
-            ctx_in = sum(out_shape[p][2] for p in hidden_parents) if node.role == "expert" else context
-        else:
-            q_in, ctx_in = q_step, context
-        feeds_hidden = any(by_name[c].role == "expert" or (by_name[c].role == "composer" and by_name[c].kind == "average")
-                           for c in g.successors(name))
-        if node.role in ("expert",) or (node.role == "composer" and node.kind == "weight_sum"):
-            cfg = node.cfg if node.role == "expert" else by_name[list(g.predecessors(name))[0]].cfg
-            width_in = max(out_shape[p][0] for p in hidden_parents) if (hidden_parents and node.role == "expert") else 0
-            wl = extract_transformer(cfg, phase=phase, batch=b_n, context=ctx_in, precision=precision,
-                                     routing=routing, per_layer=per_layer, seed=seed + i, tp=node.tp,
-                                     q_len=q_in if (hidden_parents or phase == "prefill") else 1,
-                                     input_width=width_in, lm_head=not feeds_hidden, kv_precision=kv_precision,
-                                     fused_attention=fused_attention)
-            scale = visit[name] * ctx_in / context
-            for _, d in wl.graph.nodes(data=True):
-                d["kv_bytes_per_token"] *= scale
-            extra_summary["active"] += visit[name] * wl.summary["active_params_per_token"]
-            extra_summary["kv"] += visit[name] * wl.summary["kv_cache_bytes_per_token"]
-            extra_summary["total_params"] += wl.summary["total_params"]
-            out_shape[name] = (cfg.hidden, q_in, ctx_in)
-            if node.role == "composer":
-                merge = _merge_unit(name, [by_name[p] for p in g.predecessors(name)], runs, wbytes, routes_now)
-                extra_summary["total_params"] += merge.summary["total_params"]
-                extra_summary["total_params"] -= wl.summary["total_params"]   # merged copy is not new params
-                parts.append((name + "#merge", merge))
-                entry_unit[name + "#merge"] = list(merge.graph.nodes)
-                if routes_now:   # the summed weights are written where the merged model's units live
-                    for u, d in wl.graph.nodes(data=True):
-                        edges.append((f"{name}/merge", f"{name}/{u}", d["weight_bytes"]))
-            parts.append((name, wl))
-            entry_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "embedding"]
-            exit_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "lm_head"]
-        elif node.role == "router":
-            wl = _router_workload(node, g, phase, b_n, context, q_step, precision,
-                                  routing, seed + i, routes_now, fused_attention)
-            extra_summary["total_params"] += wl.summary["total_params"]
-            if routes_now:
-                extra_summary["active"] += visit[name] * wl.summary["active_params_per_token"]
-            parts.append((name, wl))
-            entry_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["stage"] == 0]
-            exit_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "router"]
-            out_shape[name] = (0, q_step, context)
-        else:   # average composer
-            inputs = [by_name[p] for p in g.predecessors(name)]
-            hid = {p.cfg.hidden for p in inputs}
-            vocab = {p.cfg.vocab for p in inputs}
-            if len(hid) > 1 or len(vocab) > 1:
-                raise _error(f"average composer {name!r}: inputs must share hidden width and vocabulary "
-                             f"(got hidden {sorted(hid)}, vocab {sorted(vocab)})")
-            wl = _average_workload(name, inputs, b_n, q_step, context, phase, precision, feeds_hidden)
-            extra_summary["total_params"] += wl.summary["total_params"]
-            extra_summary["active"] += visit[name] * wl.summary["total_params"]
-            parts.append((name, wl))
-            entry_unit[name] = exit_unit[name] = list(wl.graph.nodes)
-            out_shape[name] = (inputs[0].cfg.hidden, q_step, context)
 
-    # ---- hand-offs between nodes ----
-    for src, dst in g.edges:
-        if src in weight_sources or dst not in entry_unit:
+def _add_node(j: _Join, name: str, seed: int) -> None:
+    """Node ``name``'s workload (an expert or weight-sum composer, a router, an average composer), from
+    the shape its parents hand over; a node no request reaches, or a weight source, has none."""
+    node, g, by_name = j.by_name[name], j.g, j.by_name
+    b_n = j.requests[name]
+    if name in j.weight_sources or b_n <= 0:
+        if node.role == "expert" and name in j.weight_sources:
+            j.out_shape[name] = (node.cfg.hidden, j.q_step, j.context)
+        return
+    parents = list(g.predecessors(name))
+    hidden_parents = [p for p in parents if by_name[p].role != "router" and p not in j.weight_sources]
+    if hidden_parents:
+        widths = {j.out_shape[p][0] for p in hidden_parents}
+        if len(widths) > 1 and node.role != "composer":
+            raise _error(f"node {name!r}: inputs {hidden_parents} hand over different hidden widths {sorted(widths)}")
+        q_in = sum(j.out_shape[p][1] for p in hidden_parents) if node.role == "expert" else j.q_step
+        ctx_in = sum(j.out_shape[p][2] for p in hidden_parents) if node.role == "expert" else j.context
+    else:
+        q_in, ctx_in = j.q_step, j.context
+    feeds_hidden = any(by_name[c].role == "expert" or (by_name[c].role == "composer" and by_name[c].kind == "average")
+                       for c in g.successors(name))
+    if node.role in ("expert",) or (node.role == "composer" and node.kind == "weight_sum"):
+        _add_member(j, name, hidden_parents, q_in, ctx_in, feeds_hidden, seed)
+    elif node.role == "router":
+        wl = _router_workload(node, g, j.phase, b_n, j.context, j.q_step, j.precision, j.member["routing"], seed,
+                              j.routes_now, j.member["fused_attention"])
+        j.extra["total_params"] += wl.summary["total_params"]
+        if j.routes_now:
+            j.extra["active"] += j.visit[name] * wl.summary["active_params_per_token"]
+        j.parts.append((name, wl))
+        j.entry_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["stage"] == 0]
+        j.exit_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "router"]
+        j.out_shape[name] = (0, j.q_step, j.context)
+    else:   # average composer
+        inputs = [by_name[p] for p in g.predecessors(name)]
+        hid = {p.cfg.hidden for p in inputs}
+        vocab = {p.cfg.vocab for p in inputs}
+        if len(hid) > 1 or len(vocab) > 1:
+            raise _error(f"average composer {name!r}: inputs must share hidden width and vocabulary "
+                         f"(got hidden {sorted(hid)}, vocab {sorted(vocab)})")
+        wl = _average_workload(name, inputs, b_n, j.q_step, j.context, j.phase, j.precision, feeds_hidden)
+        j.extra["total_params"] += wl.summary["total_params"]
+        j.extra["active"] += j.visit[name] * wl.summary["total_params"]
+        j.parts.append((name, wl))
+        j.entry_unit[name] = j.exit_unit[name] = list(wl.graph.nodes)
+        j.out_shape[name] = (inputs[0].cfg.hidden, j.q_step, j.context)
+
+
+def _add_member(j: _Join, name: str, hidden_parents: list[str], q_in: int, ctx_in: int, feeds_hidden: bool,
+                seed: int) -> None:
+    """An expert model (or a weight-sum composer's merged model, with its merge unit) on the requests routed
+    to it, fed its parents' hidden states if any; its KV cache scaled to the expected cache."""
+    node, g, by_name = j.by_name[name], j.g, j.by_name
+    cfg = node.cfg if node.role == "expert" else by_name[list(g.predecessors(name))[0]].cfg
+    width_in = max(j.out_shape[p][0] for p in hidden_parents) if (hidden_parents and node.role == "expert") else 0
+    wl = extract_transformer(cfg, phase=j.phase, batch=j.requests[name], context=ctx_in, precision=j.precision,
+                             routing=j.member["routing"], per_layer=j.member["per_layer"], seed=seed, tp=node.tp,
+                             q_len=q_in if (hidden_parents or j.phase == "prefill") else 1,
+                             input_width=width_in, lm_head=not feeds_hidden, kv_precision=j.member["kv_precision"],
+                             fused_attention=j.member["fused_attention"])
+    scale = j.visit[name] * ctx_in / j.context
+    for _, d in wl.graph.nodes(data=True):
+        d["kv_bytes_per_token"] *= scale
+    j.extra["active"] += j.visit[name] * wl.summary["active_params_per_token"]
+    j.extra["kv"] += j.visit[name] * wl.summary["kv_cache_bytes_per_token"]
+    j.extra["total_params"] += wl.summary["total_params"]
+    j.out_shape[name] = (cfg.hidden, q_in, ctx_in)
+    if node.role == "composer":
+        merge = _merge_unit(name, [by_name[p] for p in g.predecessors(name)], j.runs, j.wbytes, j.routes_now)
+        j.extra["total_params"] += merge.summary["total_params"]
+        j.extra["total_params"] -= wl.summary["total_params"]   # merged copy is not new params
+        j.parts.append((name + "#merge", merge))
+        j.entry_unit[name + "#merge"] = list(merge.graph.nodes)
+        if j.routes_now:   # the summed weights are written where the merged model's units live
+            for u, d in wl.graph.nodes(data=True):
+                j.edges.append((f"{name}/merge", f"{name}/{u}", d["weight_bytes"]))
+    j.parts.append((name, wl))
+    j.entry_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "embedding"]
+    j.exit_unit[name] = [u for u, d in wl.graph.nodes(data=True) if d["kind"] == "lm_head"]
+
+
+def _handoffs(j: _Join, abytes: float) -> None:
+    """Hand-offs between nodes: token ids from a router to the experts it alone feeds (when it routes in
+    this step), hidden states from the other nodes, spread over the sending and receiving units."""
+    by_name = j.by_name
+    for src, dst in j.g.edges:
+        if src in j.weight_sources or dst not in j.entry_unit:
             continue
         s_node = by_name[src]
         if s_node.role == "router":
-            if not routes_now or by_name[dst].role != "expert" or any(
-                    by_name[p].role != "router" for p in g.predecessors(dst) if p not in weight_sources):
+            if not j.routes_now or by_name[dst].role != "expert" or any(
+                    by_name[p].role != "router" for p in j.g.predecessors(dst) if p not in j.weight_sources):
                 continue
-            tokens = requests[dst] * q_step
-            for u in exit_unit[src]:
-                for v in entry_unit[dst]:
-                    edges.append((f"{src}/{u}", f"{dst}/{v}", tokens * TOKEN_ID_BYTES / len(entry_unit[dst])))
+            tokens = j.requests[dst] * j.q_step
+            for u in j.exit_unit[src]:
+                for v in j.entry_unit[dst]:
+                    j.edges.append((f"{src}/{u}", f"{dst}/{v}", tokens * TOKEN_ID_BYTES / len(j.entry_unit[dst])))
         else:
-            width, q_out, _ = out_shape[src]
-            nbytes = requests[src] * q_out * width * abytes
-            for u in exit_unit[src]:
-                for v in entry_unit[dst]:
-                    edges.append((f"{src}/{u}", f"{dst}/{v}", nbytes / max(len(exit_unit[src]), 1)))
-
-    wl = _assemble(parts, g, by_name, edges, phase, batch, context, precision, q_step)
-    _scenarios(wl, paths, order, batch, max_scenarios, seed, routes_now, by_name)
-    ens = g.copy()
-    for name in ens:
-        ens.nodes[name].update(role=by_name[name].role, visit_prob=float(visit[name]), run_prob=float(runs[name]),
-                               requests_if_run=float(requests[name]),
-                               model=by_name[name].raw.get("model") or "", weight_source=name in weight_sources)
-    wl.ensemble = ens
-    wl.summary = _summary(wl, spec, morphology, route_every, extra_summary, nodes, visit)
-    return wl
+            width, q_out, _ = j.out_shape[src]
+            nbytes = j.requests[src] * q_out * width * abytes
+            for u in j.exit_unit[src]:
+                for v in j.entry_unit[dst]:
+                    j.edges.append((f"{src}/{u}", f"{dst}/{v}", nbytes / max(len(j.exit_unit[src]), 1)))
 
 
 def _merge_unit(name, inputs, runs, wbytes, routes_now) -> Workload:

@@ -35,6 +35,7 @@ Activations and the KV cache are stored at the weight precision, but never below
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ from .config import ModelConfig
 from .errors import WorkloadError
 from .precision import bytes_per_element
 from .routing import Router, touch_probability
-from .workload import AFFINITY_COLUMNS, Workload
+from .workload import AFFINITY_COLUMNS, Workload, summarize
 
 PHASES = ("prefill", "decode", "train")
 RMSNORM_FLOPS_PER_ELEMENT = 4      # square, sum, scale, multiply by weight
@@ -124,29 +125,78 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     q_len = (context if phase != "decode" else 1) if q_len is None else q_len
     if not 1 <= q_len <= context:
         raise WorkloadError(f"a step computes 1..context positions per sequence, got {q_len} of {context}")
-    h = cfg.hidden
-    T = batch * q_len
-    kv_len = context
-    pairs = q_len * kv_len - q_len * (q_len - 1) / 2.0        # unmasked (query, key) pairs per sequence
-    useful = pairs / (q_len * kv_len)
-    norm_flops = LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT
-    norm_w = 2 * h if cfg.layernorm else h
     kvbytes = max(bytes_per_element(kv_precision), 1.0) if kv_precision else abytes
     if phase == "train":            # keys and values are activations of the step, not a cache
         kvbytes = 0.0
-    kv_per_token_layer = cfg.kv_elements_per_token_layer * kvbytes
+    pairs = q_len * context - q_len * (q_len - 1) / 2.0        # unmasked (query, key) pairs per sequence
+    st = _Step(cfg=cfg, phase=phase, batch=batch, context=context, precision=precision, T=batch * q_len,
+               q_len=q_len, kv_len=context, useful=pairs / (q_len * context), abytes=abytes, kvbytes=kvbytes,
+               tp=tp, fused=fused_attention,
+               norm_flops=LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT,
+               norm_w=2 * cfg.hidden if cfg.layernorm else cfg.hidden,
+               kv_per_token_layer=cfg.kv_elements_per_token_layer * kvbytes)
     moe_layer_ids = [i for i, m in enumerate(cfg.moe_layers) if m]
     router = Router(routing, cfg.experts, cfg.top_k, moe_layer_ids, seed) if cfg.is_moe else None
 
     stages: list[dict] = []
+    handoff = _input_unit(b, st, _new_stage(stages, "embedding", 1), input_width)
+    groups = _layer_groups(cfg, per_layer)
+    moe_groups: list[tuple[int, list[str]]] = []     # (first layer, expert unit names) for affinity
+    for first, count in groups:
+        handoff = _layer_group(b, st, stages, first, count, handoff, router, expert_tp, moe_groups)
+    _output_unit(b, st, _new_stage(stages, "lm_head" if lm_head else "final_norm", 1), handoff, lm_head,
+                 input_width)
 
-    def new_stage(name: str, repeat: int) -> int:
-        after = (len(stages) - 1,) if stages else ()
-        stages.append(dict(stage=len(stages), name=name, repeat=repeat, prob=1.0, after=after))
-        return len(stages) - 1
+    _annotate(b, groups)
+    ops = b.ops()
+    nodes = b.graph.nodes
+    ops["expert"] = ops["unit"].map({u: d["expert"] for u, d in nodes(data=True)}).astype(int)
+    ops["layer"] = ops["unit"].map({u: d["first_layer"] for u, d in nodes(data=True)}).astype(int)
+    stage_table = pd.DataFrame(stages)
+    wl = Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
+                  tokens_per_step=st.T, ops=ops, graph=b.graph, stages=stage_table,
+                  scenarios=[(1.0, tuple(int(x) for x in stage_table["stage"]))], summary={})
+    if per_layer and router is not None and router.has_affinity:
+        wl.affinity = _affinity_table(router, moe_groups, st.T, cfg.hidden * abytes)
+    wl.summary = summarize(wl, cfg, b.logical_params, st.kv_per_token_layer, tp=tp)
+    return wl
 
-    # ---- input: embedding lookup (vocab-parallel under TP), or a hand-off from another model ----
-    s = new_stage("embedding", 1)
+
+@dataclass(frozen=True)
+class _Step:
+    """What every operator of one step shares: ``T`` tokens, ``q_len`` queries and ``kv_len`` keys per
+    sequence, ``useful`` share of unmasked (query, key) pairs, bytes per activation and KV element, the
+    tensor-parallel degree, the norm's FLOPs per element and weights, the KV cache bytes per token and layer."""
+    cfg: ModelConfig
+    phase: str
+    batch: float
+    context: int
+    precision: str
+    T: float
+    q_len: int
+    kv_len: int
+    useful: float
+    abytes: float
+    kvbytes: float
+    tp: int
+    fused: bool
+    norm_flops: int
+    norm_w: int
+    kv_per_token_layer: float
+
+
+def _new_stage(stages: list[dict], name: str, repeat: int) -> int:
+    """Append a stage that runs after the previous one; its index."""
+    after = (len(stages) - 1,) if stages else ()
+    stages.append(dict(stage=len(stages), name=name, repeat=repeat, prob=1.0, after=after))
+    return len(stages) - 1
+
+
+def _input_unit(b: Builder, st: _Step, s: int, input_width: int) -> dict[str, float]:
+    """Embedding lookup (vocab-parallel under TP), or a hand-off of hidden states from another model;
+    the bytes it hands to the first layer."""
+    cfg, T, tp = st.cfg, st.T, st.tp
+    h = cfg.hidden
     names = b.unit("embed", "embedding", s, 1, sharded=True, tokens=T)
     if input_width:
         if input_width != h:
@@ -159,110 +209,111 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
         rows = T * h * (2 if cfg.learned_positions else 1) / tp
         b.vector(names, "embed_lookup", T * h / tp, 0, 1, weight_elements=rows, tokens=T, reads_per_element=0.0,
                  params=False)
-    prev = ["embed"]
-    prev_bytes = {"embed": T * h * abytes}
+    return {"embed": T * h * st.abytes}
 
-    groups = _layer_groups(cfg, per_layer)
-    moe_groups: list[tuple[int, list[str]]] = []     # (first layer, expert unit names) for affinity
-    for first, count in groups:
-        tag = f"L{first}" if count == 1 else f"L{first}-{first + count - 1}"
-        moe = cfg.moe_layers[first]
 
-        # ---- attention (and the MoE router, which runs where attention runs) ----
-        s = new_stage(f"{tag}.attention", count)
-        attn = f"{tag}.attn"
-        kv_shard = kv_per_token_layer if cfg.mla else kv_per_token_layer / tp
-        an = b.unit(attn, "attention", s, count, sharded=True, kv_bytes_per_token=kv_shard * count, tokens=T)
-        b.vector(an, "attn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
-        if cfg.mla:
-            _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes,
-                     fused_attention)
-        else:
-            _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes,
-                     fused_attention)
-        b.vector(an, "attn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
-        b.connect_many([(p, attn, prev_bytes[p]) for p in prev], 1)
+def _layer_group(b: Builder, st: _Step, stages: list[dict], first: int, count: int, handoff: dict[str, float],
+                 router: Router | None, expert_tp: bool, moe_groups: list) -> dict[str, float]:
+    """``count`` identical layers from ``first``: the attention unit (and the MoE router, which runs where
+    attention runs), then the dense FFN or the routed (and shared) experts. ``handoff``: bytes each unit
+    of the previous group hands over; returns this group's."""
+    cfg = st.cfg
+    tag = f"L{first}" if count == 1 else f"L{first}-{first + count - 1}"
+    moe = cfg.moe_layers[first]
+    attn = f"{tag}.attn"
+    kv_shard = st.kv_per_token_layer if cfg.mla else st.kv_per_token_layer / st.tp
+    an = b.unit(attn, "attention", _new_stage(stages, f"{tag}.attention", count), count, sharded=True,
+                kv_bytes_per_token=kv_shard * count, tokens=st.T)
+    b.vector(an, "attn_norm", st.T * cfg.hidden, st.norm_flops, count, weight_elements=st.norm_w, tokens=st.T)
+    (_mla_ops if cfg.mla else _gqa_ops)(b, cfg, an, st.phase, st.batch, st.T, st.q_len, st.kv_len, count,
+                                        st.useful, st.abytes, st.tp, st.kvbytes, st.fused)
+    b.vector(an, "attn_residual", st.T * cfg.hidden, 1, count, tokens=st.T, reads_per_element=2.0)
+    b.connect_many([(p, attn, nbytes) for p, nbytes in handoff.items()], 1)
 
-        # ---- FFN: dense, or routed experts (+ shared experts) ----
-        s = new_stage(f"{tag}.{'moe' if moe else 'ffn'}", count)
-        ffn_units: dict[str, float] = {}       # logical unit -> hand-off bytes per occurrence
-        if moe:
-            b.vector(an, "ffn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
-            E = cfg.experts
-            b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
-            b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T,
-                     weight_elements=E if cfg.router_bias else 0.0)
-            combined = cfg.top_k + cfg.shared_experts
-            b.vector(an, "moe_combine", T * combined * h, 2, count, tokens=T, reads_per_element=1.0)
-            q = router.q(first)
-            touched = touch_probability(q, T)
-            tokens = T * q
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tokens_if_run = np.where(touched > 0, tokens / touched, 0.0)
-            units = [f"{tag}.e{e}" for e in range(E)]
-            shards = tp if expert_tp else 1
-            b.expert_units(units, "expert", s, count, np.arange(E), touched, q, tokens,
-                           _ffn_params(cfg, cfg.expert_width), shards=shards)
-            pieces = [n for u in units for n in b.logical[u]]
-            _ffn_ops(b, cfg, pieces, np.repeat(tokens_if_run, shards), cfg.expert_width // shards, count,
-                     prob=np.repeat(touched, shards), expert=True, params=False)
-            for u, t in zip(units, tokens):
-                ffn_units[u] = t * h * abytes
-            moe_groups.append((first, units))
-            if cfg.shared_experts:
-                shared = f"{tag}.shared"
-                sn = b.unit(shared, "shared_expert", s, count, sharded=True, tokens=T)
-                _ffn_ops(b, cfg, sn, T, cfg.shared_width // tp, count, split=True)
-                if cfg.shared_gate:
-                    b.gemm(sn, "shared_gate", T, h, 1, count, tokens=T, split=False)
-                    b.vector(sn, "shared_gate_sigmoid", T * h, 2, count, tokens=T)
-                ffn_units[shared] = T * h * abytes
-        else:
-            unit = f"{tag}.ffn"
-            fn = b.unit(unit, "ffn", s, count, sharded=True, tokens=T)
-            b.vector(fn, "ffn_norm", T * h, norm_flops, count, weight_elements=norm_w, tokens=T)
-            _ffn_ops(b, cfg, fn, T, cfg.ffn_width // tp, count, split=True)
-            b.vector(fn, "ffn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
-            ffn_units[unit] = T * h * abytes
-        b.connect_many([(attn, unit, nbytes) for unit, nbytes in ffn_units.items()], count)
-        if count > 1:   # output returns to the next layer of the same group
-            b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
-        prev, prev_bytes = list(ffn_units), ffn_units
+    s = _new_stage(stages, f"{tag}.{'moe' if moe else 'ffn'}", count)
+    if moe:
+        ffn_units = _moe_units(b, st, s, tag, first, count, an, router, expert_tp, moe_groups)
+    else:
+        ffn_units = _dense_ffn(b, st, s, tag, count)
+    b.connect_many([(attn, unit, nbytes) for unit, nbytes in ffn_units.items()], count)
+    if count > 1:   # output returns to the next layer of the same group
+        b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
+    return ffn_units
 
-    # ---- final norm and LM head (last position of each sequence; every position in training) ----
-    s = new_stage("lm_head" if lm_head else "final_norm", 1)
+
+def _moe_units(b: Builder, st: _Step, s: int, tag: str, first: int, count: int, an, router: Router,
+               expert_tp: bool, moe_groups: list) -> dict[str, float]:
+    """A MoE layer's FFN: norm, router and combine on the attention unit, one unit per routed expert
+    (whole, or ``tp`` shards with ``expert_tp``) and the shared experts; hand-off bytes per unit."""
+    cfg, T = st.cfg, st.T
+    h = cfg.hidden
+    ffn_units: dict[str, float] = {}       # logical unit -> hand-off bytes per occurrence
+    b.vector(an, "ffn_norm", T * h, st.norm_flops, count, weight_elements=st.norm_w, tokens=T)
+    E = cfg.experts
+    b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
+    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T,
+             weight_elements=E if cfg.router_bias else 0.0)
+    combined = cfg.top_k + cfg.shared_experts
+    b.vector(an, "moe_combine", T * combined * h, 2, count, tokens=T, reads_per_element=1.0)
+    q = router.q(first)
+    touched = touch_probability(q, T)
+    tokens = T * q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens_if_run = np.where(touched > 0, tokens / touched, 0.0)
+    units = [f"{tag}.e{e}" for e in range(E)]
+    shards = st.tp if expert_tp else 1
+    b.expert_units(units, "expert", s, count, np.arange(E), touched, q, tokens,
+                   _ffn_params(cfg, cfg.expert_width), shards=shards)
+    pieces = [n for u in units for n in b.logical[u]]
+    _ffn_ops(b, cfg, pieces, np.repeat(tokens_if_run, shards), cfg.expert_width // shards, count,
+             prob=np.repeat(touched, shards), expert=True, params=False)
+    for u, t in zip(units, tokens):
+        ffn_units[u] = t * h * st.abytes
+    moe_groups.append((first, units))
+    if cfg.shared_experts:
+        shared = f"{tag}.shared"
+        sn = b.unit(shared, "shared_expert", s, count, sharded=True, tokens=T)
+        _ffn_ops(b, cfg, sn, T, cfg.shared_width // st.tp, count, split=True)
+        if cfg.shared_gate:
+            b.gemm(sn, "shared_gate", T, h, 1, count, tokens=T, split=False)
+            b.vector(sn, "shared_gate_sigmoid", T * h, 2, count, tokens=T)
+        ffn_units[shared] = T * h * st.abytes
+    return ffn_units
+
+
+def _dense_ffn(b: Builder, st: _Step, s: int, tag: str, count: int) -> dict[str, float]:
+    """A dense layer's FFN unit: norm, projections, residual; its hand-off bytes."""
+    T, h = st.T, st.cfg.hidden
+    unit = f"{tag}.ffn"
+    fn = b.unit(unit, "ffn", s, count, sharded=True, tokens=T)
+    b.vector(fn, "ffn_norm", T * h, st.norm_flops, count, weight_elements=st.norm_w, tokens=T)
+    _ffn_ops(b, st.cfg, fn, T, st.cfg.ffn_width // st.tp, count, split=True)
+    b.vector(fn, "ffn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
+    return {unit: T * h * st.abytes}
+
+
+def _output_unit(b: Builder, st: _Step, s: int, handoff: dict[str, float], lm_head: bool,
+                 input_width: int) -> None:
+    """Final norm and LM head (last position of each sequence; every position in training), or the final
+    norm alone (``lm_head=False``), fed by the last group's units."""
+    cfg = st.cfg
+    h = cfg.hidden
     head = "lm_head" if lm_head else "final_norm"
-    logit_rows = T if phase == "train" else batch
+    logit_rows = st.T if st.phase == "train" else st.batch
     hn = b.unit(head, "lm_head", s, 1, sharded=lm_head, tokens=logit_rows)
-    out_rows = logit_rows if lm_head else T
-    b.vector(hn, "final_norm", out_rows * h, norm_flops, 1, weight_elements=norm_w, tokens=out_rows,
+    out_rows = logit_rows if lm_head else st.T
+    b.vector(hn, "final_norm", out_rows * h, st.norm_flops, 1, weight_elements=st.norm_w, tokens=out_rows,
              split=False)
     if lm_head:
         # tied: the head reads the embedding table (stored with the embedding, counted once) and needs its
         # own copy where it runs; a model fed hidden states has no table of its own, so the head holds it
         own_table = not cfg.tied_embeddings or bool(input_width)
-        b.gemm(hn, "lm_head", logit_rows, h, -(-cfg.vocab // tp), 1, tokens=logit_rows, params=own_table)
+        b.gemm(hn, "lm_head", logit_rows, h, -(-cfg.vocab // st.tp), 1, tokens=logit_rows, params=own_table)
         if not own_table:
             for n in hn:
-                b.graph.nodes[n]["weight_bytes"] += cfg.vocab * h * wbytes / tp
-    for p in prev:
-        b.connect(p, head, prev_bytes[p], 1)
-
-    _annotate(b, groups)
-    ops = b.ops()
-    nodes = b.graph.nodes
-    ops["expert"] = ops["unit"].map({u: d["expert"] for u, d in nodes(data=True)}).astype(int)
-    ops["layer"] = ops["unit"].map({u: d["first_layer"] for u, d in nodes(data=True)}).astype(int)
-    stage_table = pd.DataFrame(stages)
-    affinity = _affinity_table(router, moe_groups, T, h * abytes) if (per_layer and router is not None
-                                                                      and router.has_affinity) else None
-    wl = Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
-                  tokens_per_step=T, ops=ops, graph=b.graph, stages=stage_table,
-                  scenarios=[(1.0, tuple(int(x) for x in stage_table["stage"]))], summary={})
-    if affinity is not None:
-        wl.affinity = affinity
-    wl.summary = summarize(wl, cfg, b.logical_params, kv_per_token_layer, tp=tp)
-    return wl
+                b.graph.nodes[n]["weight_bytes"] += cfg.vocab * h * b.wbytes / st.tp
+    for p, nbytes in handoff.items():
+        b.connect(p, head, nbytes, 1)
 
 
 def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
@@ -382,38 +433,3 @@ def _affinity_table(router: Router, moe_groups: list[tuple[int, list[str]]], T: 
     if not frames:
         return pd.DataFrame(columns=AFFINITY_COLUMNS)
     return pd.concat(frames, ignore_index=True)[AFFINITY_COLUMNS]
-
-
-def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, float],
-              kv_per_token_layer: float, tp: int = 1) -> dict:
-    """Headline figures of one model's step (module docstring of `workloads.workload`)."""
-    g, ops = wl.graph, wl.ops
-    total = float(sum(logical_params.values()))
-    active = 0.0
-    for unit, params in logical_params.items():
-        node = g.nodes[unit] if unit in g else g.nodes[unit + ".tp0"]
-        active += params * node["selection_prob"]
-    stage_prob = wl.stages.set_index("stage")["prob"].to_dict()
-    unit_stage_prob = ops["unit"].map({u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)})
-    weighted = ops["layers"] * ops["prob"] * unit_stage_prob
-    expert_probs = [d["prob"] for _, d in g.nodes(data=True) if d["kind"] == "expert"]
-    summary = dict(
-        model=wl.name, model_type=cfg.model_type if cfg else "ensemble", phase=wl.phase, batch=wl.batch,
-        context=wl.context, precision=wl.precision, tensor_parallel=tp,
-        total_params=total, active_params_per_token=float(active),
-        kv_cache_bytes_per_token=float(kv_per_token_layer * (cfg.layers if cfg else 1)),
-        flops_per_step=float((ops["flops"] * weighted).sum()),
-        weight_bytes_per_step=float((ops["weight_bytes"] * weighted).sum()),
-        kv_bytes_per_step=float(((ops["kv_read_bytes"] + ops["kv_write_bytes"]) * weighted).sum()),
-        tokens_per_step=float(wl.tokens_per_step),
-        experts=int(cfg.experts if cfg and cfg.is_moe else 0), top_k=int(cfg.top_k if cfg else 0),
-        moe_layers=int(sum(cfg.moe_layers)) if cfg else 0, layers=int(cfg.layers) if cfg else 0,
-        units=g.number_of_nodes())
-    if cfg is not None and cfg.is_moe:
-        # mean over MoE layers of the distinct experts a step touches
-        layers = np.array([d["layers"] for _, d in g.nodes(data=True) if d["kind"] == "expert"], float)
-        summary["expected_distinct_experts_per_layer"] = float(
-            np.dot(expert_probs, layers) / layers.sum() * cfg.experts)
-    else:
-        summary["expected_distinct_experts_per_layer"] = 0.0
-    return summary

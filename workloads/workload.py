@@ -52,9 +52,14 @@ Ensemble (``Workload.ensemble``): the node graph of an ensemble of experts, None
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import networkx as nx
+import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .config import ModelConfig
 
 OP_COLUMNS = ["unit", "name", "engine", "M", "N", "K", "batch", "elements", "flops", "weight_bytes",
               "act_in_bytes", "act_out_bytes", "kv_read_bytes", "kv_write_bytes", "prob", "tokens",
@@ -92,3 +97,39 @@ class Workload:
     def to_dict(self) -> dict:
         """JSON-ready view: the summary figures plus every operator row."""
         return {**self.summary, "ops": self.ops.to_dict(orient="records")}
+
+
+def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, float],
+              kv_per_token_layer: float, tp: int = 1) -> dict:
+    """Headline figures of one step (``Workload.summary``): parameters (total, active per token), KV cache
+    bytes per token, FLOPs, weight and KV bytes per step (weighted by the probability each row runs), units."""
+    g, ops = wl.graph, wl.ops
+    total = float(sum(logical_params.values()))
+    active = 0.0
+    for unit, params in logical_params.items():
+        node = g.nodes[unit] if unit in g else g.nodes[unit + ".tp0"]
+        active += params * node["selection_prob"]
+    stage_prob = wl.stages.set_index("stage")["prob"].to_dict()
+    unit_stage_prob = ops["unit"].map({u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)})
+    weighted = ops["layers"] * ops["prob"] * unit_stage_prob
+    expert_probs = [d["prob"] for _, d in g.nodes(data=True) if d["kind"] == "expert"]
+    summary = dict(
+        model=wl.name, model_type=cfg.model_type if cfg else "ensemble", phase=wl.phase, batch=wl.batch,
+        context=wl.context, precision=wl.precision, tensor_parallel=tp,
+        total_params=total, active_params_per_token=float(active),
+        kv_cache_bytes_per_token=float(kv_per_token_layer * (cfg.layers if cfg else 1)),
+        flops_per_step=float((ops["flops"] * weighted).sum()),
+        weight_bytes_per_step=float((ops["weight_bytes"] * weighted).sum()),
+        kv_bytes_per_step=float(((ops["kv_read_bytes"] + ops["kv_write_bytes"]) * weighted).sum()),
+        tokens_per_step=float(wl.tokens_per_step),
+        experts=int(cfg.experts if cfg and cfg.is_moe else 0), top_k=int(cfg.top_k if cfg else 0),
+        moe_layers=int(sum(cfg.moe_layers)) if cfg else 0, layers=int(cfg.layers) if cfg else 0,
+        units=g.number_of_nodes())
+    if cfg is not None and cfg.is_moe:
+        # mean over MoE layers of the distinct experts a step touches
+        layers = np.array([d["layers"] for _, d in g.nodes(data=True) if d["kind"] == "expert"], float)
+        summary["expected_distinct_experts_per_layer"] = float(
+            np.dot(expert_probs, layers) / layers.sum() * cfg.experts)
+    else:
+        summary["expected_distinct_experts_per_layer"] = 0.0
+    return summary

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from noc import router_freq_hz
+
 from ..errors import StudyError
 from ..model.traffic import chiplet_traffic
 from ..results.folder import design_path, read_design, read_study_file
@@ -34,8 +36,7 @@ class ExportContext:
     @property
     def noc_freq_hz(self) -> float:
         """Clock of the package network: the router clock of noc/data/links.yaml."""
-        from noc.links import _table
-        return float(_table()["router"]["freq_ghz"]) * 1e9
+        return router_freq_hz()
 
     @property
     def router_cycles(self) -> int:

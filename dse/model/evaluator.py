@@ -34,7 +34,7 @@ import pandas as pd
 import arch
 
 from ..study.schema.faults import FaultsSpec
-from ..study.schema.hardware import PackageSpec
+from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
 from .failures import failures_latency, remap, rerouted_failures, restore

@@ -26,7 +26,7 @@ import numpy as np
 import noc
 
 from ..errors import StudyError
-from ..study.schema.hardware import PackageSpec
+from ..study.schema.package import PackageSpec
 
 MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50 bytes each)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 import arch
 import memory
@@ -241,13 +240,3 @@ def _route_tokens(node: dict, default: float) -> float:
     if "tokens" in node and q > 0:
         return float(node["tokens"]) / min(q, 1.0)
     return float(default)
-
-
-def unit_table(t: EvalTables) -> pd.DataFrame:
-    """Readable per-unit view of the tables (for reports and notebooks)."""
-    df = pd.DataFrame({"unit": t.unit_names, "kind": [UNIT_KINDS[k] for k in t.unit_kind],
-                       "stage": t.unit_stage, "weight_GiB": t.unit_capacity_bytes / 2**30,
-                       "kv_GiB": t.unit_kv_bytes / 2**30, "prob": t.unit_prob})
-    for k, name in enumerate(t.kind_names):
-        df[f"time_us[{name}]"] = t.unit_time_s[:, k] * 1e6
-    return df

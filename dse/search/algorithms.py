@@ -18,12 +18,13 @@ The genetic algorithms take their sampling and variation operators from dse.sear
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pymoo.algorithms.moo.age as pymoo_age
 import pymoo.algorithms.moo.age2 as pymoo_age2
-from numba.core.dispatcher import Dispatcher
+from numba.extending import is_jitted
 from pymoo.algorithms.moo.age2 import AGEMOEA2
 from pymoo.algorithms.moo.moead import ParallelMOEAD
 from pymoo.algorithms.moo.nsga2 import NSGA2
@@ -134,16 +135,18 @@ class ConstrainedMOEAD(ParallelMOEAD):
         pop[N[better]] = off
 
 
-def _cache_numba_kernels(*holders) -> None:
-    """Let Numba cache pymoo's jitted kernels on disk (pymoo does not ask it to).
+@functools.cache
+def _cache_age_kernels() -> None:
+    """Let Numba cache AGE-MOEA(-II)'s jitted kernels on disk (pymoo 0.6 jits them without ``cache=True``).
 
-    AGE-MOEA-II's survival compiles a few Numba functions in every new process (20-40 s here); with
-    caching only the first run on a machine pays it, as for the toolkit's own kernels.
+    Their survival compiles a few Numba functions in every new process (20-40 s here); with caching only
+    the first run on a machine pays it, as for the toolkit's own kernels. ``enable_caching`` is what
+    numba's ``jit(cache=True)`` itself calls on the dispatcher; done once per process.
     """
-    for holder in holders:
+    for holder in (pymoo_age, pymoo_age2, pymoo_age.AGEMOEASurvival, pymoo_age2.AGEMOEA2Survival):
         for value in list(vars(holder).values()):
             function = value.__func__ if isinstance(value, staticmethod) else value
-            if isinstance(function, Dispatcher) and function._cache.__class__.__name__ == "NullCache":
+            if is_jitted(function):
                 function.enable_caching()
 
 
@@ -168,7 +171,7 @@ def make_algorithm(name: str, space, n_obj: int, population: int, generations: i
     if name == "nsga3":
         return NSGA3(reference_directions(n_obj, population), pop_size=population, **ops), generations
     if name == "agemoea2":
-        _cache_numba_kernels(pymoo_age, pymoo_age2, pymoo_age.AGEMOEASurvival, pymoo_age2.AGEMOEA2Survival)
+        _cache_age_kernels()
         return AGEMOEA2(pop_size=population, **ops), generations
     if name == "smsemoa":
         return SMSEMOA(pop_size=population, **ops), generations

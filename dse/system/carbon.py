@@ -40,11 +40,6 @@ def carbon_table() -> dict:
     return yaml.safe_load((resources.files("dse.system") / "data" / "carbon.yaml").read_text())
 
 
-def carbon_nodes() -> list[str]:
-    """Process nodes with ACT figures."""
-    return list(carbon_table()["logic"])
-
-
 def grid_names() -> list[str]:
     """Named grid carbon intensities (locations and sources of electricity)."""
     return list(carbon_table()["grid_g_per_kwh"])

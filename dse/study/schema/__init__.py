@@ -2,7 +2,9 @@
 from .carbon import CarbonSpec
 from .common import IntRange
 from .faults import FaultsSpec, MonteCarloSpec
-from .hardware import ChipletSpec, HardwareSpec, LinkSpec, MemoryEntry, MeshSpec, PackageSpec
+from .chiplets import ChipletSpec
+from .hardware import HardwareSpec, MemoryEntry
+from .package import LinkSpec, MeshSpec, PackageSpec
 from .mapping import MAPPINGS, MappingSpec
 from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
 from .serving import ServingSpec, SloSpec

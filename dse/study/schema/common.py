@@ -17,7 +17,8 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 def _as_range(value: Any) -> Any:
@@ -83,3 +84,9 @@ class StrictModel(BaseModel):
     """Base of every section: unknown keys are errors, types are strict, floats finite, values immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def invalid_at(loc: tuple, message: str, value) -> ValidationError:
+    """A validation error at a location below the model being validated (so the study key names it)."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data("PackageSpec", [InitErrorDetails(type=error, loc=loc, input=value)])
