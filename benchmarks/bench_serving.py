@@ -3,7 +3,7 @@ decode step with every metric and fault tolerance, three more steps for the affi
 against a plain decode-step evaluation of the same designs in the same run (goal: at most 2x its time),
 and the discrete-event simulation's time for 10,000 requests (goal: under 2 s). Three studies: the bundled
 serving study (a 4-unit model, where a step evaluation is cheap and the three extra steps dominate; also
-under chunked prefill, whose closed form, dse.serving.chunked, costs more), the quickstart's Mixtral
+under chunked prefill, whose closed form, dse.serving.closed_form.chunked, costs more), the quickstart's Mixtral
 package served and issue 7's per-layer benchmark package served (fault tolerance the bulk of a step, as
 in the studies that take time)."""
 import time

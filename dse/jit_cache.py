@@ -3,8 +3,8 @@
 Numba checks a cached function against its own file only: "Cache invalidation fails to recognize changes
 in symbols defined in a different file" (numba's developer notes, "Notes on Caching", Caching
 Limitations; numba/numba pull request 8396 to track them is unmerged). Other numba code run in the same
-process caches in the same folder. The kernels here inline functions of
-other modules (``dse.serving.closed_form`` calls ``dse.serving.fixed_point``, ``dse.model`` calls
+process caches in the same folder. The kernels here inline functions of other modules
+(``dse.serving.closed_form.continuous`` calls ``dse.serving.closed_form.fixed_point``, ``dse.model`` calls
 ``arch.area_cost``), so after a ``git pull`` or an edit of one module the others' cached machine code
 would silently keep the old callee. `key_cache_by_sources` points ``numba.config.CACHE_DIR`` at a folder
 named by a hash of the contents of every ``.py`` file of the five packages (about 10 ms to hash), under

@@ -1,5 +1,5 @@
-"""Chunked prefill's closed form (dse.serving.chunked) against the discrete-event simulation of the same
-scheduler on the same affine steps, and its M/D/1 wait against the textbook.
+"""Chunked prefill's closed form (dse.serving.closed_form.chunked_prefill) against the discrete-event
+simulation of the same scheduler on the same affine steps, and its M/D/1 wait against the textbook.
 
 Measured (six settings: prompts 128-4,096, chunk budgets 512-2,048, max_batch 32-256; 2 x 20,000 requests
 a point): TPOT p99 within 9 %, mean within 3 %; mean TTFT within 10 %; p99 TTFT -16 % to +13 % at 20 and
@@ -12,7 +12,7 @@ import yaml
 
 import dse
 from dse.serving.analytic import AffineSteps, steady_state
-from dse.serving.chunked import backlog_wait, md1_over
+from dse.serving.closed_form.token_backlog import backlog_wait, md1_over
 from dse.serving.requests import synthetic
 from dse.serving.simulate import simulate
 

@@ -1,5 +1,5 @@
-"""The serving closed form (dse.serving.closed_form) against the discrete-event simulation on the same
-steps, and serving studies (workload.phase: serve) end to end.
+"""The serving closed form of continuous batching (dse.serving.closed_form.continuous_batching) against the
+discrete-event simulation on the same steps, and serving studies (workload.phase: serve) end to end.
 
 Measured (this file's settings plus two with 1,024- and 2,048-token prompts, 4,000 requests each, at 20,
 50 and 80 % of saturation), everywhere the batch limit does not bind: p99 TTFT within 5.5 %, p99 TPOT
@@ -15,7 +15,7 @@ import yaml
 import dse
 from dse.errors import StudyError
 from dse.serving.analytic import AffineSteps, steady_state
-from dse.serving.closed_form import poisson_cdf, poisson_quantile
+from dse.serving.closed_form.tails import poisson_cdf, poisson_quantile
 from dse.serving.requests import synthetic
 from dse.serving.simulate import simulate
 
@@ -96,12 +96,23 @@ def test_saturation_of_a_decode_bound_server_by_hand():
     assert s.tpot_s == pytest.approx(tpot.mean(), rel=0.02)
 
 
-def test_poisson_quantiles_match_scipy():
+MEANS = (0.1, 0.3, 1.0, 4.0, 37.5, 250.0, 399.0, 401.0, 744.0, 746.0, 1234.5, 1e4, 54321.0, 1e5, 1e6)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.99, 1.0 - 1e-9])
+def test_poisson_quantiles_match_scipy_for_every_mean(q):
+    # an exact search of the CDF for every mean (from 0 up to a mean of 400, from the mode past it: exp(-m)
+    # underflows past 745), so equal to scipy's; the normal approximation it replaced ignored q past 400
     from scipy.stats import poisson
-    for m in (0.3, 4.0, 37.5, 250.0):
-        assert poisson_quantile(0.99, m) == poisson.ppf(0.99, m)
-        for x in (0, 3, int(m), int(m + 3 * math.sqrt(m))):
-            assert poisson_cdf(float(x), m) == pytest.approx(poisson.cdf(x, m), rel=1e-9)
+    for m in MEANS:
+        assert poisson_quantile(q, m) == poisson.ppf(q, m), m
+
+
+def test_poisson_cdf_matches_scipy_for_every_mean():
+    from scipy.stats import poisson
+    for m in MEANS:
+        for x in (0, 3, int(m), int(m + 3 * math.sqrt(m)), int(m - 3 * math.sqrt(m))):
+            assert poisson_cdf(float(x), m) == pytest.approx(poisson.cdf(x, m), rel=1e-9, abs=1e-300), (m, x)
 
 
 def test_max_rate_at_slo_is_where_a_p99_meets_its_slo():
@@ -216,8 +227,8 @@ def test_dse_serve_takes_a_serving_study_s_lengths_and_refuses_a_system(tmp_path
 def test_saturation_is_the_edge_of_the_steady_state_to_its_stated_precision():
     # found by false position on the batch slots held: at the rate returned the interval exists, and one
     # precision step (2^-16 of the rate's bound) further it does not; batch limits from 4 to 256 sequences
-    from dse.serving.closed_form import RATE_BISECTIONS, saturation
-    from dse.serving.fixed_point import interval
+    from dse.serving.closed_form.fixed_point import interval
+    from dse.serving.closed_form.saturation import RATE_BISECTIONS, saturation
     rng = np.random.default_rng(7)
     edges = 0
     for _ in range(300):

@@ -1,4 +1,5 @@
-"""The closed form of continuous batching (dse.serving.closed_form) for one design's steps.
+"""The closed form of continuous batching and of chunked prefill (dse.serving.closed_form) for one design's
+steps.
 
 A design's steps enter the closed form as affine functions fitted at four points of the step model:
 ``decode(n) = d1 + s (n - 1)`` through the decode of 1 and of ``max_batch`` sequences at the mean
@@ -14,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunked import chunked_metrics
-from .closed_form import COLUMNS, serving_metrics
+from .closed_form import chunked_prefill, continuous_batching
 
 #: prompts in the second prefill point of the affine fit
 REF_PROMPTS = 8
@@ -75,21 +75,21 @@ def steady_state(steps, rate: float, prompt: float, output: float, max_batch: in
                  kv_tokens: float = math.inf, slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
                  scheduler: str = "continuous", chunk_tokens: int = 512) -> SteadyState:
     """The closed form at ``rate`` requests/s for ``steps`` (an `AffineSteps`, or any step table, fitted),
-    under ``scheduler`` (continuous: dse.serving.closed_form; chunked, with ``chunk_tokens`` an iteration:
-    dse.serving.chunked)."""
+    under ``scheduler`` (continuous: dse.serving.closed_form.continuous_batching; chunked, with ``chunk_tokens``
+    an iteration: dse.serving.closed_form.chunked_prefill)."""
     s = steps if isinstance(steps, AffineSteps) else AffineSteps.fit(steps, prompt, output, max_batch)
     n_max = min(float(max_batch), math.floor(kv_tokens / (prompt + output)) if math.isfinite(kv_tokens) else math.inf)
     arrays = (np.array([float(rate)]), np.array([s.d1]), np.array([s.slope]), np.array([s.p0]), np.array([s.pk]))
     if scheduler == "chunked":
-        row = chunked_metrics(*arrays, float(prompt), float(output), float(chunk_tokens), np.array([n_max]),
+        row = chunked_prefill(*arrays, float(prompt), float(output), float(chunk_tokens), np.array([n_max]),
                               float(slo_ttft_s), float(slo_tpot_s))[0]
     else:
-        row = serving_metrics(*arrays, float(output), np.array([n_max]), float(slo_ttft_s), float(slo_tpot_s))[0]
-    v = dict(zip(COLUMNS, row))
-    return SteadyState(ttft_s=v["ttft_mean_s"], tpot_s=v["tpot_mean_s"], ttft_p99_s=v["ttft_p99_s"],
-                       tpot_p99_s=v["tpot_p99_s"], goodput_req_s=v["goodput_req_s"],
-                       max_rate_at_slo_req_s=v["max_rate_at_slo_req_s"], saturation_req_s=v["saturation_req_s"],
-                       in_flight=v["in_flight"])
+        row = continuous_batching(*arrays, float(output), np.array([n_max]), float(slo_ttft_s), float(slo_tpot_s))[0]
+    return SteadyState(ttft_s=float(row["ttft_mean_s"]), tpot_s=float(row["tpot_mean_s"]),
+                       ttft_p99_s=float(row["ttft_p99_s"]), tpot_p99_s=float(row["tpot_p99_s"]),
+                       goodput_req_s=float(row["goodput_req_s"]),
+                       max_rate_at_slo_req_s=float(row["max_rate_at_slo_req_s"]),
+                       saturation_req_s=float(row["saturation_req_s"]), in_flight=float(row["in_flight"]))
 
 
 def max_rate(steps, prompt: float, output: float, max_batch: int = 256, kv_tokens: float = math.inf,

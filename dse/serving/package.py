@@ -6,7 +6,7 @@ Each design is costed by the system evaluator (dse.system) at four steps, all at
 population: the decode of ``max_batch`` sequences at the mean context (the study's own step, with every
 metric it reports: latency, energy, area, fault tolerance ...), the decode of one sequence, and the
 prefill of one and of `REF_PROMPTS` prompts (without failures: they only fit the affine steps of
-dse.serving.analytic). The closed form (dse.serving.closed_form; dse.serving.chunked for chunked prefill)
+dse.serving.analytic). The closed form (dse.serving.closed_form, of continuous batching or of chunked prefill)
 turns them into the serving columns:
 
 * ``ttft_p99_s``, ``tpot_p99_s`` at the study's ``request_rate``; ``ttft_mean_s``, ``tpot_mean_s``;
@@ -36,16 +36,13 @@ from ..system.layout import layout_of
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.prepare import prepare_step
 from .analytic import REF_PROMPTS, AffineSteps
-from .chunked import chunked_metrics
-from .closed_form import serving_metrics
+from .closed_form import chunked_prefill, continuous_batching
 
 #: columns a serving study adds to the system's (units in the names)
 SERVING_METRICS = ["ttft_p99_s", "tpot_p99_s", "goodput_req_s", "max_rate_at_slo_req_s", "ttft_mean_s",
                    "tpot_mean_s", "saturation_req_s", "kv_cache_tokens"]
 METRICS = SYSTEM_METRICS + SERVING_METRICS
 S = {name: i for i, name in enumerate(METRICS)}
-_FROM_CLOSED_FORM = {"ttft_mean_s": 0, "tpot_mean_s": 1, "ttft_p99_s": 2, "tpot_p99_s": 3, "goodput_req_s": 4,
-                     "max_rate_at_slo_req_s": 5, "saturation_req_s": 6}
 
 
 def step_study(study: Study, phase: str, batch: int, context: int) -> Study:
@@ -152,13 +149,14 @@ class ServingEvaluator(PopulationEvaluator):
         p0 = np.maximum(p1 - pk, 0.0)
         rates = np.asarray(sv.request_rate / replicas, float)
         if sv.scheduler == "chunked":
-            cf = chunked_metrics(rates, d1, slope, p0, pk, float(sv.input_len), float(sv.output_len),
+            cf = chunked_prefill(rates, d1, slope, p0, pk, float(sv.input_len), float(sv.output_len),
                                  float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
         else:
-            cf = serving_metrics(rates, d1, slope, p0, pk, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
-                                 sv.slo.tpot_ms * 1e-3)
-        for name, j in _FROM_CLOSED_FORM.items():
-            out[:, S[name]] = cf[:, j]
+            cf = continuous_batching(rates, d1, slope, p0, pk, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
+                                     sv.slo.tpot_ms * 1e-3)
+        for name in cf.dtype.names:                        # the closed form's results a serving study reports
+            if name in S:
+                out[:, S[name]] = cf[name]
         for name in ("goodput_req_s", "max_rate_at_slo_req_s", "saturation_req_s"):
             out[:, S[name]] *= replicas
         out[:, S["kv_cache_tokens"]] = kv
