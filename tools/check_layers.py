@@ -2,8 +2,9 @@
 
 Rules (docs/architecture.md):
 - ``dse`` is layered; a module may import its own layer and the layers below it, never one above:
-  ``cli -> exports -> results -> search -> serving -> training -> system -> model -> study -> errors`` (then the base packages).
-  The facade (``dse/__init__.py``, ``dse/__main__.py``, ``dse/whatif.py``, ``dse/jit_cache.py``) may import any layer;
+  ``cli -> exports -> results -> rl -> search -> validation -> serving -> training -> system -> model -> study
+  -> errors`` (then the base packages).
+  The facade (``dse/__init__.py``, ``dse/__main__.py``, ``dse/jit_cache.py``) may import any layer;
   no module of a layer imports the facade.
 - The base packages ``workloads``, ``arch``, ``memory`` and ``noc`` import nothing from ``dse`` or from
   each other.
