@@ -15,15 +15,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
+import dse
+from dse.exports import export_design
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from results_helpers import DESIGN_ID, tiny_results_folder  # noqa: E402
-
-from dse.exports import export_design  # noqa: E402
-
-FIXTURE = ROOT / "tests" / "data" / "peers" / "scalesim_tiny_2x2"
+DATA = ROOT / "tests" / "data"                 # the tests' data files (read, not imported)
+FIXTURE = DATA / "peers" / "scalesim_tiny_2x2"
+DESIGN_ID = "dtiny"                            # tests/results_helpers.py's design id
 SLOT = 2
+
+
+def tiny_results_folder(folder: Path) -> Path:
+    """``folder`` made a results folder of the tests' tiny study and design (tests/data/tiny.yaml,
+    exports/tiny_2x2.yaml), as tests/results_helpers.py makes it."""
+    (folder / "designs").mkdir(parents=True, exist_ok=True)
+    study = dse.load_study(DATA / "tiny.yaml")
+    (folder / "study.yaml").write_text(yaml.safe_dump(study.resolved(), sort_keys=False))
+    shutil.copy(DATA / "exports" / "tiny_2x2.yaml", folder / "designs" / f"{DESIGN_ID}.yaml")
+    return folder
 
 
 def main(scalesim_python: str) -> None:
