@@ -37,7 +37,9 @@ class Case:
         return self.modelled / self.measured
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "ratio": self.ratio}
+        """The case's fields and ratio as plain Python values (JSON)."""
+        return {**asdict(self), "measured": float(self.measured), "modelled": float(self.modelled),
+                "ratio": float(self.ratio)}
 
 
 def read_data(name: str) -> dict:
@@ -48,7 +50,7 @@ def read_data(name: str) -> dict:
 def geomean_error(ratios: Iterable[float]) -> float:
     """exp(mean |log ratio|) - 1: the geometric-mean relative error of model / measured ratios."""
     logs = [abs(math.log(r)) for r in ratios]
-    return math.exp(sum(logs) / len(logs)) - 1.0
+    return float(math.exp(sum(logs) / len(logs)) - 1.0)
 
 
 def errors_by_set(cases: list[Case]) -> dict[str, float]:
@@ -59,7 +61,7 @@ def errors_by_set(cases: list[Case]) -> dict[str, float]:
 
 def within(ratios: Iterable[float], tolerance: float = WITHIN) -> int:
     """How many ratios are within ``tolerance`` of 1."""
-    return sum(abs(r - 1.0) <= tolerance for r in ratios)
+    return int(sum(abs(r - 1.0) <= tolerance for r in ratios))
 
 
 def summary_lines(rows: list[dict]) -> list[str]:
