@@ -59,19 +59,24 @@ def verdict(cases: list[common.Case]) -> str:
             f"{common.within(c.ratio for c in validation)} of {len(validation)} within 25 %")
 
 
+def figure(value: float) -> str:
+    """Four significant digits, or whole numbers with thousands separators from 10,000 up."""
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
 def suite_lines(name: str, report: dict) -> list[str]:
     """The suite's tables (one per figure, units in the header) and its errors, each line within 80 columns."""
     lines = [f"{name}: {report['title']}"]
     cases = report["cases"]
     ids = max(len("case"), *(len(c["id"]) for c in cases))
-    source = WIDTH - (ids + 11 + 10 + 10 + 6 + 5)
-    row = f"{{:<{ids}}} {{:<11}} {{:>10}} {{:>10}} {{:>6}} {{:<{source}.{source}}}"
+    source = WIDTH - (ids + 11 + 9 + 9 + 6 + 5)
+    row = f"{{:<{ids}}} {{:<11}} {{:>9}} {{:>9}} {{:>6}} {{:<{source}.{source}}}"
     order = {m: i for i, m in enumerate(report["geomean_error_by_metric"])}
     by_metric = sorted(cases, key=lambda c: order[c["metric"]])
     for metric, group in groupby(by_metric, key=lambda c: (c["metric"], c["unit"])):
         lines += ["", f"{metric[0]}:", row.format("case", "set", "measured", "modelled", "ratio", "source").rstrip(),
                   row.format("", "", metric[1], metric[1], "", "").rstrip()]
-        lines += [row.format(c["id"], c["set"], f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.2f}",
+        lines += [row.format(c["id"], c["set"], figure(c["measured"]), figure(c["modelled"]), f"{c['ratio']:.2f}",
                              c["source"]).rstrip() for c in group]
     lines.append("")
     for set_name, error in report["geomean_error"].items():
