@@ -1,24 +1,19 @@
 """The energy model against measured GPU power (issue 22: energy was 5.8x low against ML.ENERGY).
 
 Calibration: one ML.ENERGY run (Llama-3.1-8B, one H100, 8 sequences) chooses the node's active energy per
-mm² per cycle (arch/data/technology.yaml). Validation: the 38 other H100 runs of tools/data/energy_cases.yaml
+mm² per cycle (arch/data/technology.yaml). Validation: the 38 other H100 runs of
+dse/validation/data/energy_cases.yaml
 (8B, 70B on 4 GPUs, Qwen3-30B-A3B; 8-1,024 sequences), never fitted, each served by dse.serving's
 simulation; here the runs of 16 and 64 sequences (a minute for all 38: docs/validation.md has their
-table, python tools/energy_validation.py).
+table, python -m dse.validation.energy, or dse fidelity --suite energy).
 """
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
 import arch
 import memory
-
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("energy_validation", ROOT / "tools" / "energy_validation.py")
-energy_validation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(energy_validation)
+from dse.validation import energy as energy_validation
 
 
 def test_active_energy_is_the_fit_of_its_calibration_run():

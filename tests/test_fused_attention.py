@@ -6,7 +6,6 @@ between HBM and the chip, FlashAttention Theta(N^2 d^2 / M) (M: on-chip memory),
 tiles are reused on chip. FlashAttention-2 (Dao, ICLR 2024): 50-73 % of the A100's peak, and in causal
 attention it skips the blocks above the diagonal (section 3.1.1).
 """
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,9 @@ import pytest
 import arch
 import dse
 from arch.roofline import kernel_time_s
+from dse.validation import gpu as gpu_validation
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gpu_validation", ROOT / "tools" / "gpu_validation.py")
-gpu_validation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gpu_validation)
 
 A100_PEAK = 312e12          # dense fp16 tensor FLOP/s (NVIDIA A100 datasheet)
 

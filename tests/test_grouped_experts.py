@@ -4,26 +4,21 @@ Before, each expert's operators were kernels of their own: Qwen3-30B-A3B (128 ex
 token) decoding 8 sequences on one H100 paid about 9,900 kernel overheads a step and came out at 84 ms
 against ML.ENERGY's measured 12.9 ms (6.3-7.8x slow at 8-96 sequences).
 """
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import dse
+from dse.validation import energy as energy_validation
+from dse.validation import gpu as gpu_validation
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("energy_validation", ROOT / "tools" / "energy_validation.py")
-energy_validation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(energy_validation)
-gpu_validation = energy_validation.gpu_validation
 QWEN_B8 = next(c for c in energy_validation.load_cases() if c["id"] == "q3-30b-a3b-tp1-b8")
 
 
 def _step_s(monkeypatch, overhead_us: float):
     monkeypatch.setitem(gpu_validation.STACKS["graphs"], "h100", {"kernel_overhead_us": overhead_us})
-    case = energy_validation._gpu_case(QWEN_B8, energy_validation.PROMPT_TOKENS)
+    case = energy_validation.gpu_case(QWEN_B8, energy_validation.PROMPT_TOKENS)
     prepared = dse.prepare(gpu_validation.case_study(case))
     design = gpu_validation.case_design(case, prepared)
     return prepared.tables, float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
@@ -52,7 +47,7 @@ def test_kernel_overhead_is_paid_once_per_grouped_launch(monkeypatch):
 
 def test_moe_decode_against_mlenergy():
     # Qwen3-30B-A3B on one H100, vLLM 0.11.1 (fused_moe), median inter-token latency at 8 and 32 sequences,
-    # served as ML.ENERGY served them (tools/energy_validation.py): modelled 1.18 and 1.18 of the measured
+    # served as ML.ENERGY served them (dse.validation.energy): modelled 1.18 and 1.18 of the measured
     rows = [r for r in energy_validation.table([c for c in energy_validation.load_cases()
                                                 if c["model"] == "qwen3-30b-a3b" and c["batch"] in (8, 32)])]
     assert len(rows) == 2

@@ -6,8 +6,6 @@ issues kernel i at i x d; the device starts it when it has finished kernel i - 1
 ``end_i = max(end_(i-1), issue_i) + t_i``. The step model takes the longer of the device's and the host's
 totals, the steady state of that recurrence over identical layers.
 """
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,11 +13,8 @@ import pytest
 import arch
 import dse
 from arch.roofline import kernel_times_s
+from dse.validation import gpu as gpu_validation
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gpu_validation", ROOT / "tools" / "gpu_validation.py")
-gpu_validation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gpu_validation)
 
 CASE = dict(id="host", model="llama-2-7b", gpu="h100", gpus=1, phase="decode", batch=1, context=512,
             precision="fp16", stack="host-test")

@@ -156,6 +156,28 @@ def test_step_table_energy_is_the_evaluators_at_its_grid():
         assert joules > 0 and short == 0
 
 
+def test_step_table_interpolates_as_scipy_does():
+    # StepTable's scalar look-up is scipy's RegularGridInterpolator (linear in log batch and log context,
+    # extended beyond the grid), with the same arithmetic: inside, at grid points and outside the grid
+    from scipy.interpolate import RegularGridInterpolator
+
+    from dse.serving.steps import StepTable
+
+    rng = np.random.default_rng(3)
+    for shape in ((3, 5), (6, 7), (2, 1)):
+        batches = np.cumsum(rng.uniform(1, 50, shape[0]))
+        contexts = np.cumsum(rng.uniform(100, 5000, shape[1]))
+        values = rng.uniform(1e-3, 1.0, shape)
+        steps = StepTable(batches, contexts, values, 2 * values, values, values)
+        reference = RegularGridInterpolator((np.log(batches), np.log(contexts)), np.log(values), bounds_error=False,
+                                            fill_value=None)
+        points = [(rng.uniform(0.5, 2 * batches[-1]), rng.uniform(1, 2 * contexts[-1])) for _ in range(300)]
+        points += [(float(b), float(c)) for b in batches for c in contexts]
+        for b, c in points:
+            expected = float(np.exp(reference(np.log([[max(b, 1.0), max(c, 1.0)]]))[0]))
+            assert steps.prefill(b, c) == pytest.approx(expected, rel=1e-12)
+
+
 class AttentionSteps(Steps):
     """Prefill time growing with the square of each prompt's tokens (attention over its own prompt)."""
 

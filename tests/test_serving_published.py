@@ -1,13 +1,9 @@
 """dse serve's simulation on the step model against published serving measurements (sources in
-tools/data/serving_cases.yaml: NVIDIA NIM 1.8 Llama-3.3-70B fp8 on 2 x H100 at concurrency 1-50; vLLM's
+dse/validation/data/serving_cases.yaml: NVIDIA NIM 1.8 Llama-3.3-70B fp8 on 2 x H100 at concurrency 1-50; vLLM's
 latency benchmark, Llama-3.1-8B static batch of 8 on A100 and H100). Table in docs/serving.md."""
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import serving_validation  # noqa: E402
+from dse.validation import serving as serving_validation
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,19 @@ A prefill of ``b`` prompts of ``L`` tokens and a decode step of ``b`` sequences 
 are evaluated by the study's own evaluator (dse.model) on the design, at a grid of b and L (powers of
 two up to the study's caps); between grid points the latency is interpolated linearly in log b and
 log L (times grow smoothly with both: compute and weight and KV bytes are sums of terms linear in b and
-L). The grid's error against direct evaluation is measured in tests/test_serving.py. A step's energy
-(J: the evaluator's energy per token x the step's tokens) is interpolated the same way.
+L), extrapolated linearly beyond the grid's edges (scipy's RegularGridInterpolator, method linear, with the
+same arithmetic: a simulation asks for a step hundreds of thousands of times, and a scalar look-up here is
+about 30 times faster than scipy's call). The grid's error against direct evaluation is measured in
+tests/test_serving.py. A step's energy (J: the evaluator's energy per token x the step's tokens) is
+interpolated the same way.
 """
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import RegularGridInterpolator
 
 from ..model.evaluator import Evaluator
 from ..model.prepare import Prepared
@@ -56,16 +60,34 @@ class StepTable:
     decode_j: np.ndarray | None = None
 
     def __post_init__(self):
-        grid = (np.log(self.batches), np.log(self.contexts))
-        log_grid = lambda values: RegularGridInterpolator(grid, np.log(values), bounds_error=False,  # noqa: E731
-                                                          fill_value=None)
-        self._prefill, self._decode = log_grid(self.prefill_s), log_grid(self.decode_s)
-        self._prefill_j = log_grid(self.prefill_j) if self.prefill_j is not None else None
-        self._decode_j = log_grid(self.decode_j) if self.decode_j is not None else None
+        self._grid = (np.log(self.batches).tolist(), np.log(self.contexts).tolist())
+        # an axis of one point: the figures constant along it (as scipy's), the point's cell padded
+        pad = lambda values: np.pad(values, [(0, 1 if n == 1 else 0) for n in values.shape], mode="edge")  # noqa: E731
+        log_values = lambda values: pad(np.log(values)).tolist()       # noqa: E731
+        self._prefill, self._decode = log_values(self.prefill_s), log_values(self.decode_s)
+        self._prefill_j = log_values(self.prefill_j) if self.prefill_j is not None else None
+        self._decode_j = log_values(self.decode_j) if self.decode_j is not None else None
+        self._point, self._place = None, None
 
-    def _at(self, f, batch: float, context: float) -> float:
-        point = np.log([[max(batch, 1.0), max(context, 1.0)]])
-        return float(np.exp(f(point)[0]))
+    def _cells(self, batch: float, context: float) -> tuple:
+        """The grid cells of (log batch, log context) and the point's place in them (the last point's kept:
+        a simulation asks for a step's time and its energy at the same point)."""
+        if (batch, context) != self._point:
+            self._point = (batch, context)
+            self._place = (_cell(self._grid[0], math.log(max(batch, 1.0))),
+                           _cell(self._grid[1], math.log(max(context, 1.0))))
+        return self._place
+
+    def _at(self, values: list, batch: float, context: float) -> float:
+        """exp of the bilinear interpolation of ``values`` (log figures) at (log batch, log context): the
+        cell's corners weighted as scipy's ``evaluate_linear_2d`` weighs them, the edge cells extended."""
+        (i, y0), (j, y1) = self._cells(batch, context)
+        result = 0.0
+        result = result + values[i][j] * (1 - y0) * (1 - y1)
+        result = result + values[i][j + 1] * (1 - y0) * y1
+        result = result + values[i + 1][j] * y0 * (1 - y1)
+        result = result + values[i + 1][j + 1] * y0 * y1
+        return math.exp(result)
 
     def prefill(self, batch: float, context: float) -> float:
         """Seconds to prefill ``batch`` prompts of ``context`` tokens."""
@@ -84,20 +106,32 @@ class StepTable:
         return self._at(self._decode_j, batch, context) if self._decode_j is not None else float("nan")
 
     @classmethod
-    def build(cls, prepared: Prepared, design: Design, max_batch: int, max_context: int) -> "StepTable":
+    def build(cls, prepared: Prepared, design: Design, max_batch: int, max_context: int,
+              figures=step_figures) -> "StepTable":
+        """The grid up to ``max_batch`` and ``max_context``, each point by ``figures`` (`step_figures`, or a
+        function with its arguments and results, e.g. one that remembers points several tables share)."""
         batches = np.array([b for b in BATCHES if b <= max(max_batch, 2)] or [1, 2], float)
         if batches[-1] < max_batch:
             batches = np.append(batches, max_batch)
         contexts = np.array([c for c in CONTEXTS if c <= max(max_context, 128)], float)
         if contexts[-1] < max_context:
             contexts = np.append(contexts, max_context)
-        prefill = np.array([[step_figures(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
-        decode = np.array([[step_figures(prepared, design, "decode", b, c) for c in contexts] for b in batches])
+        prefill = np.array([[figures(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
+        decode = np.array([[figures(prepared, design, "decode", b, c) for c in contexts] for b in batches])
         for figures in (prefill, decode):
             for k in (0, 1):
                 figures[..., k] = extrapolate_short(contexts, figures[..., k], figures[..., 2] > 0)
         return cls(batches=batches, contexts=contexts, prefill_s=prefill[..., 0], decode_s=decode[..., 0],
                    prefill_j=prefill[..., 1], decode_j=decode[..., 1])
+
+
+def _cell(axis: list, x: float) -> tuple[int, float]:
+    """(i, t): the grid cell [axis[i], axis[i + 1]] of ``x`` (the first or last beyond the edges) and
+    x's position in it (0 to 1 inside, beyond outside), as scipy's find_indices places it."""
+    if len(axis) == 1:
+        return 0, 0.0
+    i = min(max(bisect_right(axis, x) - 1, 0), len(axis) - 2)
+    return i, (x - axis[i]) / (axis[i + 1] - axis[i])
 
 
 def extrapolate_short(contexts: np.ndarray, values: np.ndarray, short: np.ndarray) -> np.ndarray:

@@ -1,31 +1,39 @@
 """The energy model and the serving simulation against measured GPU serving runs: every case of
-tools/data/energy_cases.yaml.
+data/energy_cases.yaml, and Splitwise's A100 power.
 
 A case is one of ML.ENERGY's H100 serving runs (vLLM, ``batch`` sequences in flight, tensor parallel over
-``gpus``), described as tools/gpu_validation.py describes a GPU server (one ``h100-like`` chiplet per GPU,
+``gpus``), described as dse.validation.gpu describes a GPU server (one ``h100-like`` chiplet per GPU,
 the GPUs all-to-all over NVLink) and served as ML.ENERGY served it (`served`: dse.serving's simulation,
 its steady state). Four figures each: the run's average power of all its GPUs, energy per output token,
 median inter-token latency and output throughput. `modelled` is the bare decode step (its power: energy
 per step over the step's latency).
 
 ``calibrate()`` fits the node's ``active_pj_per_mm2_cycle`` (arch/data/technology.yaml) on the calibration
-case's power with scipy's brentq; ``python tools/energy_validation.py [--write docs/validation.md]`` prints
-(and writes) the table of every case and Splitwise's A100 power check.
+case's power with scipy's brentq; ``python -m dse.validation.energy [--write docs/validation.md]`` prints
+(and writes) the table of every case and Splitwise's A100 power check; ``dse fidelity --suite energy``
+prints its cases (`cases`: four figures a run).
+
+Speed: the runs of one model on one server share most of their step tables' grid points (the grid is
+fixed but for its largest batch and context), so each point is evaluated once per process
+(`shared_step_figures`) and each run simulated on its own table; a run takes about a second.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gpu_validation  # noqa: E402
+from . import gpu
+from .common import DATA, Case, read_data, summary_lines, geomean_error, write_between, within
 
-ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tools" / "data" / "energy_cases.yaml"
+CASES = DATA / "energy_cases.yaml"
+TITLE = "power, energy and latency of ML.ENERGY's H100 serving runs"
+SOURCE = "ml.energy-v3"
+#: the markdown file ``--write`` fills by default, and the markers its tables stand between
+DOC, MARKERS = Path("docs/validation.md"), ("<!-- energy table -->", "<!-- /energy table -->")
 #: LM Arena chat prompts' length is not in the published records: an assumption of the comparison, not a
 #: fitted value (at 128 or 1,024 tokens the modelled power moves by a few per cent: docs/validation.md).
 PROMPT_TOKENS = 256
@@ -36,11 +44,18 @@ ATTENTION = "fused"
 CHUNK_TOKENS, REQUESTS_PER_SEQUENCE = 8192, 8
 
 
-def load_cases(path: Path = CASES) -> list[dict]:
-    return yaml.safe_load(path.read_text())["cases"]
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    return read_data(CASES.name)
 
 
-def _gpu_case(case: dict, prompt_tokens: int) -> dict:
+def load_cases() -> list[dict]:
+    """The measured runs of data/energy_cases.yaml."""
+    return [dict(c) for c in _data()["cases"]]
+
+
+def gpu_case(case: dict, prompt_tokens: int) -> dict:
+    """A run as a decode case of dse.validation.gpu (its mean context: the prompt and half the output)."""
     return {"id": case["id"], "model": case["model"], "gpu": "h100", "gpus": int(case["gpus"]),
             "phase": "decode", "batch": int(case["batch"]), "context": prompt_tokens + int(case["output"]) // 2,
             "precision": "bf16", "stack": "graphs", "attention": ATTENTION}
@@ -48,12 +63,12 @@ def _gpu_case(case: dict, prompt_tokens: int) -> dict:
 
 def _prepared(case: dict, active_pj: float | None, prompt_tokens: int):
     """(prepared study, design) of a case; ``active_pj`` overrides the node's active energy per mm² per cycle."""
-    import dse
+    from ..system.prepare import prepare
 
-    gcase = _gpu_case(case, prompt_tokens)
+    gcase = gpu_case(case, prompt_tokens)
     technology = None if active_pj is None else {"active_pj_per_mm2_cycle": active_pj}
-    prepared = dse.prepare(gpu_validation.case_study(gcase, technology))
-    return prepared, gpu_validation.case_design(gcase, prepared)
+    prepared = prepare(gpu.case_study(gcase, technology))
+    return prepared, gpu.case_design(gcase, prepared)
 
 
 def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PROMPT_TOKENS) -> dict:
@@ -67,7 +82,7 @@ def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PR
 
 def output_lengths(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` output lengths drawn from a model's published histogram (uniform within a bin)."""
-    hist = yaml.safe_load(CASES.read_text())["output_lengths"][name]
+    hist = _data()["output_lengths"][name]
     edges, counts = np.asarray(hist["bins"], float), np.asarray(hist["counts"], float)
     bins = rng.choice(len(counts), size=n, p=counts / counts.sum())
     return np.maximum(np.round(rng.uniform(edges[bins], edges[bins + 1])), 1.0)
@@ -79,14 +94,14 @@ def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROM
     runs the core as one kernel), outputs drawn from the model's histogram; its steady
     state's power (W, all GPUs), energy per output token (J), median inter-token latency (ms) and output
     throughput (tokens/s) (dse.serving.simulate.Outcome.steady_state)."""
-    from dse.serving import Requests, StepTable, simulate
+    from ..serving import Requests, StepTable, simulate
 
     prepared, design = _prepared(case, active_pj, prompt_tokens)
     batch = int(case["batch"])
     n = max(REQUESTS_PER_SEQUENCE * batch, 256)
     output = output_lengths(case["lengths"], n, np.random.default_rng(seed))
     requests = Requests(arrival_s=np.zeros(n), prompt=np.full(n, float(prompt_tokens)), output=output)
-    steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()))
+    steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()), figures=shared_step_figures)
     state = simulate(requests, steps, scheduler="chunked", max_batch=batch, max_concurrency=batch,
                      chunk_tokens=CHUNK_TOKENS).steady_state()
     return {"power_w": state["mean_power_w"], "energy_j_per_token": state["energy_j_per_output_token"],
@@ -128,14 +143,14 @@ A100_TDP_W = 400.0
 
 def splitwise_a100() -> list[dict]:
     """Per tensor-parallel degree: measured and modelled power per GPU (W) of Splitwise's A100 requests."""
-    import dse
+    from ..system.prepare import prepare
 
     rows = []
     for gpus, fraction in SPLITWISE_A100_POWER.items():
         case = {"id": f"sw-a100-tp{gpus}-power", "model": "llama-2-70b", "gpu": "a100", "gpus": gpus,
                 "phase": "decode", "batch": 1, "context": 512 + 64, "precision": "fp16", "stack": "eager"}
-        prepared = dse.prepare(gpu_validation.case_study(case))
-        row = prepared.evaluator.evaluate_designs([gpu_validation.case_design(case, prepared)],
+        prepared = prepare(gpu.case_study(case))
+        row = prepared.evaluator.evaluate_designs([gpu.case_design(case, prepared)],
                                                   with_faults=False).iloc[0]
         watts = float(row["energy_j_per_token"]) / float(row["latency_s"]) / gpus
         rows.append({"gpus": gpus, "measured_w": fraction * A100_TDP_W, "modelled_w": watts,
@@ -152,29 +167,64 @@ def markdown(rows: list[dict]) -> str:
             for r in rows]
     validation = [r for r in rows if r["set"] == "validation"]
     summary = [f"- validation, {label}: geometric-mean error "
-               f"{gpu_validation.geomean_error([{'ratio': r[f'ratio_{k}']} for r in validation]):.1%}, "
+               f"{geomean_error(r[f'ratio_{k}'] for r in validation):.1%}, "
                f"{min(r[f'ratio_{k}'] for r in validation):.2f}-{max(r[f'ratio_{k}'] for r in validation):.2f}, "
-               f"{sum(abs(r[f'ratio_{k}'] - 1) <= 0.25 for r in validation)} of {len(validation)} within 25 %"
+               f"{within(r[f'ratio_{k}'] for r in validation)} of {len(validation)} within 25 %"
                for k, label in zip(FIGURES, ("power", "energy per output token", "median ITL", "output throughput"))]
     return ("Measured figures and the model's ratio to them (model / measured):\n\n" + "\n".join([head] + body)
-            + "\n\n" + "\n".join(gpu_validation.summary_lines(rows) + summary) + "\n")
+            + "\n\n" + "\n".join(summary_lines(rows) + summary) + "\n")
+
+
+def splitwise_markdown(rows: list[dict]) -> str:
+    """The table of `splitwise_a100`'s rows."""
+    return ("Splitwise DGX-A100, Llama-2-70B, one request at a time (power per GPU; 400 W TDP assumed):\n\n"
+            "| GPUs | measured W | modelled W | ratio |\n|---|---|---|---|\n"
+            + "".join(f"| {r['gpus']} | {r['measured_w']:.0f} | {r['modelled_w']:.0f} | {r['ratio']:.2f} |\n"
+                      for r in rows))
+
+
+#: per figure of a run: the name `dse fidelity` prints and its unit
+METRICS = {"power_w": ("power", "W"), "energy_j_per_token": ("energy per output token", "J"),
+           "itl_ms": ("median ITL", "ms"), "output_tok_s": ("output throughput", "tokens/s")}
+
+
+def cases() -> list[Case]:
+    """Every run's four figures (`METRICS`) as `Case`s, the run's set for each, and Splitwise's A100
+    power per GPU (validation)."""
+    out, rows = [], table()
+    for k in FIGURES:
+        out += [Case(r["id"], METRICS[k][0], METRICS[k][1], float(r[k]), r[f"modelled_{k}"], r["set"], SOURCE)
+                for r in rows]
+    out += [Case(f"sw-a100-tp{r['gpus']}-power", "power per GPU", "W", r["measured_w"], r["modelled_w"],
+                 "validation", "splitwise") for r in splitwise_a100()]
+    return out
+
+
+_STEP_FIGURES: dict = {}
+
+
+def shared_step_figures(prepared, design, phase: str, batch: int, context: int) -> tuple:
+    """dse.serving.step_figures, each point evaluated once per process: runs of the same model on the
+    same server (their studies equal but for the workload's batch and context, which a point sets) share
+    their step tables' points."""
+    from ..serving import step_figures
+
+    workload = prepared.study.workload.model_copy(update={"phase": phase, "batch": int(batch), "context": int(context)})
+    key = (prepared.study.model_copy(update={"workload": workload}).model_dump_json(), repr(design))
+    if key not in _STEP_FIGURES:
+        _STEP_FIGURES[key] = step_figures(prepared, design, phase, batch, context)
+    return _STEP_FIGURES[key]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the tables into this markdown file, between its "
-                                                   "'<!-- energy table -->' and '<!-- /energy table -->' markers")
+    parser.add_argument("--write", type=Path, help=f"also write the tables into this markdown file ({DOC}), "
+                                                   f"between its markers {' and '.join(MARKERS)}")
     args = parser.parse_args(argv)
-    text = markdown(table())
-    text += "\nSplitwise DGX-A100, Llama-2-70B, one request at a time (power per GPU; 400 W TDP assumed):\n\n"
-    text += "| GPUs | measured W | modelled W | ratio |\n|---|---|---|---|\n"
-    text += "".join(f"| {r['gpus']} | {r['measured_w']:.0f} | {r['modelled_w']:.0f} | {r['ratio']:.2f} |\n"
-                    for r in splitwise_a100())
+    text = markdown(table()) + "\n" + splitwise_markdown(splitwise_a100())
     print(text)
     if args.write:
-        head, rest = args.write.read_text().split("<!-- energy table -->")
-        tail = rest.split("<!-- /energy table -->")[1]
-        args.write.write_text(f"{head}<!-- energy table -->\n\n{text}\n<!-- /energy table -->{tail}")
+        write_between(args.write, *MARKERS, text)
     return 0
 
 

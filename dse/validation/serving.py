@@ -1,6 +1,6 @@
-"""dse serve's simulation against measured LLM serving: every case of tools/data/serving_cases.yaml.
+"""dse serve's simulation against measured LLM serving: every case of data/serving_cases.yaml.
 
-Each case's GPUs are tools/gpu_validation.py's (one ``a100-like`` / ``h100-like`` chiplet per GPU, NVLink,
+Each case's GPUs are dse.validation.gpu's (one ``a100-like`` / ``h100-like`` chiplet per GPU, NVLink,
 tensor parallel over all, kernels issued ahead as NIM's TensorRT-LLM and vLLM's CUDA graphs do). The
 step model gives the affine steps the serving objectives use (dse.serving.analytic: decode of 1 and of
 the batch at the mean context, prefill of 1 and 8 prompts); the discrete-event simulation
@@ -8,22 +8,24 @@ the batch at the mean context, prefill of 1 and 8 prompts); the discrete-event s
 under the case's scheduler (NIM's TensorRT-LLM: chunked prefill with its default token budget) or one
 static batch. Compared: mean TTFT and mean ITL in the loop's steady state, or mean end-to-end latency.
 
-``python tools/serving_validation.py [--write docs/serving_validation.md]`` prints (and writes) the table.
+``python -m dse.validation.serving [--write docs/serving.md]`` prints (and writes) the table; ``dse fidelity
+--suite serving`` prints its cases (`cases`).
 """
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-import yaml
+from .common import DATA, Case, geomean_error, read_data, within, write_between
+from .gpu import step_s
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_validation import _step_s  # noqa: E402  (tools/ is not a package)
-
-ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tools" / "data" / "serving_cases.yaml"
+CASES = DATA / "serving_cases.yaml"
+TITLE = "dse serve's simulation against published serving benchmarks"
+#: the markdown file ``--write`` fills by default, and the markers its table stands between
+DOC, MARKERS = Path("docs/serving.md"), ("<!-- serving-validation:start -->", "<!-- serving-validation:end -->")
+#: per measured figure: the name `dse fidelity` prints
+METRICS = {"mean_ttft_ms": "mean TTFT", "mean_itl_ms": "mean ITL", "mean_e2el_ms": "mean end to end"}
 #: requests per concurrency slot simulated, and the first rounds left out of the means: the first round
 #: starts together (every prompt at once), the loop's steady state staggers them as a benchmark's long
 #: run does
@@ -38,7 +40,7 @@ class CaseSteps:
         self.case = {k: case[k] for k in ("id", "model", "gpu", "gpus", "precision")}
 
     def _at(self, phase: str, batch: float, context: float) -> float:
-        return _step_s({**self.case, "phase": phase, "batch": max(int(round(batch)), 1),
+        return step_s({**self.case, "phase": phase, "batch": max(int(round(batch)), 1),
                         "context": max(int(round(context)), 1)})
 
     def decode(self, batch: float, context: float) -> float:
@@ -50,9 +52,9 @@ class CaseSteps:
 
 def simulate_case(case: dict) -> dict:
     """The simulated counterparts of the case's measured figures (ms)."""
-    from dse.serving.analytic import AffineSteps
-    from dse.serving.requests import synthetic
-    from dse.serving.simulate import simulate
+    from ..serving.analytic import AffineSteps
+    from ..serving.requests import synthetic
+    from ..serving.simulate import simulate
 
     batch = int(case.get("concurrency") or case["batch"])
     steps = AffineSteps.fit(CaseSteps(case), case["input"], case["output"], batch)
@@ -72,7 +74,7 @@ def simulate_case(case: dict) -> dict:
 def table(cases: list[dict] | None = None) -> list[dict]:
     """One row per measured figure: case, metric, measured, modelled, ratio, source."""
     rows = []
-    for case in cases or yaml.safe_load(CASES.read_text())["cases"]:
+    for case in cases or load_cases():
         model = simulate_case(case)
         for metric, value in model.items():
             rows.append({"id": case["id"], "metric": metric, "measured_ms": float(case[metric]),
@@ -80,8 +82,15 @@ def table(cases: list[dict] | None = None) -> list[dict]:
     return rows
 
 
-def geomean_error(rows: list[dict]) -> float:
-    return math.exp(sum(abs(math.log(r["ratio"])) for r in rows) / len(rows)) - 1.0
+def load_cases() -> list[dict]:
+    """The measured cases of data/serving_cases.yaml."""
+    return read_data(CASES.name)["cases"]
+
+
+def cases() -> list[Case]:
+    """Every measured figure as a `Case` (ms; validation: none was fitted)."""
+    return [Case(r["id"], METRICS[r["metric"]], "ms", r["measured_ms"], r["modelled_ms"], "validation", r["source"])
+            for r in table()]
 
 
 def markdown(rows: list[dict]) -> str:
@@ -89,25 +98,20 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {r['id']} | {r['metric']} | {r['measured_ms']:.4g} | {r['modelled_ms']:.4g} | "
                      f"{r['ratio']:.2f} | {r['source']} |")
-    within = sum(abs(r["ratio"] - 1.0) <= 0.25 for r in rows)
-    lines += ["", f"Geometric-mean error {geomean_error(rows) * 100:.1f} % over {len(rows)} figures; "
-              f"{within} within 25 %."]
+    lines += ["", f"Geometric-mean error {geomean_error(r['ratio'] for r in rows) * 100:.1f} % over {len(rows)} "
+              f"figures; {within(r['ratio'] for r in rows)} within 25 %."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", help="also write the table into this markdown file (between its markers)")
+    parser.add_argument("--write", type=Path, help=f"also write the table into this markdown file ({DOC}), "
+                                                   f"between its markers {' and '.join(MARKERS)}")
     args = parser.parse_args(argv)
     text = markdown(table())
     print(text)
     if args.write:
-        path = Path(args.write)
-        start, end = "<!-- serving-validation:start -->", "<!-- serving-validation:end -->"
-        doc = path.read_text()
-        head, _, rest = doc.partition(start)
-        _, _, tail = rest.partition(end)
-        path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+        write_between(args.write, *MARKERS, text + "\n")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The whole step model against measured GPU servers: every case of tools/data/gpu_cases.yaml.
+"""The whole step model against measured GPU servers: every case of data/gpu_cases.yaml.
 
 A case is a model served on ``gpus`` identical GPUs with tensor parallelism over all of them, as a user
 of the toolkit would describe it: one ``a100-like`` or ``h100-like`` chiplet per GPU with the GPU's
@@ -7,23 +7,24 @@ sharing the GPU's NVLink bandwidth: `GPUS`), ``workload.tp`` = gpus, one shard o
 The modelled figure is the step latency of dse's evaluator: the first-token latency for a prefill
 case (``phase: prefill``, ``context`` = prompt length) and the time per output token for a decode case.
 
-``python tools/gpu_validation.py [--write docs/validation.md]`` prints (and writes) the table of every
-case: measured, modelled, ratio, the set it belongs to (calibration or validation) and its source.
+``python -m dse.validation.gpu [--write docs/validation.md]`` prints (and writes) the table of every
+case: measured, modelled, ratio, the set it belongs to (calibration or validation) and its source;
+``dse fidelity --suite gpu`` prints its cases (`cases`).
 """
 from __future__ import annotations
 
 import argparse
 import atexit
-import math
 import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
-import yaml
+from .common import DATA, Case, read_data, summary_lines, write_between
 
-ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "tools" / "data" / "gpu_cases.yaml"
+CASES = DATA / "gpu_cases.yaml"
+TITLE = "whole-step latency against measured GPU servers"
+#: the markdown file ``--write`` fills by default, and the marker after which its table stands
+DOC, MARKER = Path("docs/validation.md"), "<!-- table -->"
 
 #: per GPU: chiplet preset, HBM kind, stacks, per-pin data rate (Gb/s) and NVLink technology.
 #: A100 SXM 80 GB: 5 HBM2e stacks, 2,039 GB/s (NVIDIA A100 datasheet) -> 3.186 Gb/s per pin;
@@ -40,8 +41,9 @@ GPUS = {
 }
 
 
-def load_cases(path: Path = CASES) -> list[dict]:
-    return yaml.safe_load(path.read_text())["cases"]
+def load_cases() -> list[dict]:
+    """The measured cases of data/gpu_cases.yaml."""
+    return read_data(CASES.name)["cases"]
 
 
 #: chiplet fields per software stack (case key ``stack``), on top of the preset. The presets describe a
@@ -65,7 +67,7 @@ STACKS: dict[str, dict] = {
 
 def case_study(case: dict, technology: dict | None = None):
     """The study of one case (see module docstring); ``technology`` overrides node figures of its chiplet."""
-    import dse
+    from ..study.spec import Study
 
     gpu = GPUS[case["gpu"]]
     chiplet = {"preset": gpu["chiplet"], **STACKS[case.get("stack", "graphs")].get(case["gpu"], {})}
@@ -90,12 +92,12 @@ def case_study(case: dict, technology: dict | None = None):
         "faults": {},
         "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1},
     }
-    return dse.Study.from_dict(data, source=f"case {case['id']}")
+    return Study.from_dict(data, source=f"case {case['id']}")
 
 
 def case_design(case: dict, prepared):
     """Shard i of every unit on GPU i; unsharded units (routed experts) spread round robin."""
-    from dse.study.space import Design
+    from ..study.space import Design
 
     p = int(case["gpus"])
     placement = {}
@@ -115,14 +117,15 @@ def modelled_s(case: dict) -> float:
     """The evaluator's step latency for the case, in seconds (of one decoder layer for ``one_layer``
     cases: the model cut to two layers less the model cut to one)."""
     if case.get("one_layer"):
-        return _step_s({**case, "model": _cut(case["model"], 2)}) - _step_s({**case, "model": _cut(case["model"], 1)})
-    return _step_s(case)
+        return step_s({**case, "model": _cut(case["model"], 2)}) - step_s({**case, "model": _cut(case["model"], 1)})
+    return step_s(case)
 
 
-def _step_s(case: dict) -> float:
-    import dse
+def step_s(case: dict) -> float:
+    """The evaluator's latency (s) of one step of the case's whole model (faults off)."""
+    from ..system.prepare import prepare
 
-    prepared = dse.prepare(case_study(case))
+    prepared = prepare(case_study(case))
     design = case_design(case, prepared)
     return float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
 
@@ -189,6 +192,7 @@ _CUT_DIR: str | None = None
 
 
 def table(cases: list[dict] | None = None) -> list[dict]:
+    """Each case (default: every one) with ``modelled_ms`` and ``ratio`` (modelled / measured)."""
     rows = []
     for case in cases or load_cases():
         model = modelled_s(case)
@@ -197,9 +201,11 @@ def table(cases: list[dict] | None = None) -> list[dict]:
     return rows
 
 
-def geomean_error(rows: list[dict]) -> float:
-    """exp(mean |log ratio|) - 1: the geometric-mean relative error."""
-    return math.exp(float(np.mean([abs(math.log(r["ratio"])) for r in rows]))) - 1.0
+def cases() -> list[Case]:
+    """Every case as a `Case`: the measured and modelled step (ms): first token (prefill), per output
+    token (decode)."""
+    return [Case(r["id"], f"{r['phase']} step", "ms", float(r["measured_ms"]), r["modelled_ms"], r["set"],
+                 r["source"]) for r in table()]
 
 
 def markdown(rows: list[dict]) -> str:
@@ -211,28 +217,15 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join([head] + body) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
 
 
-def summary_lines(rows: list[dict]) -> list[str]:
-    """One line per set (calibration, validation): its cases, geometric-mean error of ``ratio``, worst, within 25 %."""
-    summary = []
-    for name in ("calibration", "validation"):
-        part = [r for r in rows if r["set"] == name]
-        if part:
-            worst = max(part, key=lambda r: abs(math.log(r["ratio"])))
-            summary.append(f"- {name}: {len(part)} cases, geometric-mean error {geomean_error(part):.1%}, "
-                           f"worst {worst['id']} (ratio {worst['ratio']:.2f}), "
-                           f"{sum(abs(r['ratio'] - 1) <= 0.25 for r in part)} within 25 %")
-    return summary
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the table into this markdown file")
+    parser.add_argument("--write", type=Path, help=f"also write the table into this markdown file ({DOC}), "
+                                                   f"after its marker {MARKER}")
     args = parser.parse_args(argv)
-    rows = table()
-    text = markdown(rows)
+    text = markdown(table())
     print(text)
     if args.write:
-        args.write.write_text(args.write.read_text().split("<!-- table -->")[0] + "<!-- table -->\n\n" + text)
+        write_between(args.write, MARKER, None, text)
     return 0
 
 

@@ -1,0 +1,130 @@
+"""``dse fidelity``: its figures are the docs' tables (docs/validation.md: GPU cases, energy, training;
+docs/serving.md: serving), every suite reports its geometric-mean error, its tables fit 80 columns, and a
+bad --suite is click's one-line error."""
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dse.cli import cli
+from dse.validation import energy, gpu, serving, training
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def report():
+    result = CliRunner().invoke(cli, ["fidelity", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def section(doc: Path, start: str, end: str | None = None) -> str:
+    text = doc.read_text().split(start, 1)[1]
+    return text.split(end, 1)[0] if end else text
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every markdown table row in ``text`` (header and separator rows left out)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|") and not line.startswith("|---")]
+    return [r for r in rows if r[0] not in ("id", "case", "GPUs")]
+
+
+def by_key(report: dict, suite: str) -> dict:
+    return {(c["id"], c["metric"]): c for c in report[suite]["cases"]}
+
+
+def summary_error(text: str, label: str) -> str:
+    """The geometric-mean error a summary line of the docs gives, e.g. '- validation: ... error 25.5%'."""
+    return re.search(rf"- {re.escape(label)}: .*?geometric-mean error ([\d.]+%)", text).group(1)
+
+
+def test_gpu_figures_are_the_docs_table(report):
+    text = section(ROOT / "docs" / "validation.md", gpu.MARKER)
+    cases = by_key(report, "gpu")
+    rows = table_rows(text)
+    assert len(rows) == len(cases) == len(gpu.load_cases())
+    for r in rows:
+        c = cases[(r[0], f"{r[4]} step")]
+        assert [c["set"], f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.2f}", c["source"]] == \
+            [r[1], r[8], r[9], r[10], r[11]], r[0]
+    for name in ("calibration", "validation"):
+        assert f"{report['gpu']['geomean_error'][name]:.1%}" == summary_error(text, name)
+
+
+def test_energy_figures_are_the_docs_tables(report):
+    text = section(ROOT / "docs" / "validation.md", *energy.MARKERS)
+    cases = by_key(report, "energy")
+    runs = [r for r in table_rows(text) if len(r) == 13]
+    assert len(runs) == len(energy.load_cases())
+    formats = {"power": ".0f", "energy per output token": ".3g", "median ITL": ".4g", "output throughput": ".0f"}
+    for r in runs:
+        for (metric, fmt), measured, ratio in zip(formats.items(), r[5::2], r[6::2]):
+            c = cases[(r[0], metric)]
+            assert [c["set"], format(c["measured"], fmt), f"{c['ratio']:.2f}"] == [r[1], measured, ratio], \
+                (r[0], metric)
+    splitwise = [r for r in table_rows(text) if len(r) == 4]
+    assert len(splitwise) == 3
+    for gpus, measured, modelled, ratio in splitwise:
+        c = cases[(f"sw-a100-tp{gpus}-power", "power per GPU")]
+        assert [f"{c['measured']:.0f}", f"{c['modelled']:.0f}", f"{c['ratio']:.2f}"] == [measured, modelled, ratio]
+    by_metric = report["energy"]["geomean_error_by_metric"]
+    assert f"{by_metric['power']['calibration']:.1%}" == summary_error(text, "calibration")
+    for metric in formats:
+        assert f"{by_metric[metric]['validation']:.1%}" == summary_error(text, f"validation, {metric}")
+
+
+def test_training_figures_are_the_docs_tables(report):
+    text = section(ROOT / "docs" / "validation.md", *training.MARKERS)
+    cases = {c["id"]: c for c in report["training"]["cases"]}
+    rows = table_rows(text)
+    assert len(rows) == len(cases) == len(training.load_cases())
+    for r in rows:
+        c = cases[r[0]]
+        measured, modelled, ratio = (r[7], r[8], r[9]) if len(r) == 10 else (r[3], r[4], r[5])
+        fmt = ".4g" if len(r) == 10 else ",.0f"
+        assert [c["set"], format(c["measured"], fmt), format(c["modelled"], fmt), f"{c['ratio']:.2f}"] == \
+            [r[1], measured, modelled, ratio], r[0]
+    for name in ("calibration", "validation"):
+        assert f"{report['training']['geomean_error'][name]:.1%}" == summary_error(text, name)
+
+
+def test_serving_figures_are_the_docs_table(report):
+    text = section(ROOT / "docs" / "serving.md", *serving.MARKERS)
+    cases = by_key(report, "serving")
+    rows = table_rows(text)
+    assert len(rows) == len(cases)
+    for case, metric, measured, modelled, ratio, source in rows:
+        c = cases[(case, serving.METRICS[metric])]
+        assert [f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.2f}", c["source"]] == \
+            [measured, modelled, ratio, source], (case, metric)
+    error = re.search(r"Geometric-mean error ([\d.]+) %", text).group(1)
+    assert f"{report['serving']['geomean_error']['validation'] * 100:.1f}" == error
+
+
+def test_every_suite_reports_its_errors(report):
+    assert set(report) == {"gpu", "energy", "serving", "training"}
+    for name, suite in report.items():
+        assert suite["cases"] and math.isfinite(suite["geomean_error"]["validation"]), name
+        for case in suite["cases"]:
+            assert case["set"] in ("calibration", "validation") and case["source"] and case["unit"]
+            assert case["ratio"] == pytest.approx(case["modelled"] / case["measured"])
+        assert suite["verdict"]
+
+
+def test_tables_fit_80_columns():
+    result = CliRunner().invoke(cli, ["fidelity", "--suite", "training"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any("TFLOP/s" in line for line in lines) and any(line.startswith("verdict:") for line in lines)
+    assert "mt-39.1b" in result.output and "calibration" in result.output
+
+
+def test_a_bad_suite_is_one_line(dse_cli):
+    code, out, err = dse_cli("fidelity", "--suite", "cpu")
+    assert code == 2 and "--suite" in err and len(err.strip().splitlines()) == 1
