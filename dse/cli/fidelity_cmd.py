@@ -8,6 +8,7 @@ Offline: the measured data ship with the package.
 from __future__ import annotations
 
 import json
+import math
 from itertools import groupby
 
 import click
@@ -59,9 +60,10 @@ def verdict(cases: list[common.Case]) -> str:
             f"{common.within(c.ratio for c in validation)} of {len(validation)} within 25 %")
 
 
-def figure(value: float) -> str:
-    """Four significant digits, or whole numbers with thousands separators from 10,000 up."""
-    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+def decimals(values) -> int:
+    """One format for a table's figures: enough decimals for three significant digits of the smallest."""
+    smallest = min((abs(v) for v in values if v), default=1.0)
+    return min(3, max(0, 2 - math.floor(math.log10(smallest))))
 
 
 def suite_lines(name: str, report: dict) -> list[str]:
@@ -69,15 +71,17 @@ def suite_lines(name: str, report: dict) -> list[str]:
     lines = [f"{name}: {report['title']}"]
     cases = report["cases"]
     ids = max(len("case"), *(len(c["id"]) for c in cases))
-    source = WIDTH - (ids + 11 + 9 + 9 + 6 + 5)
-    row = f"{{:<{ids}}} {{:<11}} {{:>9}} {{:>9}} {{:>6}} {{:<{source}.{source}}}"
+    source = WIDTH - (ids + 11 + 10 + 10 + 6 + 5)
+    row = f"{{:<{ids}}} {{:<11}} {{:>10}} {{:>10}} {{:>6}} {{:<{source}.{source}}}"
     order = {m: i for i, m in enumerate(report["geomean_error_by_metric"])}
     by_metric = sorted(cases, key=lambda c: order[c["metric"]])
     for metric, group in groupby(by_metric, key=lambda c: (c["metric"], c["unit"])):
         lines += ["", f"{metric[0]}:", row.format("case", "set", "measured", "modelled", "ratio", "source").rstrip(),
                   row.format("", "", metric[1], metric[1], "", "").rstrip()]
-        lines += [row.format(c["id"], c["set"], figure(c["measured"]), figure(c["modelled"]), f"{c['ratio']:.2f}",
-                             c["source"]).rstrip() for c in group]
+        group = list(group)
+        places = decimals([c[k] for c in group for k in ("measured", "modelled")])
+        lines += [row.format(c["id"], c["set"], f"{c['measured']:,.{places}f}", f"{c['modelled']:,.{places}f}",
+                             f"{c['ratio']:.2f}", c["source"]).rstrip() for c in group]
     lines.append("")
     for set_name, error in report["geomean_error"].items():
         lines.append(f"{set_name}: {report['figures'][set_name]} figures, geometric-mean error {error:.1%}, "

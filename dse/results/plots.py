@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import matplotlib
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MatplotlibFigure
@@ -339,12 +340,14 @@ def _mappable(cmap, norm):
 
 
 def save(fig: Figure, folder: Path, name: str) -> list[Path]:
-    """Write ``name.png`` (150 dpi) and ``name.svg``; returns the PNG path first."""
+    """Write ``name.png`` (150 dpi) and ``name.svg``; returns the PNG path first. The SVG carries no date and
+    its element ids are salted by ``name``, not drawn at random: the same study writes the same bytes."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.svg"]
     fig.savefig(paths[0], dpi=150)
     fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
-    fig.savefig(paths[1])
+    with matplotlib.rc_context({"svg.hashsalt": name}):
+        fig.savefig(paths[1], metadata={"Date": None})
     return paths
 
 
