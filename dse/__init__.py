@@ -27,7 +27,7 @@ from .study.space import Design
 from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
 from .training import package as training_package
-from . import rl  # noqa: F401  (registers the Gymnasium environments dse/ChipletMapping-v0, dse/TrainingPartition-v0)
+from . import rl  # noqa: F401  (its import registers the Gymnasium environments dse/ChipletMapping-v0, dse/TrainingPartition-v0)
 
 register_phase(serving_package.PHASE)       # workload.phase: serve
 register_phase(training_package.PHASE)      # workload.phase: train

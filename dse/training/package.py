@@ -34,7 +34,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pandas as pd
 
 import memory
 import workloads

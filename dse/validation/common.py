@@ -7,6 +7,7 @@ factor 2 too slow and a factor 2 too fast count alike.
 """
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -88,3 +89,18 @@ def write_between(path: Path, start: str, end: str | None, text: str) -> None:
     head, _, rest = doc.partition(start)
     tail = "" if end is None else end + rest.partition(end)[2]
     Path(path).write_text(f"{head}{start}\n\n{text}" + (f"\n{tail}" if end is not None else ""))
+
+
+def write_command(description: str, render, doc: str, start: str, end: str | None,
+                  argv: list[str] | None = None) -> int:
+    """``python -m dse.validation.<suite> [--write DOC]``: print the suite's markdown (``render()``) and with
+    ``--write`` put it into the markdown file between the markers ``start`` and ``end`` (`write_between`)."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    where = f"between its markers {start} and {end}" if end is not None else f"after its marker {start}"
+    parser.add_argument("--write", type=Path, help=f"also write the tables into this markdown file ({doc}), {where}")
+    args = parser.parse_args(argv)
+    text = render()
+    print(text)
+    if args.write:
+        write_between(args.write, start, end, text)
+    return 0

@@ -19,7 +19,6 @@ fixed but for its largest batch and context), so each point is evaluated once pe
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import gpu
-from .common import DATA, Case, read_data, summary_lines, geomean_error, write_between, within
+from .common import DATA, Case, read_data, summary_lines, geomean_error, within, write_command
 
 CASES = DATA / "energy_cases.yaml"
 TITLE = "power, energy and latency of ML.ENERGY's H100 serving runs"
@@ -217,15 +216,7 @@ def shared_step_figures(prepared, design, phase: str, batch: int, context: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help=f"also write the tables into this markdown file ({DOC}), "
-                                                   f"between its markers {' and '.join(MARKERS)}")
-    args = parser.parse_args(argv)
-    text = markdown(table()) + "\n" + splitwise_markdown(splitwise_a100())
-    print(text)
-    if args.write:
-        write_between(args.write, *MARKERS, text)
-    return 0
+    return write_command(__doc__, lambda: markdown(table()) + "\n" + splitwise_markdown(splitwise_a100()), DOC, *MARKERS, argv=argv)
 
 
 if __name__ == "__main__":

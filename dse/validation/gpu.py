@@ -13,13 +13,12 @@ case: measured, modelled, ratio, the set it belongs to (calibration or validatio
 """
 from __future__ import annotations
 
-import argparse
 import atexit
 import shutil
 import sys
 from pathlib import Path
 
-from .common import DATA, Case, read_data, summary_lines, write_between
+from .common import DATA, Case, read_data, summary_lines, write_command
 
 CASES = DATA / "gpu_cases.yaml"
 TITLE = "whole-step latency against measured GPU servers"
@@ -218,15 +217,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help=f"also write the table into this markdown file ({DOC}), "
-                                                   f"after its marker {MARKER}")
-    args = parser.parse_args(argv)
-    text = markdown(table())
-    print(text)
-    if args.write:
-        write_between(args.write, MARKER, None, text)
-    return 0
+    return write_command(__doc__, lambda: markdown(table()), DOC, MARKER, None, argv=argv)
 
 
 if __name__ == "__main__":

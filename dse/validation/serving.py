@@ -13,11 +13,10 @@ static batch. Compared: mean TTFT and mean ITL in the loop's steady state, or me
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from .common import DATA, Case, geomean_error, read_data, within, write_between
+from .common import DATA, Case, geomean_error, read_data, within, write_command
 from .gpu import step_s
 
 CASES = DATA / "serving_cases.yaml"
@@ -104,15 +103,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help=f"also write the table into this markdown file ({DOC}), "
-                                                   f"between its markers {' and '.join(MARKERS)}")
-    args = parser.parse_args(argv)
-    text = markdown(table())
-    print(text)
-    if args.write:
-        write_between(args.write, *MARKERS, text + "\n")
-    return 0
+    return write_command(__doc__, lambda: markdown(table()) + "\n", DOC, *MARKERS, argv=argv)
 
 
 if __name__ == "__main__":

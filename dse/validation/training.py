@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import workloads
 from ..training import Strategy, iteration, load_system
 from ..training.footprint import to_train
 from ..training.search import fastest
-from .common import DATA, Case, read_data, summary_lines, write_between
+from .common import DATA, Case, read_data, summary_lines, write_command
 
 CASES = DATA / "training_cases.yaml"
 TITLE = "dse train against published training runs"
@@ -121,15 +120,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help=f"also write the table into this markdown file ({DOC}), "
-                                                   f"between its markers {' and '.join(MARKERS)}")
-    args = parser.parse_args(argv)
-    text = markdown(table())
-    print(text)
-    if args.write:
-        write_between(args.write, *MARKERS, text)
-    return 0
+    return write_command(__doc__, lambda: markdown(table()), DOC, *MARKERS, argv=argv)
 
 
 if __name__ == "__main__":
