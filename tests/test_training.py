@@ -10,60 +10,32 @@ import workloads
 from arch.roofline import kernel_times_s
 from dse.training import Strategy, iteration, layer_costs, load_system
 from dse.training.search import fastest
+from dse.validation import training as validation_training
 from workloads.training import activation_bytes_per_layer, gpt_params, model_flops, optimizer_bytes_per_param
 
-# Narayanan et al., SC'21, Table 1 (shared/reference/systems.md): params (B), heads, hidden, layers, TP, PP,
-# GPUs, global batch, achieved TFLOP/s per GPU. Rows 39.1 B and 145.6 B calibrate dgx-a100-80gb's
-# max_efficiency (dse/training/systems.py); the other eight validate it.
-TABLE = [(1.7, 24, 2304, 24, 1, 1, 32, 512, 137), (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
-         (7.5, 32, 4096, 36, 4, 1, 128, 512, 142), (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135),
-         (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138), (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140),
-         (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148), (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
-         (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163), (1008, 160, 25600, 128, 8, 64, 3072, 3072, 163)]
-CALIBRATION = {39.1, 145.6}
-
-
-def gpt(h, layers, heads):
-    return workloads.parse_config({"model_type": "gpt2", "n_embd": h, "n_layer": layers, "n_head": heads,
-                                   "vocab_size": 51200, "n_positions": 2048}, name=f"gpt-{h}")
-
-
-def megatron_best(row, system):
-    """The fastest micro-batch and interleaving at the row's tp, pp and GPUs (the paper does not list them)."""
-    params, heads, h, layers, tp, pp, gpus, batch, _ = row
-    cfg = gpt(h, layers, heads)
-    dp = gpus // (tp * pp)
-    best = None
-    for b in (1, 2, 4, 8):
-        if batch % (b * dp):
-            continue
-        stage = layers // pp
-        for v in ([x for x in range(1, stage + 1) if stage % x == 0] if pp > 1 else [1]):
-            s = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=batch, seq=2048, interleave=v,
-                         recompute="full", precision="fp16")
-            if v > 1 and s.micro_batches % pp:
-                continue
-            it = iteration(cfg, system, s)
-            if it.fits and (best is None or it.iteration_s < best.iteration_s):
-                best = it
-    return best
+# Narayanan et al., SC'21, Table 1: the training suite's Megatron-LM cases (dse/validation/data/training_cases.yaml);
+# rows 39.1 B and 145.6 B calibrate dgx-a100-80gb's max_efficiency (dse/training/systems.py), the other eight
+# validate it.
+TABLE = [c for c in validation_training.load_cases() if c["kind"] == "megatron"]
+gpt = validation_training.gpt
+megatron_best = validation_training.megatron_best
 
 
 def test_megatron_table_1_within_10_percent_per_row():
     system = load_system("dgx-a100-80gb")
     lines = []
-    for row in TABLE:
-        it = megatron_best(row, system)
-        ratio = it.model_tflops_per_device / row[-1]
-        lines.append(f"{row[0]:>7} B: measured {row[-1]} TFLOP/s, model {it.model_tflops_per_device:.1f} ({ratio:.2f}) "
-                     f"{'calibration' if row[0] in CALIBRATION else 'validation'}")
+    for case in TABLE:
+        it = megatron_best(case, system)
+        ratio = it.model_tflops_per_device / case["measured_tflops"]
+        lines.append(f"{case['params_b']:>7} B: measured {case['measured_tflops']} TFLOP/s, model "
+                     f"{it.model_tflops_per_device:.1f} ({ratio:.2f}) {case['set']}")
         assert ratio == pytest.approx(1.0, abs=0.10), lines[-1]
     print("\n" + "\n".join(lines))
 
 
 def test_parameter_count_reproduces_table_1():
-    for params, heads, h, layers, *_ in TABLE:
-        assert gpt_params(layers, h, 51200, 2048) / 1e9 == pytest.approx(params, rel=0.03)
+    for case in TABLE:
+        assert gpt_params(case["layers"], case["hidden"], 51200, 2048) / 1e9 == pytest.approx(case["params_b"], rel=0.03)
 
 
 def test_flops_formula_counts_the_gemms():
@@ -114,8 +86,8 @@ def test_small_step_equals_hand_roofline():
 def test_search_finds_a_fitting_strategy_at_least_as_fast_as_the_papers():
     system = load_system("dgx-a100-80gb")
     row = TABLE[5]
-    cfg = gpt(row[2], row[3], row[1])
-    s, it, tried = fastest(cfg, system, row[6], row[7], 2048,
+    cfg = gpt(row["hidden"], row["layers"], row["heads"])
+    s, it, tried = fastest(cfg, system, row["gpus"], row["global_batch"], 2048,
                            dict(ep=1, recompute="full", sequence_parallel=False, zero=0, precision="fp16"))
     assert it.fits and tried > 10
     assert it.iteration_s <= megatron_best(row, system).iteration_s * (1 + 1e-9)
