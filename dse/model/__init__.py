@@ -2,7 +2,8 @@
 mappings, the Numba step model with its failures and routes, traffic, per-chiplet breakdowns, heuristic
 starting mappings and the objectives and constraints the search optimises. `prepare` turns a `Study`
 into a `Prepared` study whose evaluator scores whole populations of designs."""
-from .evaluator import METRICS, Evaluator
+from .evaluator import Evaluator
+from .metrics import METRICS
 from .objectives import OBJECTIVE_COLUMNS, OBJECTIVES
 from .prepare import Prepared, prepare
 from .tables import EvalTables, build_tables

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..study.space import Design, Space
-from .evaluator import METRICS, Evaluator
+from .evaluator import Evaluator
+from .metrics import METRICS
 
 
 class VariantEvaluator:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model.evaluator import METRICS
+from ..model.metrics import METRICS
 from ..model.parallel import map_rows, split_rows
 from ..study.space import SYSTEM_AXES, Design
 from .carbon import CarbonFactors
