@@ -4,7 +4,8 @@ Re-mapping (`remap`): surviving copies of a replicated unit take over its tokens
 without a chiplet moves to the survivor with the most free HBM (lowest index on ties), unit by unit in
 order. A failed chiplet's compute and memory are lost. The chiplets whose contents change (`touched_chiplets`:
 the failed ones and every holder of a moved unit, before or after) are placed in HBM/DDR again
-(`replace_touched`) unless their placement cannot have changed (`placement_unchanged`).
+(dse.model.failures) unless their placement cannot have changed (`placement_unchanged`); `gather_chiplet`
+lists a chiplet's copies after the failure.
 Used by the failure deltas (dse.model.failures) and by the failures evaluated in full (dse.model.failure_routes).
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .hbm_placement import item_size, place_chiplet
+from .hbm_placement import item_size
 
 nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
 
@@ -149,34 +150,3 @@ def touched_chiplets(n_dead, dead, n_moved, moved_list, slots, ncopy, slots2, co
                 n_a += 1
     return n_a
 
-
-@nb.njit(cache=True, error_model="numpy")
-def replace_touched(n, n_a, a_list, kind, stacks, hbm_cap, is_dead, stored, stored2, overflow, overflow2, n_moved,
-                    moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, split, unit_capacity, unit_kv, w_copy,
-                    other_dram, read_scale, buf_u, buf_r, buf_size, buf_read, buf_density, buf_order, buf_spill, f2):
-    """The touched chiplets ``a_list[:n_a]`` placed in HBM/DDR after the failure: ``overflow2`` (from the
-    intact ``overflow``) and, for those placed afresh, their copies' DDR fractions in ``f2``; those go first
-    in ``a_list``. Returns (their count, the bytes spilled to DDR in all)."""
-    for i in range(n):
-        overflow2[nowrap(i)] = overflow[nowrap(i)]
-    n_full = 0                  # chiplets whose placement is re-computed go first in a_list
-    for x in range(n_a):
-        i = a_list[nowrap(x)]
-        cap = stacks[nowrap(i)] * hbm_cap
-        if is_dead[nowrap(i)]:
-            overflow2[nowrap(i)] = 0.0
-        elif placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
-            overflow2[nowrap(i)] = stored2[nowrap(i)] if cap <= 0.0 else 0.0
-        else:
-            n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
-                                     buf_u, buf_r)
-            _, overflow2[nowrap(i)] = place_chiplet(cap, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2, split,
-                                                    unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
-                                                    buf_read, buf_density, buf_order, buf_spill, f2)
-            a_list[nowrap(x)] = a_list[nowrap(n_full)]
-            a_list[nowrap(n_full)] = i
-            n_full += 1
-    spill = 0.0
-    for i in range(n):
-        spill += overflow2[nowrap(i)]
-    return n_full, spill

@@ -2,21 +2,18 @@
 
 `failures_latency`: per failure set, the design is re-mapped (dse.model.failure_remap) and, starting from
 dse.model.perf_model.base_pass of the intact design, only what the failure changes is recomputed: the moved
-units' copies (`move_copies`); the chiplets that lost or gained copies are re-placed in HBM/DDR
-(failure_remap.replace_touched) and those of their copies whose DDR fraction changed re-costed
-(`recost_spilled`); the hand-offs of edges touching a moved unit are re-routed (link loads by subtraction
-and addition: dse.model.failure_routes.reroute_hand_offs); and stage maxima are re-taken only where something
-changed (`retake_stages`). Every change is undone afterwards, so the workspace again holds the intact design.
+units' copies; the chiplets that lost or gained copies (failure_remap.touched_chiplets) are re-placed in
+HBM/DDR and those of their copies whose DDR fraction changed re-costed; the hand-offs of edges touching a
+moved unit are re-routed (link loads by subtraction and addition, on copies of their stages' load rows); and
+stage maxima are re-taken only where something changed (`retake_stages`). Every change is undone afterwards,
+so the workspace again holds the intact design.
 The result equals a full evaluation of the re-mapped design (tests/test_evaluator_faults.py). Failures that
 change routes are evaluated in full instead (dse.model.failure_routes.rerouted_failures). A failure that
 leaves a larger capacity shortfall than the intact design counts as lost whatever its latency, so the
 evaluator skips its latency (``short_limit``).
 
-The helpers take arrays and scalars, not the table tuples (dse.model.perf_model, "Implementation note"); the
-memory scalars come as one tuple, ``memory`` = (HBM bandwidth per stack, DDR bandwidth, HBM and DDR energy per
-byte). Those called once per failure set with more than 30 arguments (`move_copies`, `recost_spilled`,
-failure_remap.replace_touched, failure_routes.reroute_hand_offs) are called, not inlined: CPython passes more
-than 30 arguments as ``*args``, which Numba's inliner refuses.
+The helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
+"Implementation note"). `failures_latency` is kept whole (its docstring says why).
 """
 from __future__ import annotations
 
@@ -24,10 +21,11 @@ import numba as nb
 import numpy as np
 
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
-from .failure_remap import placement_unchanged, remap, replace_touched, restore, touched_chiplets
-from .failure_routes import reroute_hand_offs, undo_reroute
+from .failure_remap import gather_chiplet, placement_unchanged, remap, restore, touched_chiplets
+from .failure_routes import undo_reroute
 from .grouped import regroup
-from .hand_offs import allreduce
+from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
+from .hbm_placement import place_chiplet
 from .perf_model import row_max
 from .scenarios import scenario_latency
 
@@ -70,88 +68,6 @@ def restore_stages(n_dirty, dirty_list, dirty, n, ct, hosts, ht, sd, stage_t, bk
         dirty[nowrap(s)] = False
 
 
-@nb.njit(cache=True, error_model="numpy")
-def move_copies(n, split, kind, stacks, slots, ncopy, slots2, count2, n_moved, moved_list, pb, memory, hbm_cap, stored,
-                stored2, f2, unit_stage, is_expert, out_bytes, w_ratio, w_copy, other_dram, group_lq, launches, issue,
-                mem_eff, overhead, dispatch, op_ptr, op_time, op_w, op_o, op_prob, op_inv, pair_ptr, pair_latency,
-                pair_energy, link_bw, copy_time, copy_ddr, ar_time, ct, ht, sd, lq, grouping, hosts, dirty, dirty_list,
-                stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t, bk_lq):
-    """Take the moved units' intact copies out of their stages' chiplet times (``ct``, ``ht``, ``lq``) and DDR
-    bytes (``sd``) and put their copies after the failure in (``slots2`` / ``count2``; a copy on a chiplet whose
-    placement cannot have changed gets its DDR fraction here, the others have theirs in ``f2``); marks their
-    stages dirty (`mark_dirty`). Returns the count of dirty stages."""
-    hbm_bw, ddr_bw, hbm_e, ddr_e = memory
-    n_dirty = 0
-    for x in range(n_moved):
-        u = moved_list[nowrap(x)]
-        s = unit_stage[nowrap(u)]
-        n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
-                             bk_stage_t, grouping, lq, bk_lq)
-        alone = 0.0 if is_expert[nowrap(u)] else 1.0
-        for r in range(ncopy[nowrap(u)]):
-            i = slots[nowrap(u), nowrap(r)]
-            ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
-            if grouping:
-                lq[nowrap(s), nowrap(i)] -= group_lq[nowrap(u)]
-            if hosts:
-                ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
-                                                         issue[nowrap(kind[nowrap(i)])], alone)
-            sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
-        c = count2[nowrap(u)]
-        t_ar = 0.0
-        if split and c > 1:
-            t_ar, _, _ = allreduce(u, slots2, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency, pair_energy,
-                                   link_bw)
-        for r in range(c):
-            i = slots2[nowrap(u), nowrap(r)]
-            cap = stacks[nowrap(i)] * hbm_cap
-            if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
-                f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
-            k = kind[nowrap(i)]
-            t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
-                                        f2[nowrap(u), nowrap(r)], (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                        kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
-                                        op_prob, op_inv)
-            ct[nowrap(s), nowrap(i)] += t + t_ar
-            if grouping:
-                lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
-            if hosts:
-                ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)], alone)
-            sd[nowrap(s)] += b_ddr
-    return n_dirty
-
-
-@nb.njit(cache=True, error_model="numpy")
-def recost_spilled(n, n_full, a_list, n_dirty, kind, stacks, ncopy, chip_ptr, item_u, item_r, moved, f, f2, memory,
-                   unit_stage, is_expert, w_ratio, w_copy, other_dram, mem_eff, overhead, dispatch, op_ptr, op_time,
-                   op_w, op_o, op_prob, op_inv, copy_time, copy_ddr, ar_time, ct, ht, sd, lq, grouping, hosts, dirty,
-                   dirty_list, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t, bk_lq):
-    """Re-cost the unmoved copies on the chiplets placed afresh (``a_list[:n_full]``) whose DDR fraction the
-    failure changed (``f2`` against the intact ``f``), marking their stages dirty. Returns the count of dirty
-    stages."""
-    hbm_bw, ddr_bw, hbm_e, ddr_e = memory
-    for x in range(n_full):
-        i = a_list[nowrap(x)]
-        k = kind[nowrap(i)]
-        for y in range(chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]):
-            u = item_u[nowrap(y)]
-            r = item_r[nowrap(y)]
-            if moved[nowrap(u)] or f2[nowrap(u), nowrap(r)] == f[nowrap(u), nowrap(r)]:
-                continue
-            s = unit_stage[nowrap(u)]
-            n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
-                                 bk_sd, bk_stage_t, grouping, lq, bk_lq)
-            c = ncopy[nowrap(u)]
-            t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
-                                        f2[nowrap(u), nowrap(r)], (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                        kind_terms(mem_eff, overhead, dispatch, k,
-                                                   0.0 if is_expert[nowrap(u)] else 1.0),
-                                        op_ptr, op_time, op_w, op_o, op_prob, op_inv)
-            ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
-            sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
-    return n_dirty
-
-
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def retake_stages(n, n_dirty, dirty_list, n_dead, dead, kind, group_kernels, lq, bk_lq, overhead, issue, hosts, ct, ht,
                   sd, stage_t, ddr_bw):
@@ -183,6 +99,11 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     ``screen`` (the search's screening fidelity, dse.search.screening): the hand-offs keep the intact
     design's routes, link loads and latencies; the moved units' traffic is not re-routed. About half the
     cost of a failure; the exact evaluation re-routes it.
+
+    Kept whole: its re-placement, copy deltas and re-routing each need 33 to 57 of its arrays, and CPython
+    passes more than 30 arguments as ``*args``, which Numba's inliner refuses; called instead of inlined they
+    cost 30 to 60% of the failure rate (benchmarks/bench_scale.py, screened: 4,900 -> 1,900-2,800 designs/s on
+    the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Helpers of up to 30 arguments are inlined.
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
@@ -190,7 +111,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase, edge_stage = (
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
     hbm_cap, link_bw, ddr_bw = T.hbm_cap, T.link_bw, max(ddr * T.ddr_bw, 1.0)
-    memory = (T.hbm_bw, ddr_bw, T.hbm_e, T.ddr_e)
+    hbm_bw, hbm_e, ddr_e = T.hbm_bw, T.hbm_e, T.ddr_e
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
@@ -235,34 +156,149 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         n_a = n_full = 0
         if ok:      # memory: the chiplets whose contents change placed again
             n_a = touched_chiplets(n_dead, dead, n_moved, moved_list, slots, ncopy, slots2, count2, in_a, a_list)
-            n_full, spill = replace_touched(n, n_a, a_list, kind, stacks, hbm_cap, is_dead, stored, stored2, overflow,
-                                            overflow2, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2,
-                                            count2, split, unit_capacity, unit_kv, w_copy, other_dram, read_scale,
-                                            buf_u, buf_r, buf_size, buf_read, buf_density, buf_order, buf_spill, f2)
+            for i in range(n):
+                overflow2[nowrap(i)] = overflow[nowrap(i)]
+            n_full = 0                  # chiplets whose placement is re-computed go first in a_list
+            for x in range(n_a):
+                i = a_list[nowrap(x)]
+                cap = stacks[nowrap(i)] * hbm_cap
+                if is_dead[nowrap(i)]:
+                    overflow2[nowrap(i)] = 0.0
+                elif placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
+                    overflow2[nowrap(i)] = stored2[nowrap(i)] if cap <= 0.0 else 0.0
+                else:
+                    n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
+                                             buf_u, buf_r)
+                    _, overflow2[nowrap(i)] = place_chiplet(cap, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2,
+                                                            split, unit_capacity, unit_kv, w_copy, other_dram,
+                                                            read_scale, buf_size, buf_read, buf_density, buf_order,
+                                                            buf_spill, f2)
+                    a_list[nowrap(x)] = a_list[nowrap(n_full)]
+                    a_list[nowrap(n_full)] = i
+                    n_full += 1
+            spill = 0.0
+            for i in range(n):
+                spill += overflow2[nowrap(i)]
             short = max(spill - ddr * T.ddr_cap, 0.0)
         if ok and not short > short_limit:
             # compute: the moved copies out and their new ones in; copies whose DDR share moved re-costed
-            n_dirty = move_copies(n, split, kind, stacks, slots, ncopy, slots2, count2, n_moved, moved_list, pb,
-                                  memory, hbm_cap, stored, stored2, f2, unit_stage, is_expert, out_bytes, w_ratio,
-                                  w_copy, other_dram, group_lq, launches, issue, mem_eff, overhead, dispatch, op_ptr,
-                                  op_time, op_w, op_o, op_prob, op_inv, pair_ptr, pair_latency, pair_energy, link_bw,
-                                  copy_time, copy_ddr, ar_time, ct, ht, sd, lq, grouping, hosts, dirty, dirty_list,
-                                  stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t, bk_lq)
-            n_dirty = recost_spilled(n, n_full, a_list, n_dirty, kind, stacks, ncopy, chip_ptr, item_u, item_r, moved,
-                                     f, f2, memory, unit_stage, is_expert, w_ratio, w_copy, other_dram, mem_eff,
-                                     overhead, dispatch, op_ptr, op_time, op_w, op_o, op_prob, op_inv, copy_time,
-                                     copy_ddr, ar_time, ct, ht, sd, lq, grouping, hosts, dirty, dirty_list, stage_t,
-                                     bk_ct, bk_ht, bk_sd, bk_stage_t, bk_lq)
+            n_dirty = 0
+            for x in range(n_moved):
+                u = moved_list[nowrap(x)]
+                s = unit_stage[nowrap(u)]
+                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
+                                     bk_stage_t, grouping, lq, bk_lq)
+                alone = 0.0 if is_expert[nowrap(u)] else 1.0
+                for r in range(ncopy[nowrap(u)]):
+                    i = slots[nowrap(u), nowrap(r)]
+                    ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
+                    if grouping:
+                        lq[nowrap(s), nowrap(i)] -= group_lq[nowrap(u)]
+                    if hosts:
+                        ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
+                                                                 issue[nowrap(kind[nowrap(i)])], alone)
+                    sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
+                c = count2[nowrap(u)]
+                t_ar = 0.0
+                if split and c > 1:
+                    t_ar, _, _ = allreduce(u, slots2, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency,
+                                           pair_energy, link_bw)
+                for r in range(c):
+                    i = slots2[nowrap(u), nowrap(r)]
+                    cap = stacks[nowrap(i)] * hbm_cap
+                    if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
+                        f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
+                    k = kind[nowrap(i)]
+                    t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                                copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                                (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                                kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
+                                                op_w, op_o, op_prob, op_inv)
+                    ct[nowrap(s), nowrap(i)] += t + t_ar
+                    if grouping:
+                        lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
+                    if hosts:
+                        ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)], alone)
+                    sd[nowrap(s)] += b_ddr
+            for x in range(n_full):
+                i = a_list[nowrap(x)]
+                k = kind[nowrap(i)]
+                for y in range(chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]):
+                    u = item_u[nowrap(y)]
+                    r = item_r[nowrap(y)]
+                    if moved[nowrap(u)] or f2[nowrap(u), nowrap(r)] == f[nowrap(u), nowrap(r)]:
+                        continue
+                    s = unit_stage[nowrap(u)]
+                    n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
+                                         bk_sd, bk_stage_t, grouping, lq, bk_lq)
+                    c = ncopy[nowrap(u)]
+                    t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                                copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                                (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                                kind_terms(mem_eff, overhead, dispatch, k,
+                                                           0.0 if is_expert[nowrap(u)] else 1.0),
+                                                op_ptr, op_time, op_w, op_o, op_prob, op_inv)
+                    ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
+                    sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
             retake_stages(n, n_dirty, dirty_list, n_dead, dead, kind, group_kernels, lq, bk_lq, overhead, issue, hosts,
                           ct, ht, sd, stage_t, ddr_bw)
             n_edges = n_aff = 0     # hand-offs: the edges touching moved units re-routed
             if not screen:
-                n_edges, n_aff = reroute_hand_offs(n, split, n_moved, moved_list, slots, ncopy, slots2, count2, pb, lb,
-                                                   L, LM, unit_edge_ptr, unit_edges, edge_start, edge_stage, edge_src,
-                                                   edge_dst, edge_bytes, edge_phase, edge_sync, stage_repeat, pair_ptr,
-                                                   route_links, pair_latency, link_inv_bw, loads, comm, edge_lat,
-                                                   edge_amt, seen, edge_list, bk_edge_lat, row_slot, aff_rows,
-                                                   new_loads, bk_comm)
+                for x in range(n_moved):
+                    u = moved_list[nowrap(x)]
+                    for y in range(unit_edge_ptr[nowrap(u)], unit_edge_ptr[nowrap(u + 1)]):
+                        e = unit_edges[nowrap(y)]
+                        if not seen[nowrap(e)]:
+                            seen[nowrap(e)] = True
+                            edge_list[nowrap(n_edges)] = e
+                            n_edges += 1
+                for k in range(n_edges):
+                    e = edge_list[nowrap(k)]
+                    s = edge_stage[nowrap(e)]
+                    bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
+                    a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+                    ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
+                    ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
+                    old_amount = edge_amt[nowrap(e)]
+                    new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
+                        edge_bytes[nowrap(e)], ca_new, cb_new, split)
+                    for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
+                        if not in_instance(edge_phase[nowrap(e)], instance):
+                            continue
+                        row = 2 * s + instance
+                        slot = row_slot[nowrap(row)]
+                        if slot < 0:        # first change of this row: work on a copy of it
+                            slot = n_aff
+                            n_aff += 1
+                            row_slot[nowrap(row)] = slot
+                            aff_rows[nowrap(slot)] = row
+                            for link in range(L):
+                                new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
+                        base = slot * LM
+                        for ra in range(ca_old):
+                            i = slots[nowrap(a), nowrap(ra)]
+                            for rb in range(cb_old):
+                                j = slots[nowrap(b), nowrap(rb)]
+                                if i != j:
+                                    p = pb + i * n + j
+                                    for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                        new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
+                        longest = 0.0
+                        for ra in range(ca_new):
+                            i = slots2[nowrap(a), nowrap(ra)]
+                            for rb in range(cb_new):
+                                j = slots2[nowrap(b), nowrap(rb)]
+                                if i != j:
+                                    p = pb + i * n + j
+                                    longest = max(longest, pair_latency[nowrap(p)])
+                                    for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                        new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
+                        edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
+                for k in range(n_aff):
+                    s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
+                    bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
+                    comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+                                                         + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
             expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                              chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
                                              host_busy, order)
