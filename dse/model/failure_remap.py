@@ -1,11 +1,11 @@
-"""A design after chiplet failures: the re-mapping, and which chiplets' HBM placement it changes.
+"""A design after chiplet failures: the re-mapping, and the chiplets' HBM placement after it.
 
 Re-mapping (`remap`): surviving copies of a replicated unit take over its tokens; a unit (or shard) left
 without a chiplet moves to the survivor with the most free HBM (lowest index on ties), unit by unit in
-order. A failed chiplet's compute and memory are lost. The chiplets whose contents change (`touched_chiplets`:
-the failed ones and every holder of a moved unit, before or after) are placed in HBM/DDR again
-(dse.model.failures) unless their placement cannot have changed (`placement_unchanged`); `gather_chiplet`
-lists a chiplet's copies after the failure.
+order. A failed chiplet's compute and memory are lost. The chiplets whose contents change (the failed ones
+and every holder of a moved unit, before or after) are placed in HBM/DDR again (dse.model.failures) unless
+their placement cannot have changed (`placement_unchanged`); `gather_chiplet` lists a chiplet's copies after
+the failure.
 Used by the failure deltas (dse.model.failures) and by the failures evaluated in full (dse.model.failure_routes).
 """
 from __future__ import annotations
@@ -122,31 +122,4 @@ def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slot
                     buf_r[nowrap(n_items)] = r
                     n_items += 1
     return n_items
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def touched_chiplets(n_dead, dead, n_moved, moved_list, slots, ncopy, slots2, count2, in_a, a_list):
-    """List in ``a_list`` (flagged in ``in_a``) the chiplets whose contents a failure changes: the failed
-    ones and every holder of a moved unit, before (``slots``) or after (``slots2``). Returns their count."""
-    n_a = 0
-    for x in range(n_dead):
-        if not in_a[nowrap(dead[nowrap(x)])]:
-            in_a[nowrap(dead[nowrap(x)])] = True
-            a_list[nowrap(n_a)] = dead[nowrap(x)]
-            n_a += 1
-    for x in range(n_moved):
-        u = moved_list[nowrap(x)]
-        for r in range(ncopy[nowrap(u)]):
-            i = slots[nowrap(u), nowrap(r)]
-            if not in_a[nowrap(i)]:
-                in_a[nowrap(i)] = True
-                a_list[nowrap(n_a)] = i
-                n_a += 1
-        for r in range(count2[nowrap(u)]):
-            i = slots2[nowrap(u), nowrap(r)]
-            if not in_a[nowrap(i)]:
-                in_a[nowrap(i)] = True
-                a_list[nowrap(n_a)] = i
-                n_a += 1
-    return n_a
 

@@ -1,14 +1,9 @@
-"""Failures and the package's routes: the hand-offs a failure moves, re-routed by deltas on the intact routes,
-and the failures that change the routes themselves, evaluated in full on the route table after them.
+"""Failures that change the package's routes, evaluated in full on the route table after them.
 
-Delta (dse.model.failures.failures_latency): the edges touching a moved unit take their old bytes off copies
-of their stages' link-load rows and put the new ones on, along the intact routes; only those rows' busiest
-links and longest hand-offs are taken again (dse.model.hand_offs). `undo_reroute` puts the intact figures
-back.
-
-In full (`rerouted_failures`): a failed router (study ``faults.failed_router: fails``) or link changes routes
-(dse.model.routes builds the table after each failure: intact routes kept, broken ones detour), so the
-re-mapped design's intact pass runs again on that table, in a second workspace.
+A failed router (study ``faults.failed_router: fails``) or link changes routes (dse.model.routes builds the
+table after each failure: intact routes kept, broken ones detour), so the failure is not a delta on the intact
+design (dse.model.failures): the re-mapped design's intact pass runs again on that table, in a second
+workspace. Survivors that can no longer reach each other make the failure count as lost.
 """
 from __future__ import annotations
 
@@ -18,21 +13,6 @@ import numpy as np
 from .failure_remap import remap, restore
 from .perf_model import LATENCY, P99, SHORT, base_pass
 
-nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def undo_reroute(n_edges, n_aff, aff_rows, row_slot, comm, bk_comm, edge_list, edge_lat, bk_edge_lat, seen):
-    """Put back the intact hand-off figures the re-routing of dse.model.failures changed (``bk_comm`` per
-    changed load row, ``bk_edge_lat`` per re-routed edge)."""
-    for k in range(n_aff):
-        s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
-        comm[nowrap(s), nowrap(instance)] = bk_comm[nowrap(k)]
-        row_slot[nowrap(aff_rows[nowrap(k)])] = -1
-    for k in range(n_edges):
-        e = edge_list[nowrap(k)]
-        edge_lat[nowrap(e)] = bk_edge_lat[nowrap(k)]
-        seen[nowrap(e)] = False
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -2,18 +2,18 @@
 
 `failures_latency`: per failure set, the design is re-mapped (dse.model.failure_remap) and, starting from
 dse.model.perf_model.base_pass of the intact design, only what the failure changes is recomputed: the moved
-units' copies; the chiplets that lost or gained copies (failure_remap.touched_chiplets) are re-placed in
+units' copies; the chiplets that lost or gained copies are re-placed in
 HBM/DDR and those of their copies whose DDR fraction changed re-costed; the hand-offs of edges touching a
 moved unit are re-routed (link loads by subtraction and addition, on copies of their stages' load rows); and
-stage maxima are re-taken only where something changed (`retake_stages`). Every change is undone afterwards,
+stage maxima are re-taken only where something changed. Every change is undone afterwards,
 so the workspace again holds the intact design.
 The result equals a full evaluation of the re-mapped design (tests/test_evaluator_faults.py). Failures that
 change routes are evaluated in full instead (dse.model.failure_routes.rerouted_failures). A failure that
 leaves a larger capacity shortfall than the intact design counts as lost whatever its latency, so the
 evaluator skips its latency (``short_limit``).
 
-The helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
-"Implementation note"). `failures_latency` is kept whole (its docstring says why).
+Its helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
+"Implementation note"); `failures_latency` itself is kept whole (its docstring says why).
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ import numba as nb
 import numpy as np
 
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
-from .failure_remap import gather_chiplet, placement_unchanged, remap, restore, touched_chiplets
-from .failure_routes import undo_reroute
+from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
 from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
 from .hbm_placement import place_chiplet
@@ -51,39 +50,6 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_
     return n_dirty + 1
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def restore_stages(n_dirty, dirty_list, dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t, grouping,
-                   lq, bk_lq):
-    """Undo `mark_dirty`: every dirty stage as it was intact."""
-    for x in range(n_dirty):
-        s = dirty_list[nowrap(x)]
-        for i in range(n):
-            ct[nowrap(s), nowrap(i)] = bk_ct[nowrap(s), nowrap(i)]
-            if grouping:
-                lq[nowrap(s), nowrap(i)] = bk_lq[nowrap(s), nowrap(i)]
-            if hosts:
-                ht[nowrap(s), nowrap(i)] = bk_ht[nowrap(s), nowrap(i)]
-        sd[nowrap(s)] = bk_sd[nowrap(s)]
-        stage_t[nowrap(s)] = bk_stage_t[nowrap(s)]
-        dirty[nowrap(s)] = False
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def retake_stages(n, n_dirty, dirty_list, n_dead, dead, kind, group_kernels, lq, bk_lq, overhead, issue, hosts, ct, ht,
-                  sd, stage_t, ddr_bw):
-    """Each dirty stage's grouped launches (dse.model.grouped.regroup) and time again, the failed chiplets'
-    share dropped."""
-    for x in range(n_dirty):
-        s = dirty_list[nowrap(x)]
-        if group_kernels[nowrap(s)] > 0.0:
-            regroup(s, n, kind, lq, bk_lq, group_kernels[nowrap(s)], overhead, issue, hosts, ct, ht)
-        for y in range(n_dead):
-            ct[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
-            if hosts:
-                ht[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
-        stage_t[nowrap(s)] = max(row_max(ct, s, n), sd[nowrap(s)] / ddr_bw)
-
-
 @nb.njit(cache=True, error_model="numpy")
 def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W,
                      out, short_limit, screen):
@@ -92,9 +58,11 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     when the shortfall exceeds ``short_limit`` (the evaluator counts such a failure as lost whatever its
     latency; ``np.inf``: always computed).
 
-    Only sets with ``set_routes[k]`` = -1 (the routes stay as they are); dse.model.failure_routes.rerouted_failures
-    does the others. Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call,
-    so the tables are bound once per design rather than once per failure.
+    Only sets with ``set_routes[k]`` = -1 (the routes stay as they are);
+    dse.model.failure_routes.rerouted_failures does the others.
+
+    Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
+    tables are bound once per design rather than once per failure.
 
     ``screen`` (the search's screening fidelity, dse.search.screening): the hand-offs keep the intact
     design's routes, link loads and latencies; the moved units' traffic is not re-routed. About half the
@@ -103,15 +71,17 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     Kept whole: its re-placement, copy deltas and re-routing each need 33 to 57 of its arrays, and CPython
     passes more than 30 arguments as ``*args``, which Numba's inliner refuses; called instead of inlined they
     cost 30 to 60% of the failure rate (benchmarks/bench_scale.py, screened: 4,900 -> 1,900-2,800 designs/s on
-    the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Helpers of up to 30 arguments are inlined.
+    the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Even the pieces of at most 30 arguments
+    (touched chiplets, stage re-take and undo), as inlined helpers with one merged exit path, cost 17% of the
+    screened rate (7,420 -> 6,190 designs/s on the 64-chiplet DeepSeek-V3, 1,660 -> 1,370 on the 256-chiplet
+    Qwen3; medians of 3 runs).
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
     unit_edge_ptr, unit_edges, stage_repeat = T.unit_edge_ptr, T.unit_edges, T.stage_repeat
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase, edge_stage = (
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
-    hbm_cap, link_bw, ddr_bw = T.hbm_cap, T.link_bw, max(ddr * T.ddr_bw, 1.0)
-    hbm_bw, hbm_e, ddr_e = T.hbm_bw, T.hbm_e, T.ddr_e
+    hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
@@ -133,9 +103,11 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     seen, edge_list, bk_edge_lat, edge_amt = W.seen, W.edge_list, W.bk_edge_lat, W.edge_amt
     row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
     overflow, overflow2 = W.overflow, W.overflow2
+    ddr_bw = max(ddr * T.ddr_bw, 1.0)
     buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
     buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
     finish, cps, in_scen, busy, host_busy, order = W.finish, W.cps, W.in_scen, W.busy, W.host_busy, W.order
+    ddr_cap = T.ddr_cap
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, chain = (T.scen_ptr, T.scen_stages, T.scen_prob,
                                                                      T.after_ptr, T.after_ids, T.chain)
     for u in range(slots.shape[nowrap(0)]):         # remap changes only the moved units' rows, restore puts them back
@@ -143,7 +115,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for r in range(slots.shape[nowrap(1)]):
             slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
     for k_set in range(n_sets):
-        if set_routes[nowrap(k_set)] >= 0:      # routes change: rerouted_failures
+        if set_routes[nowrap(k_set)] >= 0:      # routes change: failure_routes.rerouted_failures
             continue
         n_dead = set_size[nowrap(k_set)]
         for x in range(n_dead):
@@ -151,165 +123,222 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             is_dead[nowrap(dead[nowrap(x)])] = True
         n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks,
                             chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list)
-        short = np.inf
-        expected = p99 = np.nan
-        n_a = n_full = 0
-        if ok:      # memory: the chiplets whose contents change placed again
-            n_a = touched_chiplets(n_dead, dead, n_moved, moved_list, slots, ncopy, slots2, count2, in_a, a_list)
-            for i in range(n):
-                overflow2[nowrap(i)] = overflow[nowrap(i)]
-            n_full = 0                  # chiplets whose placement is re-computed go first in a_list
+        if not ok:
+            restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+            for x in range(n_dead):
+                is_dead[nowrap(dead[nowrap(x)])] = False
+            out[nowrap(k_set), nowrap(0)] = out[nowrap(k_set), nowrap(1)] = out[nowrap(k_set), nowrap(2)] = np.inf
+            continue
+
+        # --- chiplets whose contents change: failed ones and every holder of a moved unit, before or after ---
+        n_a = 0
+        for x in range(n_dead):
+            if not in_a[nowrap(dead[nowrap(x)])]:
+                in_a[nowrap(dead[nowrap(x)])] = True
+                a_list[nowrap(n_a)] = dead[nowrap(x)]
+                n_a += 1
+        for x in range(n_moved):
+            u = moved_list[nowrap(x)]
+            for r in range(ncopy[nowrap(u)]):
+                i = slots[nowrap(u), nowrap(r)]
+                if not in_a[nowrap(i)]:
+                    in_a[nowrap(i)] = True
+                    a_list[nowrap(n_a)] = i
+                    n_a += 1
+            for r in range(count2[nowrap(u)]):
+                i = slots2[nowrap(u), nowrap(r)]
+                if not in_a[nowrap(i)]:
+                    in_a[nowrap(i)] = True
+                    a_list[nowrap(n_a)] = i
+                    n_a += 1
+        for i in range(n):
+            overflow2[nowrap(i)] = overflow[nowrap(i)]
+        n_full = 0                  # chiplets whose placement is re-computed go first in a_list
+        for x in range(n_a):
+            i = a_list[nowrap(x)]
+            cap = stacks[nowrap(i)] * hbm_cap
+            if is_dead[nowrap(i)]:
+                overflow2[nowrap(i)] = 0.0
+            elif placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
+                overflow2[nowrap(i)] = stored2[nowrap(i)] if cap <= 0.0 else 0.0
+            else:
+                n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
+                                         buf_u, buf_r)
+                _, overflow2[nowrap(i)] = place_chiplet(cap, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2, split,
+                                                unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                buf_read, buf_density, buf_order, buf_spill, f2)
+                a_list[nowrap(x)] = a_list[nowrap(n_full)]
+                a_list[nowrap(n_full)] = i
+                n_full += 1
+        spill = 0.0
+        for i in range(n):
+            spill += overflow2[nowrap(i)]
+        short = max(spill - ddr * ddr_cap, 0.0)
+        if short > short_limit:
             for x in range(n_a):
-                i = a_list[nowrap(x)]
+                in_a[nowrap(a_list[nowrap(x)])] = False
+            restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
+            for x in range(n_dead):
+                is_dead[nowrap(dead[nowrap(x)])] = False
+            out[nowrap(k_set), nowrap(0)] = out[nowrap(k_set), nowrap(1)] = np.nan
+            out[nowrap(k_set), nowrap(2)] = short
+            continue
+
+        # --- compute: take out the moved copies and put in their new ones; re-cost copies whose DDR share moved ---
+        n_dirty = 0
+        for x in range(n_moved):
+            u = moved_list[nowrap(x)]
+            s = unit_stage[nowrap(u)]
+            n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
+                                 bk_stage_t, grouping, lq, bk_lq)
+            alone = 0.0 if is_expert[nowrap(u)] else 1.0
+            for r in range(ncopy[nowrap(u)]):
+                i = slots[nowrap(u), nowrap(r)]
+                ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] -= group_lq[nowrap(u)]
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
+                                                             issue[nowrap(kind[nowrap(i)])], alone)
+                sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
+            c = count2[nowrap(u)]
+            t_ar = 0.0
+            if split and c > 1:
+                t_ar, _, _ = allreduce(u, slots2, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency, pair_energy,
+                                       link_bw)
+            for r in range(c):
+                i = slots2[nowrap(u), nowrap(r)]
                 cap = stacks[nowrap(i)] * hbm_cap
-                if is_dead[nowrap(i)]:
-                    overflow2[nowrap(i)] = 0.0
-                elif placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
-                    overflow2[nowrap(i)] = stored2[nowrap(i)] if cap <= 0.0 else 0.0
-                else:
-                    n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
-                                             buf_u, buf_r)
-                    _, overflow2[nowrap(i)] = place_chiplet(cap, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2,
-                                                            split, unit_capacity, unit_kv, w_copy, other_dram,
-                                                            read_scale, buf_size, buf_read, buf_density, buf_order,
-                                                            buf_spill, f2)
-                    a_list[nowrap(x)] = a_list[nowrap(n_full)]
-                    a_list[nowrap(n_full)] = i
-                    n_full += 1
-            spill = 0.0
-            for i in range(n):
-                spill += overflow2[nowrap(i)]
-            short = max(spill - ddr * T.ddr_cap, 0.0)
-        if ok and not short > short_limit:
-            # compute: the moved copies out and their new ones in; copies whose DDR share moved re-costed
-            n_dirty = 0
+                if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
+                    f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
+                k = kind[nowrap(i)]
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w,
+                                            op_o, op_prob, op_inv)
+                ct[nowrap(s), nowrap(i)] += t + t_ar
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)], alone)
+                sd[nowrap(s)] += b_ddr
+        for x in range(n_full):
+            i = a_list[nowrap(x)]
+            k = kind[nowrap(i)]
+            for y in range(chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]):
+                u = item_u[nowrap(y)]
+                r = item_r[nowrap(y)]
+                if moved[nowrap(u)] or f2[nowrap(u), nowrap(r)] == f[nowrap(u), nowrap(r)]:
+                    continue
+                s = unit_stage[nowrap(u)]
+                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
+                                     bk_sd, bk_stage_t, grouping, lq, bk_lq)
+                c = ncopy[nowrap(u)]
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            kind_terms(mem_eff, overhead, dispatch, k,
+                                                       0.0 if is_expert[nowrap(u)] else 1.0),
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv)
+                ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
+                sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
+        for x in range(n_dirty):
+            s = dirty_list[nowrap(x)]
+            if group_kernels[nowrap(s)] > 0.0:
+                regroup(s, n, kind, lq, bk_lq, group_kernels[nowrap(s)], overhead, issue, hosts, ct, ht)
+            for y in range(n_dead):
+                ct[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
+                if hosts:
+                    ht[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
+            stage_t[nowrap(s)] = max(row_max(ct, s, n), sd[nowrap(s)] / ddr_bw)
+
+        # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows ---
+        n_edges = 0
+        n_aff = 0
+        if not screen:
             for x in range(n_moved):
                 u = moved_list[nowrap(x)]
-                s = unit_stage[nowrap(u)]
-                n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd,
-                                     bk_stage_t, grouping, lq, bk_lq)
-                alone = 0.0 if is_expert[nowrap(u)] else 1.0
-                for r in range(ncopy[nowrap(u)]):
-                    i = slots[nowrap(u), nowrap(r)]
-                    ct[nowrap(s), nowrap(i)] -= copy_time[nowrap(u), nowrap(r)]
-                    if grouping:
-                        lq[nowrap(s), nowrap(i)] -= group_lq[nowrap(u)]
-                    if hosts:
-                        ht[nowrap(s), nowrap(i)] -= host_issue_s(launches, u, ar_time[nowrap(u)] > 0.0,
-                                                                 issue[nowrap(kind[nowrap(i)])], alone)
-                    sd[nowrap(s)] -= copy_ddr[nowrap(u), nowrap(r)]
-                c = count2[nowrap(u)]
-                t_ar = 0.0
-                if split and c > 1:
-                    t_ar, _, _ = allreduce(u, slots2, c, out_bytes[nowrap(u)], n, pb, pair_ptr, pair_latency,
-                                           pair_energy, link_bw)
-                for r in range(c):
-                    i = slots2[nowrap(u), nowrap(r)]
-                    cap = stacks[nowrap(i)] * hbm_cap
-                    if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
-                        f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
-                    k = kind[nowrap(i)]
-                    t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                                copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                                (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                                kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
-                                                op_w, op_o, op_prob, op_inv)
-                    ct[nowrap(s), nowrap(i)] += t + t_ar
-                    if grouping:
-                        lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
-                    if hosts:
-                        ht[nowrap(s), nowrap(i)] += host_issue_s(launches, u, t_ar > 0.0, issue[nowrap(k)], alone)
-                    sd[nowrap(s)] += b_ddr
-            for x in range(n_full):
-                i = a_list[nowrap(x)]
-                k = kind[nowrap(i)]
-                for y in range(chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]):
-                    u = item_u[nowrap(y)]
-                    r = item_r[nowrap(y)]
-                    if moved[nowrap(u)] or f2[nowrap(u), nowrap(r)] == f[nowrap(u), nowrap(r)]:
+                for y in range(unit_edge_ptr[nowrap(u)], unit_edge_ptr[nowrap(u + 1)]):
+                    e = unit_edges[nowrap(y)]
+                    if not seen[nowrap(e)]:
+                        seen[nowrap(e)] = True
+                        edge_list[nowrap(n_edges)] = e
+                        n_edges += 1
+            for k in range(n_edges):
+                e = edge_list[nowrap(k)]
+                s = edge_stage[nowrap(e)]
+                bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
+                a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+                ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
+                ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
+                old_amount = edge_amt[nowrap(e)]
+                new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
+                    edge_bytes[nowrap(e)], ca_new, cb_new, split)
+                for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
+                    if not in_instance(edge_phase[nowrap(e)], instance):
                         continue
-                    s = unit_stage[nowrap(u)]
-                    n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
-                                         bk_sd, bk_stage_t, grouping, lq, bk_lq)
-                    c = ncopy[nowrap(u)]
-                    t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                                copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                                (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                                kind_terms(mem_eff, overhead, dispatch, k,
-                                                           0.0 if is_expert[nowrap(u)] else 1.0),
-                                                op_ptr, op_time, op_w, op_o, op_prob, op_inv)
-                    ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
-                    sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
-            retake_stages(n, n_dirty, dirty_list, n_dead, dead, kind, group_kernels, lq, bk_lq, overhead, issue, hosts,
-                          ct, ht, sd, stage_t, ddr_bw)
-            n_edges = n_aff = 0     # hand-offs: the edges touching moved units re-routed
-            if not screen:
-                for x in range(n_moved):
-                    u = moved_list[nowrap(x)]
-                    for y in range(unit_edge_ptr[nowrap(u)], unit_edge_ptr[nowrap(u + 1)]):
-                        e = unit_edges[nowrap(y)]
-                        if not seen[nowrap(e)]:
-                            seen[nowrap(e)] = True
-                            edge_list[nowrap(n_edges)] = e
-                            n_edges += 1
-                for k in range(n_edges):
-                    e = edge_list[nowrap(k)]
-                    s = edge_stage[nowrap(e)]
-                    bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
-                    a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
-                    ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
-                    ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
-                    old_amount = edge_amt[nowrap(e)]
-                    new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
-                        edge_bytes[nowrap(e)], ca_new, cb_new, split)
-                    for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
-                        if not in_instance(edge_phase[nowrap(e)], instance):
-                            continue
-                        row = 2 * s + instance
-                        slot = row_slot[nowrap(row)]
-                        if slot < 0:        # first change of this row: work on a copy of it
-                            slot = n_aff
-                            n_aff += 1
-                            row_slot[nowrap(row)] = slot
-                            aff_rows[nowrap(slot)] = row
-                            for link in range(L):
-                                new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
-                        base = slot * LM
-                        for ra in range(ca_old):
-                            i = slots[nowrap(a), nowrap(ra)]
-                            for rb in range(cb_old):
-                                j = slots[nowrap(b), nowrap(rb)]
-                                if i != j:
-                                    p = pb + i * n + j
-                                    for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                        new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
-                        longest = 0.0
-                        for ra in range(ca_new):
-                            i = slots2[nowrap(a), nowrap(ra)]
-                            for rb in range(cb_new):
-                                j = slots2[nowrap(b), nowrap(rb)]
-                                if i != j:
-                                    p = pb + i * n + j
-                                    longest = max(longest, pair_latency[nowrap(p)])
-                                    for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                        new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
-                        edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
-                for k in range(n_aff):
-                    s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
-                    bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
-                    comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
-                                                         + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
-            expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
-                                             chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
-                                             host_busy, order)
-            wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
-            expected, p99 = expected + wait, p99 + wait
-            # undo: the workspace holds the intact design again
-            undo_reroute(n_edges, n_aff, aff_rows, row_slot, comm, bk_comm, edge_list, edge_lat, bk_edge_lat, seen)
-            restore_stages(n_dirty, dirty_list, dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht, bk_sd, bk_stage_t,
-                           grouping, lq, bk_lq)
-        elif not ok:
-            expected = p99 = np.inf
+                    row = 2 * s + instance
+                    slot = row_slot[nowrap(row)]
+                    if slot < 0:        # first change of this row: work on a copy of it
+                        slot = n_aff
+                        n_aff += 1
+                        row_slot[nowrap(row)] = slot
+                        aff_rows[nowrap(slot)] = row
+                        for link in range(L):
+                            new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
+                    base = slot * LM
+                    for ra in range(ca_old):
+                        i = slots[nowrap(a), nowrap(ra)]
+                        for rb in range(cb_old):
+                            j = slots[nowrap(b), nowrap(rb)]
+                            if i != j:
+                                p = pb + i * n + j
+                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                    new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
+                    longest = 0.0
+                    for ra in range(ca_new):
+                        i = slots2[nowrap(a), nowrap(ra)]
+                        for rb in range(cb_new):
+                            j = slots2[nowrap(b), nowrap(rb)]
+                            if i != j:
+                                p = pb + i * n + j
+                                longest = max(longest, pair_latency[nowrap(p)])
+                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
+                                    new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
+                    edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
+            for k in range(n_aff):
+                s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
+                bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
+                comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
+                                     + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
+
+        expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
+                                         chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
+                                         host_busy, order)
+        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
+        expected, p99 = expected + wait, p99 + wait
+
+        # --- undo: the workspace holds the intact design again ---
+        for k in range(n_aff):
+            s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
+            comm[nowrap(s), nowrap(instance)] = bk_comm[nowrap(k)]
+            row_slot[nowrap(aff_rows[nowrap(k)])] = -1
+        for k in range(n_edges):
+            e = edge_list[nowrap(k)]
+            edge_lat[nowrap(e)] = bk_edge_lat[nowrap(k)]
+            seen[nowrap(e)] = False
+        for x in range(n_dirty):
+            s = dirty_list[nowrap(x)]
+            for i in range(n):
+                ct[nowrap(s), nowrap(i)] = bk_ct[nowrap(s), nowrap(i)]
+                if grouping:
+                    lq[nowrap(s), nowrap(i)] = bk_lq[nowrap(s), nowrap(i)]
+                if hosts:
+                    ht[nowrap(s), nowrap(i)] = bk_ht[nowrap(s), nowrap(i)]
+            sd[nowrap(s)] = bk_sd[nowrap(s)]
+            stage_t[nowrap(s)] = bk_stage_t[nowrap(s)]
+            dirty[nowrap(s)] = False
         for x in range(n_a):
             in_a[nowrap(a_list[nowrap(x)])] = False
         restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
