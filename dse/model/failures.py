@@ -72,9 +72,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     passes more than 30 arguments as ``*args``, which Numba's inliner refuses; called instead of inlined they
     cost 30 to 60% of the failure rate (benchmarks/bench_scale.py, screened: 4,900 -> 1,900-2,800 designs/s on
     the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Even the pieces of at most 30 arguments
-    (touched chiplets, stage re-take and undo), as inlined helpers with one merged exit path, cost 17% of the
-    screened rate (7,420 -> 6,190 designs/s on the 64-chiplet DeepSeek-V3, 1,660 -> 1,370 on the 256-chiplet
-    Qwen3; medians of 3 runs).
+    (touched chiplets, stage re-take and undo), as inlined helpers with one merged exit path, measured 17%
+    slower when screened (7,420 -> 6,190 designs/s on the 64-chiplet DeepSeek-V3, 1,660 -> 1,370 on the
+    256-chiplet Qwen3; medians of 3 alternating runs on a shared 2-core machine).
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
