@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.model.evaluator import METRICS
+from dse.model.metrics import METRICS
 from dse.model.objectives import constraint_matrix, objective_matrix, pareto_front
 from dse.search.screening import screened
 

@@ -26,7 +26,7 @@ class ExportContext:
     design: Design
     study: Study
     prepared: object                 # dse.model.prepare.Prepared
-    metrics: pd.Series               # dse.model.evaluator.METRICS of the design's package under its study
+    metrics: pd.Series               # dse.model.metrics.METRICS of the design's package under its study
     system: object | None = None     # the study's system-level Prepared when the design is a system of packages
 
     @property

@@ -4,7 +4,8 @@ starting mappings and the objectives and constraints the search optimises. `prep
 into a `Prepared` study whose evaluator scores whole populations of designs. The evaluator contract every
 evaluator keeps is `PopulationEvaluator` (contract.py); phases plug in through `register_phase` (phases.py)."""
 from .contract import DecodedDesigns, PopulationEvaluator
-from .evaluator import METRICS, Evaluator
+from .evaluator import Evaluator
+from .metrics import METRICS
 from .objectives import OBJECTIVE_COLUMNS, OBJECTIVES
 from .phases import Phase, PhaseConstraint, register_phase
 from .prepare import Prepared, prepare

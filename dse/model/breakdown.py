@@ -1,8 +1,8 @@
 """Per-chiplet view of one design: units held, memory held against HBM, busy time, traffic in and out.
 
 Busy time is the evaluator's own (dse.model.perf_model.base_pass on the intact design): each unit copy on
-chiplet i takes its operators' kernel times per layer instance (perf_model.copy_roofline), shards add their ring
-all-reduce, and a stage's time on the chiplet (``W.ct``) is repeated for identical layers and weighted by
+chiplet i takes its operators' kernel times per layer instance (dse.model.copy_cost.copy_roofline), shards add
+their ring all-reduce, and a stage's time on the chiplet (``W.ct``) is repeated for identical layers and weighted by
 the stage's probability. ``busy_share`` is busy time / the design's step latency: 1.0 is the chiplet on
 the critical path of every stage; the rest of the step it waits for other chiplets, the network or DDR.
 """
@@ -35,7 +35,7 @@ def design_state(design: Design, prepared):
 
 def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
     """(compute time, busy time) per chiplet per step: compute alone, and each copy's kernel times (compute
-    and memory overlapped, perf_model.copy_roofline) plus all-reduces, as the evaluator charges them."""
+    and memory overlapped, dse.model.copy_cost.copy_roofline) plus all-reduces, as the evaluator charges them."""
     prepared = prepared.for_design(design)
     T = prepared.package_evaluator.kernel
     tables = prepared.tables

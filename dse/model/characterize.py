@@ -4,7 +4,7 @@ One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens,
 bytes, visit probability) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
 of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, compute-
 or memory-bound, compute and memory utilisation, energy and average power, and the best kind for the
-unit by latency and by energy. The time is the step model's own (dse.model.perf_model.copy_roofline:
+unit by latency and by energy. The time is the step model's own (dse.model.copy_cost.copy_roofline:
 each operator a kernel, compute and memory overlapped), repeated for the unit's identical layers; the
 energy is the cost table's compute and SRAM energy plus the DRAM bytes at the memory's energy per byte.
 """
@@ -16,7 +16,7 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
-from .perf_model import copy_roofline, host_issue_s
+from .copy_cost import copy_roofline, host_issue_s, kind_terms
 from .prepare import Prepared
 from .tables import UNIT_KINDS
 
@@ -31,9 +31,10 @@ def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
     """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR): its
     kernels' time, or its host's time to issue them if that is longer."""
     b = T.unit_w_copy[u, 1] + T.unit_other_dram[u, k]
-    t, _, _ = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0, 0.0 if on_ddr else bw_hbm,
-                            bw_ddr, 0.0, 0.0, T.op_ptr, T.op_time, T.op_w, T.op_o, T.op_prob, T.op_inv,
-                            T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, 1.0)
+    t, _, _ = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0,
+                            (0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0),
+                            kind_terms(T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, k, 1.0), T.op_ptr, T.op_time,
+                            T.op_w, T.op_o, T.op_prob, T.op_inv)
     return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k], 1.0)), b
 
 

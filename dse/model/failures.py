@@ -1,155 +1,34 @@
-"""A design after chiplet failures: re-mapping, and latency evaluated by deltas against the intact pass.
+"""Chiplet failures evaluated by deltas against the intact pass.
 
-Re-mapping (`remap`): surviving copies of a replicated unit take over its tokens; a unit (or shard)
-left without a chiplet moves to the survivor with the most free HBM (lowest index on ties), unit by
-unit in order. A failed chiplet's compute and memory are lost. Its router either keeps forwarding
-(the routes stay as they are) or fails with it (study ``faults.failed_router``); a failed link takes
-its two channels down. Failures that change routes use the route tables after them (dse.model.routes).
+`failures_latency`: per failure set, the design is re-mapped (dse.model.failure_remap) and, starting from
+dse.model.perf_model.base_pass of the intact design, only what the failure changes is recomputed: the moved
+units' copies; the chiplets that lost or gained copies are re-placed in
+HBM/DDR and those of their copies whose DDR fraction changed re-costed; the hand-offs of edges touching a
+moved unit are re-routed (link loads by subtraction and addition, on copies of their stages' load rows); and
+stage maxima are re-taken only where something changed. Every change is undone afterwards,
+so the workspace again holds the intact design.
+The result equals a full evaluation of the re-mapped design (tests/test_evaluator_faults.py). Failures that
+change routes are evaluated in full instead (dse.model.failure_routes.rerouted_failures). A failure that
+leaves a larger capacity shortfall than the intact design counts as lost whatever its latency, so the
+evaluator skips its latency (``short_limit``).
 
-Evaluation (`failures_latency`): starting from `dse.model.perf_model.base_pass` of the intact design, only
-what the failure changes is recomputed: the moved units' copies; the chiplets that lost or gained
-copies are re-placed in HBM/DDR (and those of their copies whose DDR fraction changed re-costed); the
-hand-offs of edges touching a moved unit are re-routed (link loads by subtraction and addition); and
-stage maxima are re-taken only where something changed. Every change is undone afterwards, so the
-workspace again holds the intact design. The result equals a full evaluation of the re-mapped design
-(tests/test_evaluator_faults.py). Failures that change routes (`rerouted_failures`) are evaluated in
-full instead, on the route table after them, in a second workspace. A failure that leaves a larger
-capacity shortfall than the intact design counts as lost whatever its latency, so the evaluator skips
-its latency (``short_limit``).
+Its helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
+"Implementation note"); `failures_latency` itself is kept whole (its docstring says why).
 """
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
 
-from .perf_model import (
-    LATENCY,
-    P99,
-    SHORT,
-    allreduce,
-    base_pass,
-    busiest_link,
-    copy_bytes,
-    copy_roofline,
-    edge_amount,
-    handoff_latency,
-    host_issue_s,
-    in_instance,
-    item_size,
-    longest_edge,
-    nowrap,
-    place_chiplet,
-    row_max,
-    sequence_wait_s,
-)
+from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
+from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
+from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
+from .hbm_placement import place_chiplet
+from .perf_model import row_max
 from .scenarios import scenario_latency
 
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
-          stored, slots2, count2, stored2, moved, moved_list):
-    """Re-map the units of the failed chiplets ``dead[:n_dead]`` (flagged in ``is_dead``): their rows of
-    ``slots2`` / ``count2`` and the whole of ``stored2`` become the mapping after the failure.
-
-    ``slots2`` / ``count2`` must equal ``slots`` / ``ncopy`` on entry; only the rows of moved units change
-    (`restore`). Needs the intact design's ``stored`` and item index. Marks ``moved`` and lists the units
-    that had a copy on a failed chiplet in ``moved_list`` (ascending). Returns (their count, whether
-    every unit found a chiplet: False when none survives).
-    """
-    for i in range(n):
-        stored2[nowrap(i)] = stored[nowrap(i)]
-    n_moved = 0
-    for x in range(n_dead):
-        d = dead[nowrap(x)]
-        stored2[nowrap(d)] = 0.0
-        for y in range(chip_ptr[nowrap(d)], chip_ptr[nowrap(d + 1)]):
-            u = item_u[nowrap(y)]
-            if not moved[nowrap(u)]:
-                moved[nowrap(u)] = True
-                moved_list[nowrap(n_moved)] = u
-                n_moved += 1
-    if n_dead > 1:              # one chiplet's copies come in unit order already
-        for x in range(1, n_moved):
-            u = moved_list[nowrap(x)]
-            k = x
-            while k > 0 and moved_list[nowrap(k - 1)] > u:
-                moved_list[nowrap(k)] = moved_list[nowrap(k - 1)]
-                k -= 1
-            moved_list[nowrap(k)] = u
-    for x in range(n_moved):
-        u = moved_list[nowrap(x)]
-        c = ncopy[nowrap(u)]
-        kept = 0
-        for r in range(c):
-            i = slots[nowrap(u), nowrap(r)]
-            if not is_dead[nowrap(i)]:
-                slots2[nowrap(u), nowrap(kept)] = i
-                kept += 1
-        for r in range(kept, c):
-            slots2[nowrap(u), nowrap(r)] = -1
-        if not split:               # survivors share the lost copy's tokens and KV cache
-            for r in range(kept):
-                stored2[nowrap(slots2[nowrap(u), nowrap(r)])] += unit_kv[nowrap(u)] / kept - unit_kv[nowrap(u)] / c
-        need = c - kept if split else (1 if kept == 0 else 0)
-        size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c if split else 1, split)
-        for _ in range(need):
-            best = -1
-            best_free = -np.inf
-            for i in range(n):
-                if not is_dead[nowrap(i)]:
-                    free = stacks[nowrap(i)] * hbm_cap - stored2[nowrap(i)]
-                    if free > best_free:
-                        best, best_free = i, free
-            if best < 0:
-                return n_moved, False
-            slots2[nowrap(u), nowrap(kept)] = best
-            stored2[nowrap(best)] += size
-            kept += 1
-        count2[nowrap(u)] = kept
-    return n_moved, True
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2):
-    """Undo `remap`: the moved units' rows of ``slots2`` / ``count2`` equal the intact mapping again."""
-    for x in range(n_moved):
-        u = moved_list[nowrap(x)]
-        for r in range(ncopy[nowrap(u)]):
-            slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
-        count2[nowrap(u)] = ncopy[nowrap(u)]
-        moved[nowrap(u)] = False
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def placement_unchanged(capacity, stored_before, stored_after):
-    """A chiplet without HBM keeps everything in DDR; one whose copies fit in HBM before and after keeps
-    everything in HBM: then no copy's DDR share changes and no placement needs computing."""
-    return capacity <= 0.0 or (stored_before <= capacity and stored_after <= capacity)
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, buf_u, buf_r):
-    """Chiplet i's copies after re-mapping, in (u, r) order (the order `base_pass` would list them in):
-    its intact copies of unmoved units plus the moved units' new copies on it. Returns their count."""
-    n_items = 0
-    y = chip_ptr[nowrap(i)]
-    end = chip_ptr[nowrap(i + 1)]
-    for x in range(n_moved + 1):
-        bound = moved_list[nowrap(x)] if x < n_moved else 1 << 62
-        while y < end and item_u[nowrap(y)] < bound:
-            if not moved[nowrap(item_u[nowrap(y)])]:
-                buf_u[nowrap(n_items)] = item_u[nowrap(y)]
-                buf_r[nowrap(n_items)] = item_r[nowrap(y)]
-                n_items += 1
-            y += 1
-        if x < n_moved:
-            for r in range(count2[nowrap(bound)]):
-                if slots2[nowrap(bound), nowrap(r)] == i:
-                    buf_u[nowrap(n_items)] = bound
-                    buf_r[nowrap(n_items)] = r
-                    n_items += 1
-    return n_items
+nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -179,7 +58,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     when the shortfall exceeds ``short_limit`` (the evaluator counts such a failure as lost whatever its
     latency; ``np.inf``: always computed).
 
-    Only sets with ``set_routes[k]`` = -1 (the routes stay as they are); `rerouted_failures` does the others.
+    Only sets with ``set_routes[k]`` = -1 (the routes stay as they are);
+    dse.model.failure_routes.rerouted_failures does the others.
 
     Needs `base_pass` of the intact design in ``W`` and leaves it there. All sets in one call, so the
     tables are bound once per design rather than once per failure.
@@ -187,6 +67,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     ``screen`` (the search's screening fidelity, dse.search.screening): the hand-offs keep the intact
     design's routes, link loads and latencies; the moved units' traffic is not re-routed. About half the
     cost of a failure; the exact evaluation re-routes it.
+
+    Kept whole: its re-placement, copy deltas and re-routing each need 33 to 57 of its arrays, and CPython
+    passes more than 30 arguments as ``*args``, which Numba's inliner refuses; called instead of inlined they
+    cost 30 to 60% of the failure rate (benchmarks/bench_scale.py, screened: 4,900 -> 1,900-2,800 designs/s on
+    the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Even the pieces of at most 30 arguments
+    (touched chiplets, stage re-take and undo), as inlined helpers with one merged exit path, measured 17%
+    slower when screened (7,420 -> 6,190 designs/s on the 64-chiplet DeepSeek-V3, 1,660 -> 1,370 on the
+    256-chiplet Qwen3; medians of 3 alternating runs on a shared 2-core machine).
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
@@ -227,7 +115,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for r in range(slots.shape[nowrap(1)]):
             slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
     for k_set in range(n_sets):
-        if set_routes[nowrap(k_set)] >= 0:      # routes change: `rerouted_failures`
+        if set_routes[nowrap(k_set)] >= 0:      # routes change: failure_routes.rerouted_failures
             continue
         n_dead = set_size[nowrap(k_set)]
         for x in range(n_dead):
@@ -324,10 +212,11 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
-                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
-                                            f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
-                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch,
-                                            alone)
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w,
+                                            op_o, op_prob, op_inv)
                 ct[nowrap(s), nowrap(i)] += t + t_ar
                 if grouping:
                     lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
@@ -346,10 +235,12 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
                                      bk_sd, bk_stage_t, grouping, lq, bk_lq)
                 c = ncopy[nowrap(u)]
-                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], copy_bytes(w_copy, other_dram, u, c, k),
-                                            f2[nowrap(u), nowrap(r)], stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e,
-                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv, mem_eff, overhead, dispatch,
-                                            0.0 if is_expert[nowrap(u)] else 1.0)
+                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            kind_terms(mem_eff, overhead, dispatch, k,
+                                                       0.0 if is_expert[nowrap(u)] else 1.0),
+                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv)
                 ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
                 sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
         for x in range(n_dirty):
@@ -456,41 +347,3 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         out[nowrap(k_set), nowrap(0)] = expected
         out[nowrap(k_set), nowrap(1)] = p99
         out[nowrap(k_set), nowrap(2)] = short
-
-
-@nb.njit(cache=True, error_model="numpy")
-def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W, W2,
-                      out, short_limit):
-    """`failures_latency` for the failure sets that change routes (``set_routes[k]`` >= 0: the route table
-    after the failure, dse.model.routes): the re-mapped design is evaluated in full on that table, in ``W2``.
-    Needs `base_pass` of the intact design in ``W`` (for `remap`) and leaves it there."""
-    todo = False
-    for k_set in range(n_sets):
-        todo = todo or set_routes[k_set] >= 0
-    if not todo:
-        return
-    slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
-    slots2[:, :] = slots
-    count2[:] = ncopy
-    for k_set in range(n_sets):
-        if set_routes[k_set] < 0:
-            continue
-        n_dead = set_size[k_set]
-        for x in range(n_dead):
-            dead[x] = sets[k_set, x]
-            is_dead[dead[x]] = True
-        n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split,
-                            stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list)
-        expected = p99 = short = np.inf
-        if ok:
-            base = base_pass(T, R, set_routes[k_set], n, kind, stacks, ddr, slots2, count2, split, W2)
-            short = base[SHORT]
-            expected = p99 = np.nan
-            if short <= short_limit:
-                expected, p99 = base[LATENCY], base[P99]
-        restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
-        for x in range(n_dead):
-            is_dead[dead[x]] = False
-        out[k_set, 0] = expected
-        out[k_set, 1] = p99
-        out[k_set, 2] = short

@@ -7,7 +7,7 @@ tail) and its host's issue time, is paid once per operator and layer on each chi
 of the layer, when any of them runs: with expert e running with probability p_e, the expected launches of
 a chiplet are ``kernels x (1 - prod(1 - p_e))`` over the experts it holds (independent experts), where a
 kernel per expert paid ``kernels x sum(p_e)``. The experts' compute and traffic are their own
-(dse.model.perf_model.copy_roofline, without the per-kernel terms).
+(dse.model.copy_cost.copy_roofline, without the per-kernel terms).
 
 The product is kept as a sum of logs per (stage, chiplet), so the failure path (dse.model.failures) moves
 experts between chiplets by adding and subtracting terms.

@@ -1,6 +1,6 @@
 """Chiplet-to-chiplet traffic of one design in one step, from the workload graph and the placement.
 
-The model is the one the evaluator uses for hand-offs (dse.model.perf_model.hand_offs):
+The model is the one the evaluator uses for hand-offs (dse.model.hand_offs.stage_hand_offs):
 
 * every graph edge ``a -> b`` carries ``bytes`` per occurrence, ``repeat`` occurrences per step, and
   runs with the probability of the stage of ``b``;

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
-from .evaluator import METRICS, Evaluator
+from .evaluator import Evaluator
+from .metrics import METRICS
 
 
 class VariantEvaluator(PopulationEvaluator):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
-from ..model.evaluator import METRICS
+from ..model.metrics import METRICS
 
 #: how long to try reaching a scheduler given by address
 CONNECT_TIMEOUT = "10s"

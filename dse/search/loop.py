@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from pymoo.core.problem import Problem
 
-from ..model.evaluator import METRICS, Evaluator
+from ..model.evaluator import Evaluator
+from ..model.metrics import METRICS
 from ..model.objectives import OBJECTIVES, constraint_matrix, constraint_names, objective_matrix, pareto_front
 from ..study.spec import Study
 from . import checkpoint
@@ -28,7 +29,7 @@ __all__ = ["OBJECTIVES", "constraint_matrix", "objective_matrix", "pareto_front"
            "SearchOutcome", "GenerationReport", "run_search"]
 
 #: evaluates decision vectors: ``engine(X) -> DataFrame`` with the evaluator's metric columns
-#: (``evaluator.metric_names``: dse.system.SYSTEM_METRICS; dse.model.evaluator.METRICS for a bare package evaluator)
+#: (``evaluator.metric_names``: dse.system.SYSTEM_METRICS; dse.model.metrics.METRICS for a bare package evaluator)
 Engine = Callable[[np.ndarray], pd.DataFrame]
 
 

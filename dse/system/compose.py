@@ -1,4 +1,4 @@
-"""Compose a system's metrics from its packages' own (dse.model.evaluator.METRICS of each package share)
+"""Compose a system's metrics from its packages' own (dse.model.metrics.METRICS of each package share)
 and the cross-package traffic of its layout (dse.system.traffic); the model is in dse.system.evaluator.
 
 Per pipeline stage: the slowest expert-parallel rank, and the sums over ranks of energies, memory
@@ -13,7 +13,7 @@ from functools import reduce
 
 import numpy as np
 
-from ..model.evaluator import METRICS
+from ..model.metrics import METRICS
 from .layout import Layout
 from .metrics import SYSTEM_METRICS, C
 from .traffic import LayoutTraffic

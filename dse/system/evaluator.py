@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.contract import DecodedDesigns, PopulationEvaluator
-from ..model.evaluator import METRICS
+from ..model.metrics import METRICS
 from ..model.parallel import map_rows, split_rows
 from ..study.space import SYSTEM_AXES, Design
 from .carbon import CarbonFactors

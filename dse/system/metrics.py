@@ -1,6 +1,6 @@
-"""The metric columns a system evaluation returns: the package evaluator's (dse.model.evaluator.METRICS,
+"""The metric columns a system evaluation returns: the package evaluator's (dse.model.metrics.METRICS,
 for the whole system) and the system's own. Units are in the names."""
-from ..model.evaluator import METRICS
+from ..model.metrics import METRICS
 from ..model.objectives import MONTE_CARLO_METRICS
 from ..study.spec import Study
 

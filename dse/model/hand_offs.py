@@ -1,0 +1,148 @@
+"""Hand-offs between chiplets: a stage's input bytes along the package's routes, the shards' ring all-reduce,
+and the busiest link.
+
+Hand-offs into a stage (workload graph edges) follow the package's route tables (dse.model.routes): the
+stage waits for the longest route (zero-load latency) plus the collective's software steps (a ring all-reduce
+between tensor-parallel shards takes 2(t - 1), each the link's ``sync_latency_s``) plus the busiest link's
+serialisation (bytes / bandwidth). A group of r identical layers pays its entry hand-offs once and its
+layer-to-layer ones r - 1 times. Link loads are one flat row of ``LM`` floats per (stage, instance):
+``loads[(2 s + instance) LM + link]``.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+from .scenarios import FIRST, REST
+
+nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def allreduce(u, slots, c, d, n, pb, pair_ptr, pair_latency, pair_energy, link_bw):
+    """(time, byte-hops, energy) of the ring all-reduce of D bytes over the c shards of unit u.
+
+    Ring all-reduce: 2(c - 1) steps, in each every shard sends D/c bytes to the next one; a step takes
+    the slowest neighbour route plus D / (c x link bandwidth) (Patarasuk & Yuan 2009). Shards that all
+    sit on one chiplet reduce locally: no network time.
+    """
+    lat = 0.0
+    hops = 0.0
+    energy = 0.0
+    crosses = False
+    for r in range(c):
+        a, b = slots[nowrap(u), nowrap(r)], slots[nowrap(u), nowrap((r + 1) % c)]
+        if a != b:
+            crosses = True
+            p = pb + a * n + b
+            lat = max(lat, pair_latency[nowrap(p)])
+            hops += pair_ptr[nowrap(p + 1)] - pair_ptr[nowrap(p)]
+            energy += pair_energy[nowrap(p)]
+    if not crosses:             # every shard on one chiplet: the reduction never leaves it
+        return 0.0, 0.0, 0.0
+    per_step = d / c
+    steps = 2.0 * (c - 1)
+    return steps * (lat + per_step / link_bw), steps * per_step * hops, steps * per_step * energy
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def edge_amount(size, ca, cb, split):
+    """Bytes each (sending copy, receiving copy) pair of an edge carries: shards of a one-to-many unit
+    all-reduce first and one of them sends, every receiving shard needs the whole input; copies of a
+    replicated unit share the bytes evenly."""
+    return size / (1 if split else ca) / (1.0 if split else cb)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def handoff_latency(route_s, sync_s):
+    """Latency of a hand-off whose longest route takes ``route_s`` (0: it stays on one chiplet): the route
+    plus the collective's software steps (``edge_sync``: steps x the link's sync latency)."""
+    return route_s + sync_s if route_s > 0.0 else 0.0
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def in_instance(phase, instance):
+    """Edge phases: 0 runs before every instance of its stage, 1 only before the first (entry from the
+    previous group of layers), 2 before all but the first (a layer feeding the next identical layer)."""
+    return phase == 0 or (phase == 1 and instance == FIRST) or (phase == 2 and instance == REST)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
+    """The longest route latency among the hand-offs into one instance of stage s."""
+    longest = 0.0
+    for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+        if in_instance(edge_phase[nowrap(e)], instance):
+            longest = max(longest, edge_lat[nowrap(e)])
+    return longest
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def busiest_link(row, base, link_inv_bw, lb, n_links):
+    """Serialisation time of the busiest link of the load row starting at ``row[base]``."""
+    busiest = 0.0
+    for link in range(n_links):
+        busiest = max(busiest, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
+    return busiest
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start, edge_phase, edge_src, edge_dst,
+                    edge_bytes, edge_sync, pair_ptr, route_links, pair_latency, pair_energy, link_inv_bw, comm, loads,
+                    edge_lat, edge_amt, pair_amt, pair_seen, pair_list):
+    """The hand-offs into stage s (``repeat`` identical instances) of an n-chiplet design on route table ``pb``
+    / ``lb`` (``L`` links): each instance's time into ``comm[s]`` (longest hand-off + busiest link), each edge's
+    latency and per-pair bytes into ``edge_lat`` / ``edge_amt``, the link loads into ``loads``. A stage's
+    bytes are summed per chiplet pair first, then each pair's route is walked once.
+    Returns (byte-hops, network energy) of the whole step."""
+    comm[nowrap(s), nowrap(REST)] = 0.0
+    hand_off_net = 0.0
+    hand_off_e = 0.0
+    for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+        edge_lat[nowrap(e)] = 0.0
+    for instance in range(2 if repeat > 1 else 1):
+        base = (2 * s + instance) * LM
+        for link in range(L):
+            loads[nowrap(base + link)] = 0.0
+        hops = 0.0
+        energy = 0.0
+        n_pairs = 0         # bytes per chiplet pair first, then each pair's route walked once
+        slowest = 0.0       # the longest hand-off route into this instance
+        for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+            if not in_instance(edge_phase[nowrap(e)], instance):
+                continue
+            a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
+            ca = 1 if split else ncopy[nowrap(a)]
+            cb = ncopy[nowrap(b)]
+            amount = edge_amount(edge_bytes[nowrap(e)], ca, cb, split)
+            edge_amt[nowrap(e)] = amount
+            longest = 0.0
+            for ra in range(ca):
+                i = slots[nowrap(a), nowrap(ra)]
+                for rb in range(cb):
+                    j = slots[nowrap(b), nowrap(rb)]
+                    if i != j:
+                        q = i * n + j
+                        longest = max(longest, pair_latency[nowrap(pb + q)])
+                        if not pair_seen[nowrap(q)]:
+                            pair_seen[nowrap(q)] = True
+                            pair_amt[nowrap(q)] = 0.0
+                            pair_list[nowrap(n_pairs)] = q
+                            n_pairs += 1
+                        pair_amt[nowrap(q)] += amount
+            edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
+            slowest = max(slowest, edge_lat[nowrap(e)])
+        for x in range(n_pairs):
+            q = pair_list[nowrap(x)]
+            pair_seen[nowrap(q)] = False
+            amount = pair_amt[nowrap(q)]
+            p = pb + q
+            start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
+            for y in range(start, end):
+                loads[nowrap(base + route_links[nowrap(y)])] += amount
+            hops += amount * (end - start)
+            energy += amount * pair_energy[nowrap(p)]
+        comm[nowrap(s), nowrap(instance)] = slowest + busiest_link(loads, base, link_inv_bw, lb, L)
+        times = 1.0 if instance == FIRST else repeat - 1.0
+        hand_off_net += times * hops
+        hand_off_e += times * energy
+    return hand_off_net, hand_off_e

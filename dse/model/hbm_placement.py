@@ -1,0 +1,106 @@
+"""Where a design's unit copies sit: each chiplet's HBM, densest first, the rest spilled to the package's DDR.
+
+A chiplet holds its copies' weights (a full copy per replica, 1/c per shard) and KV cache (1/c per copy). They
+fill its HBM densest first (bytes read per step per byte stored: the fractional-knapsack optimum for DDR
+traffic, memory.placement.spill_first_n), so hot experts sit in HBM and cold ones in DDR; spill beyond the
+DDR's capacity is the design's capacity shortfall (dse.model.perf_model). ``f[u, r]``: the DDR fraction of
+copy r of unit u.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+from memory.placement import spill_first_n
+
+from .copy_cost import copy_bytes
+
+nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def item_size(capacity_u, kv_u, c, split):
+    """Bytes one of c copies (or shards) of a unit stores: weights and its share of the KV cache."""
+    return (capacity_u / c if split else capacity_u) + kv_u / c
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def placement_is_trivial(capacity, stored):
+    """A chiplet without HBM keeps everything in DDR, one whose copies fit keeps everything in HBM:
+    no density order is needed (memory.placement.spill_first_n)."""
+    return capacity <= 0.0 or stored <= capacity
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def trivial_spill(capacity, size):
+    """DDR fraction of a copy of ``size`` bytes on a chiplet whose placement is trivial."""
+    return 1.0 if capacity <= 0.0 and size > 0.0 else 0.0
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def place_chiplet(hbm_capacity, kind_i, item_u, item_r, start, n_items, ncopy, split, unit_capacity, unit_kv,
+                  w_copy, other_dram, read_scale, buf_size, buf_read, buf_density, buf_order, buf_spill, frac):
+    """Put a chiplet's copies (units ``item_u``, copy indices ``item_r``, from ``start``) into its HBM
+    densest first (memory.placement); ``frac[u, r]`` gets each copy's DDR fraction.
+    Returns (bytes stored, bytes spilled to DDR)."""
+    stored = 0.0
+    for x in range(n_items):
+        u = item_u[nowrap(start + x)]
+        c = ncopy[nowrap(u)]
+        buf_size[nowrap(x)] = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c, split)
+        buf_read[nowrap(x)] = copy_bytes(w_copy, other_dram, u, c, kind_i) * read_scale[nowrap(u)]
+        stored += buf_size[nowrap(x)]
+    spilled = spill_first_n(n_items, buf_size, buf_read, hbm_capacity, buf_density, buf_order, buf_spill)
+    for x in range(n_items):
+        frac[nowrap(item_u[nowrap(start + x)]), nowrap(item_r[nowrap(start + x)])] = buf_spill[nowrap(x)]
+    return stored, spilled
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
+    """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
+    for i in range(n + 1):
+        chip_ptr[nowrap(i)] = 0
+    for u in range(slots.shape[nowrap(0)]):
+        for r in range(ncopy[nowrap(u)]):
+            chip_ptr[nowrap(slots[nowrap(u), nowrap(r)] + 1)] += 1
+    for i in range(n):
+        chip_ptr[nowrap(i + 1)] += chip_ptr[nowrap(i)]
+        cursor[nowrap(i)] = chip_ptr[nowrap(i)]
+    for u in range(slots.shape[nowrap(0)]):
+        for r in range(ncopy[nowrap(u)]):
+            i = slots[nowrap(u), nowrap(r)]
+            item_u[nowrap(cursor[nowrap(i)])] = u
+            item_r[nowrap(cursor[nowrap(i)])] = r
+            cursor[nowrap(i)] += 1
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, unit_capacity, unit_kv, w_copy, other_dram,
+                 read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, buf_size, buf_read, buf_density,
+                 buf_order, buf_spill):
+    """Every chiplet's copies into its HBM (``stacks[i]`` x ``hbm_cap``), densest first: indexes the copies
+    by chiplet (`index_items`), fills ``f``, each chiplet's bytes ``stored`` and its ``overflow`` to DDR.
+    Returns the bytes spilled to DDR in all."""
+    index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r)
+    spill = 0.0
+    for i in range(n):
+        a, b = chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]
+        total = 0.0
+        for y in range(a, b):
+            u = item_u[nowrap(y)]
+            total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+        cap = stacks[nowrap(i)] * hbm_cap
+        if placement_is_trivial(cap, total):
+            for y in range(a, b):
+                u = item_u[nowrap(y)]
+                size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+                f[nowrap(u), nowrap(item_r[nowrap(y)])] = trivial_spill(cap, size)
+            stored[nowrap(i)] = total
+            overflow[nowrap(i)] = total if cap <= 0.0 and total > 0.0 else 0.0
+        else:
+            stored_i, overflow_i = place_chiplet(cap, kind[nowrap(i)], item_u, item_r, a, b - a, ncopy, split,
+                                                 unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                 buf_read, buf_density, buf_order, buf_spill, f)
+            stored[nowrap(i)], overflow[nowrap(i)] = stored_i, overflow_i
+        spill += overflow[nowrap(i)]
+    return spill

@@ -1,0 +1,113 @@
+"""The study tables packed for the Numba kernels: `KernelTables`, built once per study by `kernel_tables`.
+
+Units come in stage order and edges are sorted by the stage they feed, so a stage's units and hand-offs are
+ranges (``stage_start``, ``edge_start``); a unit's incident edges, a stage's predecessors and a scenario's
+stages are CSR lists. Every field is an array or a scalar: the kernels bind the fields they use once per
+call (dse.model.perf_model, "Implementation note").
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+import arch
+
+from .grouped import group_tables
+from .tables import UNIT_KINDS, EvalTables
+
+KernelTables = namedtuple("KernelTables", [
+    "unit_is_expert", "unit_stage", "unit_read_scale", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
+    "unit_other_dram", "unit_out_bytes", "unit_edge_ptr", "unit_edges", "stage_start", "stage_repeat", "stage_prob",
+    "after_ptr", "after_ids", "scen_ptr", "scen_stages", "scen_prob", "edge_start", "edge_src", "edge_dst",
+    "edge_bytes", "edge_sync", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
+    "kind_active_w", "kind_peak_dyn_w",
+    "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
+    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
+    "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
+    "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
+    "stage_group_kernels"])
+
+
+def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(groups) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(g) for g in groups])
+    flat = np.array([x for g in groups for x in g], np.int64)
+    return ptr, flat
+
+
+def weight_per_copy(t: EvalTables, max_copies: int, split: bool) -> np.ndarray:
+    """Expected weight bytes one copy reads per layer instance, for 1..max_copies copies: ``[U, C + 1]``.
+
+    Replicas (many-to-many) each serve 1/c of the T tokens that pass the unit's router, so each reads the unit's weights with
+    probability ``1 - (1 - q)^(T/c)`` (q: per-token selection probability); shards (one-to-many) each
+    read 1/c of the weights whenever the unit runs (probability ``1 - (1 - q)^T``).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if_run = np.where(t.unit_prob > 0, t.unit_weight_read / t.unit_prob, 0.0)
+    q = np.minimum(t.unit_selection, 1.0)[:, None]
+    tokens = t.unit_route_tokens[:, None]
+    c = np.arange(max_copies + 1, dtype=float)[None, :]
+    c[0, 0] = 1.0
+    if split:
+        return if_run[:, None] * (1.0 - (1.0 - q) ** tokens) / c
+    return if_run[:, None] * (1.0 - (1.0 - q) ** (tokens / c))
+
+
+def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
+    """Pack the study tables into the arrays the Numba kernels read (stages and edges in order)."""
+    assert (np.diff(t.unit_stage) >= 0).all(), "units must come in stage order"
+    S = len(t.stage_repeat)
+    stage_start = np.searchsorted(t.unit_stage, np.arange(S + 1)).astype(np.int64)
+    edge_stage = t.unit_stage[t.edge_dst]
+    e_order = np.argsort(edge_stage, kind="stable")
+    edge_start = np.searchsorted(edge_stage[e_order], np.arange(S + 1)).astype(np.int64)
+    repeat = t.stage_repeat[edge_stage]
+    edge_phase = np.where(t.edge_repeat == repeat, 0, np.where(t.edge_repeat == 1, 1, 2))[e_order]
+    assert ((edge_phase != 2) | (t.edge_repeat[e_order] == repeat[e_order] - 1)).all()
+    src, dst = t.edge_src[e_order], t.edge_dst[e_order]
+    incident: list[list[int]] = [[] for _ in range(t.n_units)]
+    for e, (a, b) in enumerate(zip(src, dst)):
+        incident[a].append(e)
+        if b != a:
+            incident[b].append(e)
+    unit_edge_ptr, unit_edges = _csr(incident)
+    after = [list(a) for a in t.stage_after]
+    assert all(p < s for s, a in enumerate(after) for p in a), "stages must be numbered in topological order"
+    after_ptr, after_ids = _csr(after)
+    scen_ptr, scen_stages = _csr([list(stages) for _, stages in t.scenarios])
+    unit_w_copy = weight_per_copy(t, max_copies, split)
+    with np.errstate(divide="ignore", invalid="ignore"):    # share of a unit's weight bytes one copy reads
+        unit_w_ratio = np.where(t.unit_weight_read[:, None] > 0, unit_w_copy / t.unit_weight_read[:, None], 0.0)
+    hbm, ddr, f = t.hbm, t.ddr, float
+    return KernelTables(
+        unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")), unit_stage=t.unit_stage.astype(np.int64),
+        unit_read_scale=(t.stage_repeat * t.stage_prob)[t.unit_stage].astype(float),
+        unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_w_copy=unit_w_copy, unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
+        unit_other_dram=t.unit_other_dram, unit_out_bytes=t.unit_out_bytes, unit_edge_ptr=unit_edge_ptr,
+        unit_edges=unit_edges, stage_start=stage_start, stage_repeat=t.stage_repeat.astype(float),
+        stage_prob=t.stage_prob.astype(float), after_ptr=after_ptr, after_ids=after_ids, scen_ptr=scen_ptr,
+        scen_stages=scen_stages, scen_prob=np.array([p for p, _ in t.scenarios], float),
+        edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
+        edge_sync=t.edge_sync_steps[e_order] * t.link.sync_latency_s,
+        edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
+        chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
+        kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
+        kind_static_w=t.kind_static_w, kind_active_w=t.kind_active_w, kind_peak_dyn_w=t.kind_peak_dynamic_w,
+        tokens=f(t.tokens_per_step), hbm_cap=f(hbm.capacity_bytes if hbm else 0), hbm_bw=f(t.hbm_bw_Bps),
+        hbm_e=f(hbm.energy_j_per_byte if hbm else 0), hbm_phy=f(hbm.phy_area_mm2 if hbm else 0),
+        hbm_footprint=f(hbm.footprint_mm2 if hbm else 0),
+        hbm_cost=f(hbm.capacity_bytes * hbm.cost_usd_per_byte if hbm else 0),
+        ddr_cap=f(ddr.capacity_bytes if ddr else 0), ddr_bw=f(t.ddr_bw_Bps),
+        ddr_e=f(ddr.energy_j_per_byte if ddr else 0), ddr_phy=f(ddr.phy_area_mm2 if ddr else 0),
+        ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
+        link_bw=f(t.link.bandwidth_Bps),
+        bond_yield=f(t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
+        wafer_diameter=f(arch.technology.wafer_diameter_mm()),
+        unit_w_ratio=unit_w_ratio, op_ptr=t.op_ptr, op_time=t.op_time_s, op_w=t.op_weight_bytes,
+        op_o=t.op_other_bytes, op_prob=t.op_prob, op_inv=t.op_inv_steps, kind_mem_eff=t.kind_mem_efficiency,
+        kind_overhead=t.kind_kernel_overhead_s, kind_dispatch=np.where(t.kind_dispatch_ahead, 0.0, t.kind_dispatch_s),
+        kind_issue=np.where(t.kind_dispatch_ahead, t.kind_dispatch_s, 0.0),
+        hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))), kind_seq=t.kind_sequence_s,
+        sequences=f(t.sequences_per_step),
+        unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t))

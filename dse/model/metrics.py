@@ -1,0 +1,63 @@
+"""The package evaluator's metric columns and each one's index by name.
+
+Per design (the step model is in dse.model.perf_model):
+
+* latency_s: expected time of one step over the workload's scenarios (decode: time per output token;
+  prefill: time to first token); latency_p99_s: its 99th percentile over scenarios;
+* throughput_tok_s: tokens of the step / latency;
+* energy_j_per_token and its parts: compute (+ SRAM, active power x busy time), DRAM, network, static;
+* area_mm2: silicon = chiplet dies (with their HBM PHYs) + DDR PHYs; package_area_mm2 adds HBM stack
+  footprints;
+* cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR by
+  capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
+* power_w: peak = static + active + every PE busy + memories at full bandwidth;
+* fault_tolerance_frac: fraction of throughput kept, averaged over every single failure after
+  re-mapping (dse.model.failure_remap.remap), capped at 1: every chiplet and, with the study's
+  ``faults.links``, every physical link (routes detour around it; dse.model.routes). A failure after which
+  some unit cannot be held (memory short), no chiplet is left or two survivors can no longer reach each
+  other keeps 0. worst_retained_frac: the least kept. all_served_frac: fraction of single failures after
+  which every unit is still served.
+* mc_retained_frac / mc_survival_frac: the same over Monte Carlo sets of several failed chiplets
+  (study ``faults.monte_carlo``; the same failure sets for every design of a size: common random
+  numbers), NaN when off (results and `dse evaluate` leave them out then: dse.model.objectives.reported_metrics).
+* capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
+* max_die_mm2: the largest die (chiplet with its HBM PHYs), held against the reticle limit.
+
+The population kernel (dse.model.population_kernel) writes each column through its ``M_*`` index: Numba
+freezes a module's integers as compile-time constants, so ``out[M_LATENCY]`` costs what ``out[0]`` does.
+"""
+from __future__ import annotations
+
+METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
+           "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
+           "package_area_mm2", "cost_usd", "power_w", "fault_tolerance_frac", "worst_retained_frac",
+           "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
+           "dram_bytes", "net_byte_hops", "max_die_mm2"]
+N_METRICS = len(METRICS)
+
+M_LATENCY = METRICS.index("latency_s")
+M_LATENCY_P99 = METRICS.index("latency_p99_s")
+M_THROUGHPUT = METRICS.index("throughput_tok_s")
+M_ENERGY = METRICS.index("energy_j_per_token")
+M_E_COMPUTE = METRICS.index("energy_compute_j_per_token")
+M_E_DRAM = METRICS.index("energy_dram_j_per_token")
+M_E_NET = METRICS.index("energy_network_j_per_token")
+M_E_STATIC = METRICS.index("energy_static_j_per_token")
+M_AREA = METRICS.index("area_mm2")
+M_PACKAGE_AREA = METRICS.index("package_area_mm2")
+M_COST = METRICS.index("cost_usd")
+M_POWER = METRICS.index("power_w")
+M_FAULT_TOLERANCE = METRICS.index("fault_tolerance_frac")
+M_WORST_RETAINED = METRICS.index("worst_retained_frac")
+M_ALL_SERVED = METRICS.index("all_served_frac")
+M_MC_RETAINED = METRICS.index("mc_retained_frac")
+M_MC_SURVIVAL = METRICS.index("mc_survival_frac")
+M_SHORT = METRICS.index("capacity_short_bytes")
+M_UNPLACED = METRICS.index("unplaced_experts")
+M_DRAM = METRICS.index("dram_bytes")
+M_NET = METRICS.index("net_byte_hops")
+M_MAX_DIE = METRICS.index("max_die_mm2")
+
+#: columns the population kernel writes: all but the largest die, which the Evaluator adds last
+N_KERNEL_METRICS = N_METRICS - 1
+assert M_MAX_DIE == N_KERNEL_METRICS, "the largest die must be the last column"

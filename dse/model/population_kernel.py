@@ -1,0 +1,206 @@
+"""The population kernel: every metric (dse.model.metrics) of every design in one Numba call, and the
+per-design failure kernels the Evaluator's reports use (`single_failures`, `remapped_design`).
+
+Per design: the intact pass (dse.model.perf_model), its package figures (dse.model.package_figures), and its
+failure columns (`failure_columns`): every single chiplet (and link) failure, then the Monte Carlo sets of its
+package size (`monte_carlo_sets`), by deltas (dse.model.failures) or in full where routes change
+(dse.model.failure_routes); `retained_frac` is the throughput each keeps.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .failure_remap import remap, restore
+from .failure_routes import rerouted_failures
+from .failures import failures_latency
+from .metrics import (M_ALL_SERVED, M_AREA, M_COST, M_DRAM, M_E_COMPUTE, M_E_DRAM, M_E_NET, M_E_STATIC, M_ENERGY,
+                      M_FAULT_TOLERANCE, M_LATENCY, M_LATENCY_P99, M_MC_RETAINED, M_MC_SURVIVAL, M_NET,
+                      M_PACKAGE_AREA, M_POWER, M_SHORT, M_THROUGHPUT, M_UNPLACED, M_WORST_RETAINED, N_KERNEL_METRICS)
+from .package_figures import one_package
+from .perf_model import DRAM, E_COMPUTE, E_DRAM, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, base_pass, base_passes
+
+
+@nb.njit(cache=True, inline="always")
+def retained_frac(latency, short, lat_f, short_f):
+    """Throughput kept after a failure: a failure never counts as a gain (re-mapping can land a unit
+    somewhere better); 0 when some unit can no longer be held or nothing survives."""
+    if short_f > short or not np.isfinite(lat_f) or lat_f <= 0.0:
+        return 0.0
+    return min(latency / lat_f, 1.0)
+
+
+@nb.njit(cache=True, inline="always")
+def single_sets(n, node_alt, link_alt, links, sets, size, routes):
+    """The single failures of an n-chiplet design into ``sets`` / ``size`` / ``routes`` (see
+    dse.model.failures.failures_latency): each chiplet (with its router when ``node_alt`` >= 0, dse.model.routes), then
+    each of its ``links`` physical links. Returns (chiplet failures, link failures)."""
+    chips = n if n > 1 else 0
+    for i in range(chips):
+        sets[i, 0] = i
+        size[i] = 1
+        routes[i] = node_alt + i if node_alt >= 0 else -1
+    for j in range(links):
+        size[chips + j] = 0
+        routes[chips + j] = link_alt + j
+    return chips, links
+
+
+@nb.njit(cache=True, inline="always")
+def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen, mc_sets, base, W, W2, sets, size,
+                     routes, after):
+    """(fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac, mc_survival_frac) of one
+    design whose intact pass (`base`) is in ``W``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
+    its failure sets, ``W2`` for failures evaluated in full."""
+    latency, short = base[LATENCY], base[SHORT]
+    # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
+    chips, links = single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+    singles = chips + links
+    samples = mc_sets.shape[1]
+    k_max = mc_sets.shape[2]
+    for m in range(samples):
+        size[singles + m] = min(k_max, n)
+        routes[singles + m] = R.mc_alt[sh] + m if R.mc_alt[sh] >= 0 else -1
+        for x in range(size[singles + m]):
+            sets[singles + m, x] = mc_sets[n, m, x]
+    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
+    if singles + samples > 0:
+        failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
+                         W, after, short, screen)
+    if R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:     # (Monte Carlo sets reroute only then too)
+        rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
+                          W2, after, short)
+    kept_sum = 0.0
+    worst = 1.0
+    served = 0.0
+    for i in range(singles):
+        kept = retained_frac(latency, short, after[i, 0], after[i, 2])
+        kept_sum += kept
+        worst = min(worst, kept)
+        served += 1.0 if kept > 0.0 else 0.0
+    mc_kept = np.nan
+    mc_survive = np.nan
+    if samples > 0:
+        mc_kept = 0.0
+        mc_survive = 0.0
+        for m in range(samples):
+            kept = retained_frac(latency, short, after[singles + m, 0], after[singles + m, 2])
+            mc_kept += kept / samples
+            mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
+    if singles == 0:
+        return 0.0, 0.0, 0.0, mc_kept, mc_survive
+    return kept_sum / singles, worst, served / singles, mc_kept, mc_survive
+
+
+@nb.njit(cache=True, inline="always")
+def write_metrics(out, base, figures, tokens, unplaced, faults):
+    """A design's metrics (dse.model.metrics, but the largest die) into ``out`` from its intact pass ``base``
+    (dse.model.perf_model.PASS_FIELDS), its package ``figures`` (dse.model.package_figures) and its
+    ``faults`` columns (`failure_columns`)."""
+    latency = base[LATENCY]
+    e_compute, e_dram, e_net = base[E_COMPUTE], base[E_DRAM], base[E_NET]
+    e_static = figures[4] * latency
+    out[M_LATENCY] = latency
+    out[M_LATENCY_P99] = base[P99]
+    out[M_THROUGHPUT] = tokens / latency
+    out[M_ENERGY] = (e_compute + e_dram + e_net + e_static) / tokens
+    out[M_E_COMPUTE] = e_compute / tokens
+    out[M_E_DRAM] = e_dram / tokens
+    out[M_E_NET] = e_net / tokens
+    out[M_E_STATIC] = e_static / tokens
+    out[M_AREA], out[M_PACKAGE_AREA], out[M_COST], out[M_POWER] = figures[0], figures[1], figures[2], figures[3]
+    out[M_FAULT_TOLERANCE], out[M_WORST_RETAINED], out[M_ALL_SERVED], out[M_MC_RETAINED], out[M_MC_SURVIVAL] = faults
+    out[M_SHORT] = base[SHORT]
+    out[M_UNPLACED] = unplaced
+    out[M_DRAM] = base[DRAM]
+    out[M_NET] = base[NET]
+
+
+@nb.njit(cache=True, nogil=True)
+def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
+                    mc_sets, package, W, W2):
+    """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when
+    known (`package_arrays`: ``[P, 6]``; the packages of a system share them), else ``[0, 6]`` and they are
+    computed here.
+
+    Without failures every design's intact pass runs in one call (`base_passes`); with them each design's
+    failures start from its own intact pass, so the passes go one design at a time."""
+    P = rows.shape[0]
+    out = np.zeros((P, N_KERNEL_METRICS))
+    n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
+    sets = np.zeros((n_sets, max(mc_sets.shape[2], 1)), np.int64)
+    size = np.zeros(n_sets, np.int64)
+    routes = np.zeros(n_sets, np.int64)
+    after = np.zeros((n_sets, 3))
+    figures = np.zeros(5)
+    sizes = rows * cols
+    res = np.zeros((P, len(PASS_FIELDS)))
+    no_faults = (0.0, 0.0, 0.0, np.nan, np.nan)
+    if not with_faults:
+        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res)
+    for p in range(P):
+        if package.shape[0] > 0:
+            figures[:] = package[p, :5]
+        else:
+            figures[0], figures[1], figures[2], figures[3], figures[4] = one_package(T, sizes[p], kind[p], stacks[p],
+                                                                              ddr[p])
+        faults = no_faults
+        if with_faults:
+            res[p] = base_pass(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, W)
+            faults = failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
+                                     screen, mc_sets, res[p], W, W2, sets, size, routes, after)
+        write_metrics(out[p], res[p], figures, T.tokens, unplaced[p], faults)
+    return out
+
+
+@nb.njit(cache=True)
+def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
+    """Per single failure (`single_sets`: chiplets, then links): (latency after it, capacity shortfall
+    after it); the last row: the intact design."""
+    sets = np.zeros((n + R.n_phys[sh], 1), np.int64)
+    size = np.zeros(sets.shape[0], np.int64)
+    routes = np.zeros(sets.shape[0], np.int64)
+    chips, links = single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+    k = chips + links
+    out = np.zeros((k + 1, 2))
+    base = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    out[k, 0], out[k, 1] = base[LATENCY], base[SHORT]
+    after = np.empty((k, 3))
+    failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
+                     False)
+    rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)
+    out[:k, 0] = after[:, 0]
+    out[:k, 1] = after[:, 2]
+    return out
+
+
+@nb.njit(cache=True)
+def remapped_design(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W):
+    """(whether every unit found a chiplet, slots, copy counts) of a design after the chiplets ``dead`` fail
+    (dse.model.failure_remap.remap); ``W`` holds the intact design again afterwards."""
+    base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    W.dead[: dead.shape[0]] = dead
+    for x in range(dead.shape[0]):
+        W.is_dead[dead[x]] = True
+    W.count2[:] = ncopy
+    W.slots2[:] = slots
+    n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, W.dead, dead.shape[0], W.is_dead, slots, ncopy,
+                        split, stacks, W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved,
+                        W.moved_list)
+    new_slots, count = W.slots2.copy(), W.count2.copy()
+    restore(n_moved, W.moved_list, W.moved, slots, ncopy, W.slots2, W.count2)
+    for x in range(dead.shape[0]):
+        W.is_dead[dead[x]] = False
+    return ok, new_slots, count
+
+
+def monte_carlo_sets(max_chips: int, samples: int, failures: int, seed: int) -> np.ndarray:
+    """Failure sets ``[n, sample, k]`` of distinct chiplets for every package size n (common random numbers)."""
+    sets = np.zeros((max_chips + 1, samples, failures), np.int64)
+    rng = np.random.default_rng(seed)
+    for n in range(1, max_chips + 1):
+        k = min(failures, n)
+        for m in range(samples):
+            chosen = rng.choice(n, size=k, replace=False)
+            sets[n, m, :] = np.resize(chosen, failures)   # k < failures only when n is tiny: repeats are harmless
+    return sets
