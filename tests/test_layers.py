@@ -53,6 +53,8 @@ def test_sound_tree_passes(tmp_path):
      "dse/model/t.py:2 names the phase 'serve'"),
     ({"dse/model/k.py": "def f():\n    \"\"\"A kernel.\"\"\"\n" + "    x = 1\n" * 120},
      "dse/model/k.py:1 function f has 122 lines; the limit is 120"),
+    ({"dse/system/r.py": "def f(g):\n    a, b, c, d = g()\n", "dse/system/__init__.py": ""},
+     "dse/system/r.py:2 unpacks 4 values by position"),
 ])
 
 def test_each_breach_is_named(tmp_path, files, expected):
@@ -67,7 +69,8 @@ def test_interfaces_within_the_rules_pass(tmp_path):
         "dse/model/k.py": "def f():\n    \"\"\"A kernel.\n\n    Kept whole: Numba inlines it.\"\"\"\n" + "    x = 1\n" * 120,
         "dse/model/a.py": "from .b import _hidden\n\n\ndef g(t):\n    \"\"\"The 'serve' phase is not named here.\"\"\"\n"
                           "    return t._replace(x=1), _hidden\n",
-        "dse/model/b.py": "_hidden = 1\n",
+        "dse/model/b.py": "_hidden = 1\nA, B, C, D = range(4)\n\n\ndef h(T):\n    a, b, c, d = T.a, T.b, T.c, T.d\n"
+                          "    x, y, z = T.xyz\n",
         "dse/serving/__init__.py": "", "dse/serving/p.py": "PHASE = Phase(name='serve')\nUSE = 'serve'\n"})
     assert check_layers.problems(root) == []
 

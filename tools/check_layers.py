@@ -17,7 +17,8 @@ Rules (docs/architecture.md):
   (compose by explicit delegation); no module uses another package's underscore names (a package: a
   layer of ``dse``, the facade, or a base package), by import or by attribute; no module of
   ``dse/model`` names a phase (a ``Phase(name=...)`` registered anywhere in ``dse``) in a string: phases
-  plug into dse.model.phases.
+  plug into dse.model.phases; no module of ``dse`` unpacks a record by position into more than
+  ``MAX_UNPACKED`` names.
 
 Run ``python tools/check_layers.py`` from the repository root: it prints each problem on one line and
 exits 1 if there is any.
@@ -36,6 +37,7 @@ LAYERS = ("errors", "study", "model", "system", "training", "serving", "validati
 FACADE = ("dse", "dse.__main__", "dse.jit_cache")
 MAX_LINES = 450
 MAX_FUNCTION_LINES = 120
+MAX_UNPACKED = 3
 REASON = "Kept whole:"
 #: underscore attributes that are public API (namedtuple's)
 PUBLIC_UNDERSCORE = {"_fields", "_replace", "_asdict", "_make", "_field_defaults"}
@@ -218,6 +220,21 @@ def long_functions(tree: ast.AST, path: str):
                        f"{MAX_FUNCTION_LINES} unless its docstring has a line '{REASON} <why>'")
 
 
+def positional_unpacking(tree: ast.AST, path: str):
+    """Assignments that unpack a record by position into more than `MAX_UNPACKED` names (``a, b, c, d = f()``);
+    binding several names to as many values (``a, b, c, d = T.a, T.b, T.c, T.d``) or to constant indices
+    (``A, B, C, D = range(4)``) is not unpacking."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or isinstance(node.value, ast.Tuple) or (
+                isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "range"):
+            continue                     # names bound to as many values, or to constant indices
+        for target in node.targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and (
+                    len(target.elts) > MAX_UNPACKED or any(isinstance(e, ast.Starred) for e in target.elts)):
+                yield (f"{path}:{node.lineno} unpacks {len(target.elts)} values by position; name the record's "
+                       f"fields (a NamedTuple, dataclass or structured array), at most {MAX_UNPACKED} by position")
+
+
 def interface_problems(root: Path, modules: dict[str, Path]) -> list[str]:
     """Breaches of the explicit-interface rules (module docstring)."""
     trees = {name: ast.parse(path.read_text(), filename=str(path)) for name, path in modules.items()}
@@ -233,6 +250,8 @@ def interface_problems(root: Path, modules: dict[str, Path]) -> list[str]:
         if name.startswith("dse.model"):
             found += list(phase_strings(tree, path, phases))
         found += list(long_functions(tree, path))
+        if name.startswith("dse"):
+            found += list(positional_unpacking(tree, path))
     return found
 
 
