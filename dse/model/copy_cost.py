@@ -3,15 +3,26 @@ host's issue time, and the framework's work per sequence (the per-copy terms of 
 
 Helpers for the kernels (``inline="always"``): they take arrays and scalars, never a whole table tuple
 (dse.model.perf_model, "Implementation note"); a kind's per-kernel figures come as one small tuple of
-scalars (`kind_terms`).
+scalars (`kind_terms`), the memory a copy reads from as a `ChipletMemory`.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba as nb
 
 from arch.roofline import kernel_time_s
 
 nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
+
+
+class ChipletMemory(NamedTuple):
+    """The memory one chiplet's copies read from (Numba builds and reads it in the kernels)."""
+
+    hbm_Bps: float          # the chiplet's HBM bandwidth (its stacks'; 0 without HBM)
+    ddr_Bps: float          # the package's DDR bandwidth
+    hbm_j_per_byte: float
+    ddr_j_per_byte: float
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -33,25 +44,24 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, 
     """(time, DDR bytes, DRAM energy) of one of c copies of unit u on a chiplet of kind k, moving
     ``bytes_`` of which a fraction f from DDR (all of them when the chiplet has no HBM).
 
-    ``memory``: (the chiplet's HBM bandwidth, the package's DDR bandwidth, HBM and DDR energy per byte);
+    ``memory``: the `ChipletMemory` it reads from;
     ``kind_k``: the kind's `kind_terms`. Each operator of the unit runs as one kernel
     (arch.roofline.kernel_time_s): its compute (its 1/c share) and its bytes at the kind's share of the
     HBM / DDR bandwidth overlap in a load-compute pipeline, plus the kind's kernel overhead, never less
     than its host dispatch time. Operators weigh by the probability they run."""
-    hbm_bw_i, ddr_bw, hbm_e, ddr_e = memory
     mem_eff_k, overhead_k, dispatch_k = kind_k
-    if hbm_bw_i <= 0.0:
+    if memory.hbm_Bps <= 0.0:
         f = 1.0
-    x = f / ddr_bw
+    x = f / memory.ddr_Bps
     if f < 1.0:
-        x += (1.0 - f) / hbm_bw_i
+        x += (1.0 - f) / memory.hbm_Bps
     x /= mem_eff_k
     t = 0.0
     for i in range(op_ptr[nowrap(u)], op_ptr[nowrap(u + 1)]):
         mm = (w_ratio * op_w[nowrap(i)] + op_o[nowrap(i), nowrap(k)] / c) * x
         t += op_prob[nowrap(i)] * kernel_time_s(op_time[nowrap(i), nowrap(k)] / c, mm, op_inv[nowrap(i), nowrap(k)],
                                                 overhead_k, dispatch_k)
-    return t, bytes_ * f, bytes_ * (1.0 - f) * hbm_e + bytes_ * f * ddr_e
+    return t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

@@ -15,7 +15,7 @@ from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
 from .kernel_tables import kernel_tables
 from .metrics import METRICS, N_METRICS
-from .package_figures import package_arrays
+from .package_figures import F_MAX_DIE, PACKAGE_FIGURES, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_population
 from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
@@ -27,7 +27,7 @@ from .workspace import make_workspace
 #: MB) no longer sits in the cache when the kernel reads it back; blocks of this size do.
 BLOCK_BYTES = 4 << 20
 
-NO_FIGURES = np.zeros((0, 6))      # evaluate_arrays computes each design's package figures
+NO_FIGURES = np.zeros((0, len(PACKAGE_FIGURES)))      # evaluate_arrays computes each design's package figures
 
 
 class Evaluator(PopulationEvaluator):
@@ -85,7 +85,7 @@ class Evaluator(PopulationEvaluator):
         out = evaluate_arrays(self.kernel, self.routes, self._shapes(d.rows, d.cols), d.rows, d.cols, d.kind, d.stacks,
                               d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, with_faults, self.screening,
                               self.mc_sets, NO_FIGURES if package is None else package, *workspaces)
-        die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, 5]
+        die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, F_MAX_DIE]
         return np.column_stack([out, die])
 
     def _block(self) -> int:

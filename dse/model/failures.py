@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
+from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
 from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
@@ -214,7 +214,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 k = kind[nowrap(i)]
                 t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
                                             copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
                                             kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w,
                                             op_o, op_prob, op_inv)
                 ct[nowrap(s), nowrap(i)] += t + t_ar
@@ -237,7 +237,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 c = ncopy[nowrap(u)]
                 t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
                                             copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                            (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                            ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
                                             kind_terms(mem_eff, overhead, dispatch, k,
                                                        0.0 if is_expert[nowrap(u)] else 1.0),
                                             op_ptr, op_time, op_w, op_o, op_prob, op_inv)

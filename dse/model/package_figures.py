@@ -13,10 +13,13 @@ import numpy as np
 
 from arch.area_cost import kgd_cost
 
+#: a package's figures, in the order of `package_arrays`' columns (units in the names)
+PACKAGE_FIGURES = ("area_mm2", "package_area_mm2", "cost_usd", "power_w", "static_w", "max_die_mm2")
+F_AREA, F_PACKAGE_AREA, F_COST, F_POWER, F_STATIC, F_MAX_DIE = range(len(PACKAGE_FIGURES))
 
 @nb.njit(cache=True, inline="always")
-def one_package(T, n, kind, stacks, ddr):
-    """(silicon area, package area, cost, peak power, static power) of a package."""
+def one_package(T, n, kind, stacks, ddr, out):
+    """A package's figures (`PACKAGE_FIGURES`, but its largest die) into ``out``."""
     area = ddr * T.ddr_phy
     footprint = 0.0
     cost = ddr * T.ddr_cost
@@ -33,16 +36,20 @@ def one_package(T, n, kind, stacks, ddr):
         power += T.kind_static_w[k] + T.kind_active_w[k] + T.kind_peak_dyn_w[k] + stacks[i] * T.hbm_bw * T.hbm_e
         footprint += stacks[i] * T.hbm_footprint
         n_stacks += stacks[i]
-    return area, area + footprint, cost / T.bond_yield ** (n + n_stacks), power, static
+    out[F_AREA] = area
+    out[F_PACKAGE_AREA] = area + footprint
+    out[F_COST] = cost / T.bond_yield ** (n + n_stacks)
+    out[F_POWER] = power
+    out[F_STATIC] = static
 
 
 @nb.njit(cache=True, nogil=True)
 def package_arrays(T, n, kind, stacks, ddr):
-    """Per design: `one_package` (silicon area, package area, cost, peak power, static power) and its
-    largest die (a chiplet with its HBM PHYs): ``[P, 6]``."""
-    out = np.zeros((n.shape[0], 6))
+    """Per design: its `PACKAGE_FIGURES` (`one_package` and its largest die, a chiplet with its HBM PHYs):
+    ``[P, len(PACKAGE_FIGURES)]``."""
+    out = np.zeros((n.shape[0], len(PACKAGE_FIGURES)))
     for p in range(n.shape[0]):
-        out[p, 0], out[p, 1], out[p, 2], out[p, 3], out[p, 4] = one_package(T, n[p], kind[p], stacks[p], ddr[p])
+        one_package(T, n[p], kind[p], stacks[p], ddr[p], out[p])
         for i in range(n[p]):
-            out[p, 5] = max(out[p, 5], T.kind_area[kind[p, i]] + stacks[p, i] * T.hbm_phy)
+            out[p, F_MAX_DIE] = max(out[p, F_MAX_DIE], T.kind_area[kind[p, i]] + stacks[p, i] * T.hbm_phy)
     return out

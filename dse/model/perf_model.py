@@ -51,7 +51,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
+from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design
@@ -77,9 +77,10 @@ def row_max(a, s, n):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net):
-    """(compute energy, DRAM energy, DRAM bytes, byte-hops, network energy) of the whole step: each stage's
-    per-instance figures weighed by its repeat and probability (the network's are already per step)."""
+def step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row):
+    """The whole step's compute energy, DRAM energy, DRAM bytes, byte-hops and network energy into its pass
+    ``row`` (`PASS_FIELDS`): each stage's per-instance figures weighed by its repeat and probability (the
+    network's are already per step)."""
     e_compute = e_dram = dram = net = e_net = 0.0
     for s in range(stage_repeat.shape[nowrap(0)]):
         weight = stage_prob[nowrap(s)] * stage_repeat[nowrap(s)]
@@ -88,7 +89,11 @@ def step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_d
         dram += weight * stage_dram[nowrap(s)]
         net += stage_prob[nowrap(s)] * stage_net[nowrap(s)]
         e_net += stage_prob[nowrap(s)] * stage_e_net[nowrap(s)]
-    return e_compute, e_dram, dram, net, e_net
+    row[E_COMPUTE] = e_compute
+    row[E_DRAM] = e_dram
+    row[DRAM] = dram
+    row[NET] = net
+    row[E_NET] = e_net
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -165,7 +170,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
                     t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
-                                                 (stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                                 ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
                                                  kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
                                                  op_w, op_o, op_prob, op_inv)
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
@@ -203,8 +208,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
         row = res[nowrap(d)]
         row[SHORT], row[LATENCY], row[P99] = short, latency + wait, p99 + wait
-        row[E_COMPUTE], row[E_DRAM], row[DRAM], row[NET], row[E_NET] = step_totals(
-            stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net)
+        step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row)
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -17,7 +17,7 @@ from .failures import failures_latency
 from .metrics import (M_ALL_SERVED, M_AREA, M_COST, M_DRAM, M_E_COMPUTE, M_E_DRAM, M_E_NET, M_E_STATIC, M_ENERGY,
                       M_FAULT_TOLERANCE, M_LATENCY, M_LATENCY_P99, M_MC_RETAINED, M_MC_SURVIVAL, M_NET,
                       M_PACKAGE_AREA, M_POWER, M_SHORT, M_THROUGHPUT, M_UNPLACED, M_WORST_RETAINED, N_KERNEL_METRICS)
-from .package_figures import one_package
+from .package_figures import F_AREA, F_COST, F_PACKAGE_AREA, F_POWER, F_STATIC, PACKAGE_FIGURES, one_package
 from .perf_model import DRAM, E_COMPUTE, E_DRAM, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, base_pass, base_passes
 
 
@@ -48,10 +48,11 @@ def single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 @nb.njit(cache=True, inline="always")
 def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen, mc_sets, base, W, W2, sets, size,
-                     routes, after):
-    """(fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac, mc_survival_frac) of one
-    design whose intact pass (`base`) is in ``W``; ``sets`` / ``size`` / ``routes`` / ``after`` are scratch for
-    its failure sets, ``W2`` for failures evaluated in full."""
+                     routes, after, out):
+    """The failure metrics (fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac,
+    mc_survival_frac) of one design whose intact pass (`base`) is in ``W``, into its metrics row ``out``
+    (left 0 without single failures, NaN without Monte Carlo sets); ``sets`` / ``size`` / ``routes`` /
+    ``after`` are scratch for its failure sets, ``W2`` for failures evaluated in full."""
     latency, short = base[LATENCY], base[SHORT]
     # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
     chips, links = single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
@@ -87,19 +88,22 @@ def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen,
             kept = retained_frac(latency, short, after[singles + m, 0], after[singles + m, 2])
             mc_kept += kept / samples
             mc_survive += (1.0 if kept > 0.0 else 0.0) / samples
-    if singles == 0:
-        return 0.0, 0.0, 0.0, mc_kept, mc_survive
-    return kept_sum / singles, worst, served / singles, mc_kept, mc_survive
+    out[M_MC_RETAINED] = mc_kept
+    out[M_MC_SURVIVAL] = mc_survive
+    if singles > 0:
+        out[M_FAULT_TOLERANCE] = kept_sum / singles
+        out[M_WORST_RETAINED] = worst
+        out[M_ALL_SERVED] = served / singles
 
 
 @nb.njit(cache=True, inline="always")
-def write_metrics(out, base, figures, tokens, unplaced, faults):
-    """A design's metrics (dse.model.metrics, but the largest die) into ``out`` from its intact pass ``base``
-    (dse.model.perf_model.PASS_FIELDS), its package ``figures`` (dse.model.package_figures) and its
-    ``faults`` columns (`failure_columns`)."""
+def write_metrics(out, base, figures, tokens, unplaced):
+    """A design's metrics (dse.model.metrics, but the largest die and the failure columns of
+    `failure_columns`) into ``out`` from its intact pass ``base`` (dse.model.perf_model.PASS_FIELDS) and its
+    package ``figures`` (dse.model.package_figures.PACKAGE_FIGURES)."""
     latency = base[LATENCY]
     e_compute, e_dram, e_net = base[E_COMPUTE], base[E_DRAM], base[E_NET]
-    e_static = figures[4] * latency
+    e_static = figures[F_STATIC] * latency
     out[M_LATENCY] = latency
     out[M_LATENCY_P99] = base[P99]
     out[M_THROUGHPUT] = tokens / latency
@@ -108,8 +112,10 @@ def write_metrics(out, base, figures, tokens, unplaced, faults):
     out[M_E_DRAM] = e_dram / tokens
     out[M_E_NET] = e_net / tokens
     out[M_E_STATIC] = e_static / tokens
-    out[M_AREA], out[M_PACKAGE_AREA], out[M_COST], out[M_POWER] = figures[0], figures[1], figures[2], figures[3]
-    out[M_FAULT_TOLERANCE], out[M_WORST_RETAINED], out[M_ALL_SERVED], out[M_MC_RETAINED], out[M_MC_SURVIVAL] = faults
+    out[M_AREA] = figures[F_AREA]
+    out[M_PACKAGE_AREA] = figures[F_PACKAGE_AREA]
+    out[M_COST] = figures[F_COST]
+    out[M_POWER] = figures[F_POWER]
     out[M_SHORT] = base[SHORT]
     out[M_UNPLACED] = unplaced
     out[M_DRAM] = base[DRAM]
@@ -132,24 +138,24 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     size = np.zeros(n_sets, np.int64)
     routes = np.zeros(n_sets, np.int64)
     after = np.zeros((n_sets, 3))
-    figures = np.zeros(5)
+    figures = np.zeros(len(PACKAGE_FIGURES))
     sizes = rows * cols
     res = np.zeros((P, len(PASS_FIELDS)))
-    no_faults = (0.0, 0.0, 0.0, np.nan, np.nan)
     if not with_faults:
         base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res)
     for p in range(P):
         if package.shape[0] > 0:
-            figures[:] = package[p, :5]
+            figures[:] = package[p]
         else:
-            figures[0], figures[1], figures[2], figures[3], figures[4] = one_package(T, sizes[p], kind[p], stacks[p],
-                                                                              ddr[p])
-        faults = no_faults
+            one_package(T, sizes[p], kind[p], stacks[p], ddr[p], figures)
         if with_faults:
             res[p] = base_pass(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, W)
-            faults = failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split,
-                                     screen, mc_sets, res[p], W, W2, sets, size, routes, after)
-        write_metrics(out[p], res[p], figures, T.tokens, unplaced[p], faults)
+            failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, screen,
+                            mc_sets, res[p], W, W2, sets, size, routes, after, out[p])
+        else:                                       # no failures evaluated: none survived, Monte Carlo not run
+            out[p, M_MC_RETAINED] = np.nan
+            out[p, M_MC_SURVIVAL] = np.nan
+        write_metrics(out[p], res[p], figures, T.tokens, unplaced[p])
     return out
 
 

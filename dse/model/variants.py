@@ -17,6 +17,7 @@ from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
 from .evaluator import Evaluator
 from .metrics import METRICS
+from .package_figures import PACKAGE_FIGURES
 
 
 class VariantEvaluator(PopulationEvaluator):
@@ -74,7 +75,7 @@ class VariantEvaluator(PopulationEvaluator):
         """Each design's package figures by its variant's evaluator: ``[P, 6]``."""
         X = self.vectors(X)
         variant = self.variant_of(X)
-        out = np.empty((len(X), 6))
+        out = np.empty((len(X), len(PACKAGE_FIGURES)))
         for v in np.unique(variant):
             rows = np.where(variant == v)[0]
             out[rows] = self.evaluators[v].package_figures(X[rows])

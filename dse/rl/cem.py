@@ -85,7 +85,8 @@ def env_rollout(env):
             done, t = False, 0
             while not done:
                 a = masked_choice(probs[t], env.action_masks(), rng)
-                _, reward, done, _, _ = env.step(a)
+                step = env.step(a)          # Gymnasium: (observation, reward, terminated, truncated, info)
+                reward, done = step[1], step[2]
                 actions[i, t] = a
                 scores[i] += reward
                 t += 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +26,16 @@ from ..errors import StudyError
 from .requests import Requests
 from .simulate import Outcome
 from .steps import step_energy_j
+
+
+class Event(NamedTuple):
+    """What happens at ``time_s`` (events at one time in the order they were scheduled, ``order``): an
+    arrival, a prefill done, a KV cache sent, or a decode iteration ended."""
+
+    time_s: float
+    order: int
+    kind: str
+    payload: object
 
 
 def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_instances: int, decode_instances: int,
@@ -43,13 +54,13 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
     first, done = np.full(n, np.nan), np.full(n, np.nan)
     last_token, generated = np.zeros(n), np.zeros(n, np.int64)
     itl: list[float] = []
-    events: list = []                       # (time, order, kind, payload)
+    events: list[Event] = []
     seq = 0
     energy = 0.0                            # of every step of both pools (the KV transfers not counted)
 
     def push(t, kind, payload):
         nonlocal seq
-        heapq.heappush(events, (t, seq, kind, payload))
+        heapq.heappush(events, Event(t, seq, kind, payload))
         seq += 1
 
     for i in np.argsort(r.arrival_s, kind="stable"):
@@ -95,7 +106,8 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
         energy += step_energy_j(decode_steps, "decode", len(running[d]), ctx)
 
     while events:
-        t, _, kind, payload = heapq.heappop(events)
+        event = heapq.heappop(events)
+        t, kind, payload = event.time_s, event.kind, event.payload
         if kind == "arrive":
             waiting.append(payload)
             start_prefills(t)
