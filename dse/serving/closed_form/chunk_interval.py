@@ -6,6 +6,7 @@ one), N = lambda (O - 1) D (Little). The loop gain does not depend on D, so D is
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -23,17 +24,28 @@ def chunk_gain(rate_req_s, slope, pk, output_tokens):
     return slope * rate_req_s * (output_tokens - 1.0) / (1.0 - r) if r < 1.0 else np.inf
 
 
+class ChunkInterval(NamedTuple):
+    """`chunk_interval`'s steady state: the decode interval D (s), the sequences in flight N, the share q
+    of iterations with a prompt chunk, the prompt budget b of an iteration (tokens) and the token queue's
+    utilisation rho."""
+    decode_interval_s: float
+    in_flight: float
+    chunk_share: float
+    budget_tokens: float
+    token_utilisation: float
+
+
 @nb.njit(cache=True)
 def chunk_interval(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens):
-    """(D, N, q, b, rho): the mean iteration a sequence sees (its decode interval), the sequences in flight,
-    the share of iterations with a prompt chunk, the prompt budget per iteration b = chunk - N and the
-    token queue's utilisation rho = lambda P D_c / b (D_c an iteration with a full chunk); D = inf past
-    saturation: where g reaches 1, or the budget runs out or is outgrown (rho >= 1)."""
+    """`ChunkInterval` (D, N, q, b, rho): the mean iteration a sequence sees (its decode interval), the
+    sequences in flight, the share of iterations with a prompt chunk, the prompt budget per iteration b =
+    chunk - N and the token queue's utilisation rho = lambda P D_c / b (D_c an iteration with a full
+    chunk); D = inf past saturation: where g reaches 1, or the budget runs out or is outgrown (rho >= 1)."""
     if rate_req_s <= 0.0:
-        return d1, 0.0, 0.0, float(chunk_tokens), 0.0
+        return ChunkInterval(d1, 0.0, 0.0, float(chunk_tokens), 0.0)
     g = chunk_gain(rate_req_s, slope, pk, output_tokens)
     if not g < 1.0:
-        return np.inf, np.inf, 1.0, 0.0, np.inf
+        return ChunkInterval(np.inf, np.inf, 1.0, 0.0, np.inf)
     z = 1.0 / (1.0 - g)
     base = d1 - slope + slope * z
     scale = 1.0 / (1.0 - slope * rate_req_s * (output_tokens - 1.0) - rate_req_s * pk)
@@ -43,7 +55,7 @@ def chunk_interval(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, 
         N = rate_req_s * (output_tokens - 1.0) * D
         b = chunk_tokens - N
         if b <= 0.0:
-            return np.inf, N, 1.0, 0.0, np.inf
+            return ChunkInterval(np.inf, N, 1.0, 0.0, np.inf)
         q_new = max(1.0 - math.exp(-rate_req_s * D), min(1.0, rate_req_s * D * prompt_tokens / b))
         D_new = (base + q_new * p0) * scale
         done = abs(D_new - D) <= 1e-12 * D_new
@@ -53,9 +65,9 @@ def chunk_interval(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, 
     N = rate_req_s * (output_tokens - 1.0) * D
     b = chunk_tokens - N
     if b <= 0.0:
-        return np.inf, N, 1.0, 0.0, np.inf
+        return ChunkInterval(np.inf, N, 1.0, 0.0, np.inf)
     full = decode_step_s(rate_req_s, D, d1, slope, output_tokens) + slope * (z - 1.0) + p0 + pk * b / prompt_tokens
     rho = rate_req_s * prompt_tokens * full / b
     if rho >= 1.0:
-        return np.inf, N, q, b, rho
-    return D, N, q, b, rho
+        return ChunkInterval(np.inf, N, q, b, rho)
+    return ChunkInterval(D, N, q, b, rho)

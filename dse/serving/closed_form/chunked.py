@@ -33,7 +33,7 @@ import numpy as np
 
 from .chunk_interval import chunk_interval
 from .chunked_ttft import chunk_parts, chunk_tail, chunk_ttft_mean, chunk_ttft_quantile
-from .results import results, serves
+from .results import DesignResults, results, serves, write_results
 from .saturation import chunk_saturation
 from .slo_search import chunk_max_rate_at_slo
 from .tails import Q99, Z99
@@ -43,27 +43,30 @@ from .tpot import chunk_tpot, chunk_tpot_cdf
 @nb.njit(cache=True)
 def chunked_design(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens, slots, slo_ttft_s,
                    slo_tpot_s):
-    """One design's results (`results.FIELDS`, in order) at ``rate_req_s``: inf latencies and no goodput
+    """One design's `results.DesignResults` at ``rate_req_s``: inf latencies and no goodput
     past saturation."""
     a = (d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)
     saturation_req_s = chunk_saturation(*a, slots)
-    decode_interval_s, in_flight, chunk_share, budget_tokens, rho = chunk_interval(rate_req_s, *a)
+    c = chunk_interval(rate_req_s, *a)
     ttft_mean_s = tpot_mean_s = ttft_p99_s = tpot_p99_s = np.inf
     goodput_req_s = 0.0
-    if rate_req_s < saturation_req_s and np.isfinite(decode_interval_s):
-        steady = (rate_req_s, decode_interval_s, in_flight)
-        L, w, f, d, service_s, backlog_p, backlog_decay_per_s, wait_p, wait_decay_per_s, held = chunk_parts(
-            *steady, chunk_share, budget_tokens, d1, slope, p0, pk, prompt_tokens, output_tokens, slots)
-        landed = (rate_req_s, L, w, f, budget_tokens, d, p0, pk, prompt_tokens, service_s)
-        ttft_mean_s = chunk_ttft_mean(*landed, wait_p, wait_decay_per_s)
-        tpot_mean_s = decode_interval_s
-        tails = (backlog_p, backlog_decay_per_s, wait_p, wait_decay_per_s)
+    if rate_req_s < saturation_req_s and np.isfinite(c.decode_interval_s):
+        steady = (rate_req_s, c.decode_interval_s, c.in_flight)
+        t = chunk_parts(*steady, c.chunk_share, c.budget_tokens, d1, slope, p0, pk, prompt_tokens, output_tokens,
+                        slots)
+        landed = (rate_req_s, t.lengths_s, t.shares, t.prompt_iterations, c.budget_tokens, t.decode_step, p0, pk,
+                  prompt_tokens, t.service_s)
+        ttft_mean_s = chunk_ttft_mean(*landed, t.wait_p, t.wait_decay_per_s)
+        tpot_mean_s = c.decode_interval_s
+        tails = (t.backlog_p, t.backlog_decay_per_s, t.wait_p, t.wait_decay_per_s)
         ttft_p99_s = chunk_ttft_quantile(Q99, *landed, *tails)
         tpot_p99_s = chunk_tpot(Z99, *steady, *a, saturation_req_s)
         goodput_req_s = rate_req_s * (1.0 - chunk_tail(slo_ttft_s, *landed, *tails)) * \
             chunk_tpot_cdf(slo_tpot_s, *steady, *a, saturation_req_s)
     best = chunk_max_rate_at_slo(*a, slots, slo_ttft_s, slo_tpot_s, saturation_req_s)
-    return ttft_mean_s, tpot_mean_s, ttft_p99_s, tpot_p99_s, goodput_req_s, best, saturation_req_s, in_flight
+    return DesignResults(ttft_mean_s=ttft_mean_s, tpot_mean_s=tpot_mean_s, ttft_p99_s=ttft_p99_s,
+                         tpot_p99_s=tpot_p99_s, goodput_req_s=goodput_req_s, max_rate_at_slo_req_s=best,
+                         saturation_req_s=saturation_req_s, in_flight=c.in_flight)
 
 
 @nb.njit(cache=True)
@@ -75,10 +78,8 @@ def fill_chunked(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, ch
         if not serves(d1[i], slope[i], p0[i], pk[i], slots[i]):
             r.ttft_mean_s = r.tpot_mean_s = r.ttft_p99_s = r.tpot_p99_s = np.inf
             continue
-        r.ttft_mean_s, r.tpot_mean_s, r.ttft_p99_s, r.tpot_p99_s, r.goodput_req_s, r.max_rate_at_slo_req_s, \
-            r.saturation_req_s, r.in_flight = chunked_design(rate_req_s[i], d1[i], slope[i], p0[i], pk[i],
-                                                             prompt_tokens, output_tokens, chunk_tokens, slots[i],
-                                                             slo_ttft_s, slo_tpot_s)
+        write_results(r, chunked_design(rate_req_s[i], d1[i], slope[i], p0[i], pk[i], prompt_tokens, output_tokens,
+                                        chunk_tokens, slots[i], slo_ttft_s, slo_tpot_s))
 
 
 def chunked_prefill(rate_req_s, d1, slope, p0, pk, prompt_tokens: float, output_tokens: float, chunk_tokens: float,

@@ -14,6 +14,7 @@ in the backlog; ``backlog_p``, ``backlog_decay_per_s`` the backlog wait's tail C
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -131,9 +132,21 @@ def chunk_ttft_quantile(q, rate_req_s, lengths_s, shares, prompt_iterations, bud
     return hi
 
 
+class Landing(NamedTuple):
+    """`landing`'s: the iterations an arrival lands in, their lengths (s) and probabilities (four each),
+    f = P / b, the decode step d of an iteration (s), a prompt's work S in the token backlog (s) and the
+    batch slots held."""
+    lengths_s: tuple
+    shares: tuple
+    prompt_iterations: float
+    decode_step: float
+    service_s: float
+    slots_held: float
+
+
 @nb.njit(cache=True)
 def landing(rate_req_s, decode_interval_s, in_flight, chunk_share, budget_tokens, d1, slope, p0, pk, prompt_tokens):
-    """The iterations an arrival lands in (lengths and probabilities: idle, without a chunk, with one;
+    """`Landing`: the iterations an arrival lands in (lengths and probabilities: idle, without a chunk, with one;
     ``chunk_share`` q the share of iterations with a chunk), f = P / b, the decode d of an iteration, a
     prompt's work S in the token backlog (f full iterations) and the batch slots held (the sequences in
     flight and the prompts not yet through their first token: lambda x the mean TTFT, Little)."""
@@ -149,17 +162,35 @@ def landing(rate_req_s, decode_interval_s, in_flight, chunk_share, budget_tokens
     service_s = f * (d + p0 + pk * b / prompt_tokens)
     held = N + rate_req_s * chunk_ttft_mean(rate_req_s, L, w, f, b, d, p0, pk, prompt_tokens, service_s, 0.0,
                                             np.inf)
-    return L, w, f, d, service_s, held
+    return Landing(L, w, f, d, service_s, held)
+
+
+class ChunkParts(NamedTuple):
+    """What chunked prefill's TTFT needs (`chunk_parts`): `Landing`'s fields and the token backlog's and
+    the slot wait's tails, C exp(-theta w) each (probability, decay rate in 1/s)."""
+    lengths_s: tuple
+    shares: tuple
+    prompt_iterations: float
+    decode_step: float
+    service_s: float
+    backlog_p: float
+    backlog_decay_per_s: float
+    wait_p: float
+    wait_decay_per_s: float
+    slots_held: float
 
 
 @nb.njit(cache=True)
 def chunk_parts(rate_req_s, decode_interval_s, in_flight, chunk_share, budget_tokens, d1, slope, p0, pk,
                 prompt_tokens, output_tokens, slots):
-    """What TTFT's distribution needs (module docstring): `landing`'s, the token backlog's (C, theta)
+    """`ChunkParts`, what TTFT's distribution needs (module docstring): `landing`'s, the token backlog's (C, theta)
     (`backlog_wait`) and the slot wait's (C, theta) (`slot_wait` at peakedness 1 / (1 - g))."""
-    L, w, f, d, service_s, held = landing(rate_req_s, decode_interval_s, in_flight, chunk_share, budget_tokens, d1,
-                                          slope, p0, pk, prompt_tokens)
-    backlog_p, backlog_decay_per_s = backlog_wait(rate_req_s, service_s)
+    at = landing(rate_req_s, decode_interval_s, in_flight, chunk_share, budget_tokens, d1, slope, p0, pk,
+                 prompt_tokens)
+    backlog_p, backlog_decay_per_s = backlog_wait(rate_req_s, at.service_s)
     peaked = 1.0 / (1.0 - chunk_gain(rate_req_s, slope, pk, output_tokens))
-    wait_p, wait_decay_per_s = slot_wait(rate_req_s, held, slots, peaked)
-    return L, w, f, d, service_s, backlog_p, backlog_decay_per_s, wait_p, wait_decay_per_s, held
+    wait_p, wait_decay_per_s = slot_wait(rate_req_s, at.slots_held, slots, peaked)
+    return ChunkParts(lengths_s=at.lengths_s, shares=at.shares, prompt_iterations=at.prompt_iterations,
+                      decode_step=at.decode_step, service_s=at.service_s, backlog_p=backlog_p,
+                      backlog_decay_per_s=backlog_decay_per_s, wait_p=wait_p, wait_decay_per_s=wait_decay_per_s,
+                      slots_held=at.slots_held)

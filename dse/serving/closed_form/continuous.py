@@ -36,7 +36,7 @@ import numba as nb
 import numpy as np
 
 from .fixed_point import interval
-from .results import results, serves
+from .results import DesignResults, results, serves, write_results
 from .saturation import saturation
 from .slo_search import max_rate_at_slo
 from .tails import Q99, Z99
@@ -46,7 +46,7 @@ from .ttft import ttft_mean, ttft_parts, ttft_quantile, ttft_tail
 
 @nb.njit(cache=True)
 def continuous_design(rate_req_s, d1, slope, p0, pk, output_tokens, slots, slo_ttft_s, slo_tpot_s):
-    """One design's results (`results.FIELDS`, in order) at ``rate_req_s``: inf latencies and no goodput
+    """One design's `results.DesignResults` at ``rate_req_s``: inf latencies and no goodput
     past saturation."""
     saturation_req_s = saturation(d1, slope, p0, pk, output_tokens, slots)
     decode_interval_s, in_flight = interval(rate_req_s, d1, slope, p0, pk, output_tokens, slots)
@@ -55,15 +55,17 @@ def continuous_design(rate_req_s, d1, slope, p0, pk, output_tokens, slots, slo_t
     if np.isfinite(decode_interval_s):
         steady = (rate_req_s, decode_interval_s, in_flight)
         a = (d1, slope, p0, pk, output_tokens, slots, saturation_req_s)
-        lengths_s, shares, wait_p, wait_decay_per_s = ttft_parts(*steady, d1, slope, p0, pk, output_tokens, slots)
-        ttft = (rate_req_s, lengths_s, shares, p0, pk, wait_p, wait_decay_per_s)
-        ttft_mean_s = ttft_mean(rate_req_s, lengths_s, shares, p0, pk) + wait_p / wait_decay_per_s
+        t = ttft_parts(*steady, d1, slope, p0, pk, output_tokens, slots)
+        ttft = (rate_req_s, t.lengths_s, t.shares, p0, pk, t.wait_p, t.wait_decay_per_s)
+        ttft_mean_s = ttft_mean(rate_req_s, t.lengths_s, t.shares, p0, pk) + t.wait_p / t.wait_decay_per_s
         tpot_mean_s = decode_interval_s
         ttft_p99_s = ttft_quantile(Q99, *ttft)
         tpot_p99_s = tpot_quantile(Z99, *steady, *a)
         goodput_req_s = rate_req_s * (1.0 - ttft_tail(slo_ttft_s, *ttft)) * tpot_cdf(slo_tpot_s, *steady, *a)
     best = max_rate_at_slo(d1, slope, p0, pk, output_tokens, slots, slo_ttft_s, slo_tpot_s, saturation_req_s)
-    return ttft_mean_s, tpot_mean_s, ttft_p99_s, tpot_p99_s, goodput_req_s, best, saturation_req_s, in_flight
+    return DesignResults(ttft_mean_s=ttft_mean_s, tpot_mean_s=tpot_mean_s, ttft_p99_s=ttft_p99_s,
+                         tpot_p99_s=tpot_p99_s, goodput_req_s=goodput_req_s, max_rate_at_slo_req_s=best,
+                         saturation_req_s=saturation_req_s, in_flight=in_flight)
 
 
 @nb.njit(cache=True)
@@ -74,9 +76,8 @@ def fill_continuous(rate_req_s, d1, slope, p0, pk, output_tokens, slots, slo_ttf
         if not serves(d1[i], slope[i], p0[i], pk[i], slots[i]):
             r.ttft_mean_s = r.tpot_mean_s = r.ttft_p99_s = r.tpot_p99_s = np.inf
             continue
-        r.ttft_mean_s, r.tpot_mean_s, r.ttft_p99_s, r.tpot_p99_s, r.goodput_req_s, r.max_rate_at_slo_req_s, \
-            r.saturation_req_s, r.in_flight = continuous_design(rate_req_s[i], d1[i], slope[i], p0[i], pk[i],
-                                                                output_tokens, slots[i], slo_ttft_s, slo_tpot_s)
+        write_results(r, continuous_design(rate_req_s[i], d1[i], slope[i], p0[i], pk[i], output_tokens, slots[i],
+                                           slo_ttft_s, slo_tpot_s))
 
 
 def continuous_batching(rate_req_s, d1, slope, p0, pk, output_tokens: float, slots, slo_ttft_s: float,

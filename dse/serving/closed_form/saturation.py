@@ -4,6 +4,8 @@ the fixed point exists and by bisection where it does not.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -15,12 +17,25 @@ from .fixed_point import free_interval, interval, slots_held
 RATE_BISECTIONS = 16
 
 
+class Bracket(NamedTuple):
+    """A bracket of the saturation rate (`narrow`): its ends (requests/s), the margin at each (<= 0 at
+    ``lo_req_s``, > 0 at ``hi_req_s``; inf: no fixed point there) and the end kept last (1 hi, -1 lo, 0
+    none yet)."""
+    lo_req_s: float
+    lo_margin: float
+    hi_req_s: float
+    hi_margin: float
+    kept: int
+
+
 @nb.njit(cache=True, inline="always")
-def next_rate(lo, f_lo, hi, f_hi, tol, steps):
-    """The next rate to try inside the bracket (lo, hi) of a margin (<= 0 at lo, > 0 at hi): false position
-    while both ends' margins are finite, the midpoint where one is not (no fixed point there) or after
+def next_rate(bracket, tol, steps):
+    """The next rate to try inside the `Bracket` of a margin (<= 0 at lo, > 0 at hi): false position while
+    both ends' margins are finite, the midpoint where one is not (no fixed point there) or after
     `RATE_BISECTIONS` steps (a safeguard: where false position creeps along a curved margin; 0.5 % of 2,000
     random designs reach it)."""
+    lo, hi = bracket.lo_req_s, bracket.hi_req_s
+    f_lo, f_hi = bracket.lo_margin, bracket.hi_margin
     if np.isfinite(f_lo) and np.isfinite(f_hi) and f_hi > f_lo and steps < RATE_BISECTIONS:
         mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
         return min(max(mid, lo + 0.5 * tol), hi - 0.5 * tol)
@@ -28,13 +43,13 @@ def next_rate(lo, f_lo, hi, f_hi, tol, steps):
 
 
 @nb.njit(cache=True, inline="always")
-def narrow(lo, f_lo, hi, f_hi, kept, mid, f, below):
-    """The bracket after trying ``mid`` (margin ``f``, on the low side when ``below``); Illinois: an end kept
-    twice running has its margin halved, so false position does not stall at it. ``kept``: the end kept
-    last (1 hi, -1 lo)."""
+def narrow(bracket, mid, f, below):
+    """The `Bracket` after trying ``mid`` (margin ``f``, on the low side when ``below``); Illinois: an end
+    kept twice running has its margin halved, so false position does not stall at it."""
+    b = bracket
     if below:
-        return mid, f, hi, f_hi * 0.5 if kept == 1 else f_hi, 1
-    return lo, f_lo * 0.5 if kept == -1 else f_lo, mid, f, -1
+        return Bracket(mid, f, b.hi_req_s, b.hi_margin * 0.5 if b.kept == 1 else b.hi_margin, 1)
+    return Bracket(b.lo_req_s, b.lo_margin * 0.5 if b.kept == -1 else b.lo_margin, mid, f, -1)
 
 
 @nb.njit(cache=True)
@@ -58,27 +73,27 @@ def saturation(d1, slope, p0, pk, output_tokens, slots):
     if np.isfinite(interval(hi * (1.0 - 1e-9), d1, slope, p0, pk, output_tokens, slots)[0]):
         return hi
     tol = hi * 2.0 ** -RATE_BISECTIONS
-    lo, f_lo = 0.0, -slots                       # no requests: no slots held
     f_hi = slot_margin(hi, d1, slope, p0, pk, output_tokens, slots)
     if not f_hi >= 0.0:
         f_hi = np.inf                             # past the prefill chain's or decode's bound: no steady state
-    kept = 0
+    bracket = Bracket(0.0, -slots, hi, f_hi, 0)  # no requests: no slots held
     steps = 0
-    while hi - lo > tol:
-        mid = next_rate(lo, f_lo, hi, f_hi, tol, steps)
+    while bracket.hi_req_s - bracket.lo_req_s > tol:
+        mid = next_rate(bracket, tol, steps)
         f = slot_margin(mid, d1, slope, p0, pk, output_tokens, slots)
-        lo, f_lo, hi, f_hi, kept = narrow(lo, f_lo, hi, f_hi, kept, mid, f, f < 0.0)
+        bracket = narrow(bracket, mid, f, f < 0.0)
         steps += 1
-    return lo
+    return bracket.lo_req_s
 
 
 @nb.njit(cache=True)
 def chunk_slot_margin(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens, slots):
     """Chunked prefill's slots held at ``rate_req_s`` less those there are (inf without a steady state)."""
-    D, N, q, b, rho = chunk_interval(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)
-    if not np.isfinite(D):
+    c = chunk_interval(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)
+    if not np.isfinite(c.decode_interval_s):
         return np.inf
-    return landing(rate_req_s, D, N, q, b, d1, slope, p0, pk, prompt_tokens)[5] - slots
+    return landing(rate_req_s, c.decode_interval_s, c.in_flight, c.chunk_share, c.budget_tokens, d1, slope, p0, pk,
+                   prompt_tokens).slots_held - slots
 
 
 @nb.njit(cache=True)
@@ -91,7 +106,8 @@ def chunk_saturation(d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_toke
     lo = 0.0
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        if np.isfinite(chunk_interval(mid, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)[0]):
+        if np.isfinite(chunk_interval(mid, d1, slope, p0, pk, prompt_tokens, output_tokens,
+                                      chunk_tokens).decode_interval_s):
             lo = mid
         else:
             hi = mid
@@ -99,12 +115,11 @@ def chunk_saturation(d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_toke
     f_hi = chunk_slot_margin(lo, *a)
     if f_hi < 0.0:
         return lo
-    hi, lo, f_lo = lo, 0.0, -slots
-    kept = 0
+    bracket = Bracket(0.0, -slots, lo, f_hi, 0)
     steps = 0
-    while hi - lo > tol:
-        mid = next_rate(lo, f_lo, hi, f_hi, tol, steps)
+    while bracket.hi_req_s - bracket.lo_req_s > tol:
+        mid = next_rate(bracket, tol, steps)
         f = chunk_slot_margin(mid, *a)
-        lo, f_lo, hi, f_hi, kept = narrow(lo, f_lo, hi, f_hi, kept, mid, f, f < 0.0)
+        bracket = narrow(bracket, mid, f, f < 0.0)
         steps += 1
-    return lo
+    return bracket.lo_req_s

@@ -24,9 +24,8 @@ def meets_slo(rate_req_s, d1, slope, p0, pk, output_tokens, slots, slo_ttft_s, s
         return False
     if tpot_quantile(Z99, rate_req_s, D, N, d1, slope, p0, pk, output_tokens, slots, saturation_req_s) > slo_tpot_s:
         return False
-    lengths_s, shares, wait_p, wait_decay_per_s = ttft_parts(rate_req_s, D, N, d1, slope, p0, pk, output_tokens,
-                                                             slots)
-    return ttft_tail(slo_ttft_s, rate_req_s, lengths_s, shares, p0, pk, wait_p, wait_decay_per_s) <= 1.0 - Q99
+    t = ttft_parts(rate_req_s, D, N, d1, slope, p0, pk, output_tokens, slots)
+    return ttft_tail(slo_ttft_s, rate_req_s, t.lengths_s, t.shares, p0, pk, t.wait_p, t.wait_decay_per_s) <= 1.0 - Q99
 
 
 @nb.njit(cache=True)
@@ -51,15 +50,18 @@ def chunk_meets_slo(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens,
     """Whether chunked prefill's p99 TPOT and TTFT at ``rate_req_s`` are within the SLOs, with the slots held
     below ``slots``."""
     a = (d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)
-    D, N, q, b, rho = chunk_interval(rate_req_s, *a)
+    c = chunk_interval(rate_req_s, *a)
+    D, N = c.decode_interval_s, c.in_flight
     if not np.isfinite(D):
         return False
     if chunk_tpot(Z99, rate_req_s, D, N, *a, saturation_req_s) > slo_tpot_s:
         return False
-    L, w, f, d, service_s, Cq, tq, Cs, ts, held = chunk_parts(rate_req_s, D, N, q, b, d1, slope, p0, pk,
-                                                             prompt_tokens, output_tokens, slots)
-    return held < slots and \
-        chunk_tail(slo_ttft_s, rate_req_s, L, w, f, b, d, p0, pk, prompt_tokens, service_s, Cq, tq, Cs, ts) <= 1.0 - Q99
+    t = chunk_parts(rate_req_s, D, N, c.chunk_share, c.budget_tokens, d1, slope, p0, pk, prompt_tokens, output_tokens,
+                    slots)
+    return t.slots_held < slots and \
+        chunk_tail(slo_ttft_s, rate_req_s, t.lengths_s, t.shares, t.prompt_iterations, c.budget_tokens, t.decode_step,
+                   p0, pk, prompt_tokens, t.service_s, t.backlog_p, t.backlog_decay_per_s, t.wait_p,
+                   t.wait_decay_per_s) <= 1.0 - Q99
 
 
 @nb.njit(cache=True)

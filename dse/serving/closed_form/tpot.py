@@ -6,6 +6,7 @@ that quantile (the fixed point is convex in the rate: busy stretches skew TPOT r
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -50,12 +51,22 @@ def per_prompt(rate_req_s, decode_interval_s, decode_step, pk):
     return (decode_interval_s - decode_step) / a if a > 0.0 else pk
 
 
+class TpotSpread(NamedTuple):
+    """TPOT whatever the quantile (`tpot_spread`, `chunk_tpot_spread`): its mean D (s), deviation (s) and
+    skewness (`shot_noise`), and the effective window of arrivals m (NaN where the interval does not grow
+    with the rate there)."""
+    mean_s: float
+    deviation_s: float
+    skewness: float
+    window_arrivals: float
+
+
 # --- continuous batching -----------------------------------------------------------------------------
 @nb.njit(cache=True)
 def tpot_spread(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, output_tokens, slots):
-    """What `tpot_at` needs whatever the quantile: TPOT's mean D, deviation and skewness (`shot_noise`)
-    and the effective window m of arrivals (NaN where the interval does not grow with the rate there: the
-    quantile is then the moments' Cornish-Fisher one)."""
+    """What `tpot_at` needs whatever the quantile (`TpotSpread`): TPOT's mean D, deviation and skewness
+    (`shot_noise`) and the effective window m of arrivals (NaN where the interval does not grow with the
+    rate there: the quantile is then the moments' Cornish-Fisher one)."""
     D = decode_interval_s
     d = decode_step_s(rate_req_s, D, d1, slope, output_tokens)
     sd, skew = shot_noise(in_flight, slope, per_prompt(rate_req_s, D, d, pk) / (output_tokens - 1.0),
@@ -63,8 +74,8 @@ def tpot_spread(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, out
     h = 1e-4 * rate_req_s
     up = interval(rate_req_s + h, d1, slope, p0, pk, output_tokens, slots)[0]
     if not (sd > 0.0 and np.isfinite(up) and up > D):
-        return D, sd, skew, np.nan
-    return D, sd, skew, (rate_req_s * (up - D) / h / sd) ** 2
+        return TpotSpread(D, sd, skew, np.nan)
+    return TpotSpread(D, sd, skew, (rate_req_s * (up - D) / h / sd) ** 2)
 
 
 @nb.njit(cache=True)
@@ -73,15 +84,15 @@ def tpot_at(z, rate_req_s, decode_interval_s, spread, d1, slope, p0, pk, output_
     life sees at that quantile, Poisson over an effective window of m arrivals (`tpot_spread`: m set so
     that the linearised spread D'(lambda) lambda / sqrt(m) equals `shot_noise`'s deviation); a local rate
     past saturation fills the batch: the interval stays at saturation's."""
-    mean, sd, skew, m = spread
+    m = spread.window_arrivals
     if not np.isfinite(m):
-        return mean + sd * cornish_fisher(z, skew)
+        return spread.mean_s + spread.deviation_s * cornish_fisher(z, spread.skewness)
     local = min(rate_req_s * local_count(z, m) / m, saturation_req_s)
     at = interval(local, d1, slope, p0, pk, output_tokens, slots)[0]
     if not np.isfinite(at):          # saturation to rounding: the largest rate below it that has one
         edge = max(rate_req_s, saturation_req_s * (1.0 - 2.0 ** -RATE_BISECTIONS))
         at = interval(edge, d1, slope, p0, pk, output_tokens, slots)[0]
-    return mean - decode_interval_s + at
+    return spread.mean_s - decode_interval_s + at
 
 
 @nb.njit(cache=True)
@@ -117,17 +128,18 @@ def tpot_cdf(t, rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, out
 @nb.njit(cache=True)
 def chunk_tpot_spread(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, prompt_tokens, output_tokens,
                       chunk_tokens):
-    """(deviation, skewness, window m) of TPOT whatever the quantile (`chunk_tpot_at`); m NaN where the
-    interval does not grow with the rate."""
+    """`TpotSpread` of TPOT under chunked prefill whatever the quantile (`chunk_tpot_at`): mean D,
+    deviation, skewness, window m (NaN where the interval does not grow with the rate)."""
     D = decode_interval_s
     d = decode_step_s(rate_req_s, D, d1, slope, output_tokens)
     sd, skew = shot_noise(in_flight, slope, per_prompt(rate_req_s, D, d, pk) / (output_tokens - 1.0),
                           chunk_gain(rate_req_s, slope, pk, output_tokens))
     h = 1e-4 * rate_req_s
-    up = chunk_interval(rate_req_s + h, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)[0]
+    up = chunk_interval(rate_req_s + h, d1, slope, p0, pk, prompt_tokens, output_tokens,
+                        chunk_tokens).decode_interval_s
     if not (sd > 0.0 and np.isfinite(up) and up > D):
-        return sd, skew, np.nan
-    return sd, skew, (rate_req_s * (up - D) / h / sd) ** 2
+        return TpotSpread(D, sd, skew, np.nan)
+    return TpotSpread(D, sd, skew, (rate_req_s * (up - D) / h / sd) ** 2)
 
 
 @nb.njit(cache=True)
@@ -135,14 +147,14 @@ def chunk_tpot_at(z, rate_req_s, decode_interval_s, spread, d1, slope, p0, pk, p
                   chunk_tokens, saturation_req_s):
     """TPOT at standard-normal quantile z under chunked prefill (`tpot_at`'s method); the Cornish-Fisher
     quantile of the shot-noise moments where the interval does not grow with the rate."""
-    sd, skew, m = spread
+    m = spread.window_arrivals
     if not np.isfinite(m):
-        return decode_interval_s + sd * cornish_fisher(z, skew)
+        return decode_interval_s + spread.deviation_s * cornish_fisher(z, spread.skewness)
     a = (d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens)
-    at = chunk_interval(min(rate_req_s * local_count(z, m) / m, saturation_req_s), *a)[0]
+    at = chunk_interval(min(rate_req_s * local_count(z, m) / m, saturation_req_s), *a).decode_interval_s
     if not np.isfinite(at):
         edge = max(rate_req_s, saturation_req_s * (1.0 - 2.0 ** -RATE_BISECTIONS))   # saturation to rounding
-        at = chunk_interval(edge, *a)[0]
+        at = chunk_interval(edge, *a).decode_interval_s
     return at
 
 

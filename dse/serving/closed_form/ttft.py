@@ -11,6 +11,7 @@ each), ``wait_p`` and ``wait_decay_per_s`` the slot wait's probability and tail 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 
@@ -122,13 +123,22 @@ def interval_sd(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, out
     return slope * math.sqrt(in_flight / max(1.0 - g, 1e-9))
 
 
+class TtftParts(NamedTuple):
+    """What TTFT's distribution needs (`ttft_parts`): the iterations an arrival lands in, their lengths (s)
+    and probabilities (four each), and the slot wait's probability and tail rate (1/s)."""
+    lengths_s: tuple
+    shares: tuple
+    wait_p: float
+    wait_decay_per_s: float
+
+
 @nb.njit(cache=True)
 def ttft_parts(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, output_tokens, slots):
-    """What TTFT's distribution needs at a steady state (D, N): the iterations' lengths and probabilities
+    """`TtftParts`, what TTFT's distribution needs at a steady state (D, N): the iterations' lengths and probabilities
     (`iterations`) and the slot wait's probability and tail rate (`continuous_slot_wait`)."""
     d = decode_step_s(rate_req_s, decode_interval_s, d1, slope, output_tokens)
     sd = interval_sd(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk, output_tokens)
     lengths_s, shares = iterations(rate_req_s, decode_interval_s, d, sd, p0, pk)
     wait_p, wait_decay_per_s = continuous_slot_wait(rate_req_s, decode_interval_s, in_flight, d1, slope, p0, pk,
                                                     output_tokens, slots)
-    return lengths_s, shares, wait_p, wait_decay_per_s
+    return TtftParts(lengths_s, shares, wait_p, wait_decay_per_s)
