@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
-from ..model.contract import DecodedDesigns, PopulationEvaluator
 from ..model.phases import Phase, PhaseConstraint
 from ..model.prepare import Prepared
 from ..study.spec import Study
 from ..system.evaluator import SystemEvaluator
 from ..system.layout import layout_of
 from ..system.metrics import SYSTEM_METRICS, C
+from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
 from .analytic import REF_PROMPTS, AffineSteps
 from .closed_form import chunked_prefill, continuous_batching
@@ -69,13 +69,13 @@ def prepare_serving(study: Study) -> Prepared:
                                system_evaluator=p.evaluator)
 
 
-class ServingEvaluator(PopulationEvaluator):
+class ServingEvaluator(PhaseEvaluator):
     """The evaluator contract (dse.model.contract) over serving designs (module docstring), built on the
     system evaluator ``system`` of the study's decode step and those of the ``points`` steps."""
 
     def __init__(self, system: SystemEvaluator, study: Study, tables, points: dict[str, SystemEvaluator]):
-        self.system, self.study, self.tables, self.points = system, study, tables, points
-        self.space = system.space
+        super().__init__(system)
+        self.study, self.tables, self.points = study, tables, points
         w = tables.workload.summary
         self.weight_bytes = float(tables.unit_capacity_bytes.sum())
         self.kv_bytes_per_token = float(w.get("kv_cache_bytes_per_token", 0.0))
@@ -83,15 +83,6 @@ class ServingEvaluator(PopulationEvaluator):
     @property
     def columns(self) -> list[str]:
         return METRICS
-
-    def designs(self, X: np.ndarray) -> list:
-        return self.system.designs(X)
-
-    def decode(self, X: np.ndarray) -> DecodedDesigns:
-        return self.system.decode(X)
-
-    def package_evaluators(self) -> list:
-        return self.system.package_evaluators()
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)

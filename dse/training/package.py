@@ -39,7 +39,6 @@ import memory
 import workloads
 from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
 
-from ..model.contract import DecodedDesigns, PopulationEvaluator
 from ..model.phases import Phase
 from ..model.prepare import Prepared
 from ..study.spec import Study
@@ -47,6 +46,7 @@ from ..system.collectives import ring_allreduce_s
 from ..system.evaluator import SystemEvaluator
 from ..system.layout import Layout, layout_of
 from ..system.metrics import SYSTEM_METRICS, C
+from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
 from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE
 
@@ -67,13 +67,13 @@ def prepare_training(study: Study) -> Prepared:
     return dataclasses.replace(p, evaluator=TrainingEvaluator(p.evaluator, study, p.tables), system_evaluator=p.evaluator)
 
 
-class TrainingEvaluator(PopulationEvaluator):
+class TrainingEvaluator(PhaseEvaluator):
     """The evaluator contract (dse.model.contract) over training iterations of the system evaluator's
     designs (module docstring)."""
 
     def __init__(self, system: SystemEvaluator, study: Study, tables):
-        self.system, self.study, self.tables = system, study, tables
-        self.space = system.space
+        super().__init__(system)
+        self.study, self.tables = study, tables
         w, t = study.workload, study.training
         cfg = workloads.load_model(w.model)
         self.cfg, self.batch, self.seq, self.global_batch = cfg, w.batch, w.context, t.global_batch
@@ -98,15 +98,6 @@ class TrainingEvaluator(PopulationEvaluator):
     def metric_names(self) -> list[str]:
         """METRICS, but those of the token budget only when the study gives one."""
         return METRICS if self.study.workload.tokens is not None else [m for m in METRICS if m not in BUDGET]
-
-    def designs(self, X: np.ndarray) -> list:
-        return self.system.designs(X)
-
-    def decode(self, X: np.ndarray) -> DecodedDesigns:
-        return self.system.decode(X)
-
-    def package_evaluators(self) -> list:
-        return self.system.package_evaluators()
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
