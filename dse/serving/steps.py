@@ -107,8 +107,8 @@ class StepTable:
 
     @classmethod
     def build(cls, prepared: Prepared, design: Design, max_batch: int, max_context: int,
-              figures=step_figures) -> "StepTable":
-        """The grid up to ``max_batch`` and ``max_context``, each point by ``figures`` (`step_figures`, or a
+              point=step_figures) -> "StepTable":
+        """The grid up to ``max_batch`` and ``max_context``, each point by ``point`` (`step_figures`, or a
         function with its arguments and results, e.g. one that remembers points several tables share)."""
         batches = np.array([b for b in BATCHES if b <= max(max_batch, 2)] or [1, 2], float)
         if batches[-1] < max_batch:
@@ -116,8 +116,8 @@ class StepTable:
         contexts = np.array([c for c in CONTEXTS if c <= max(max_context, 128)], float)
         if contexts[-1] < max_context:
             contexts = np.append(contexts, max_context)
-        prefill = np.array([[figures(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
-        decode = np.array([[figures(prepared, design, "decode", b, c) for c in contexts] for b in batches])
+        prefill = np.array([[point(prepared, design, "prefill", b, c) for c in contexts] for b in batches])
+        decode = np.array([[point(prepared, design, "decode", b, c) for c in contexts] for b in batches])
         for figures in (prefill, decode):
             for k in (0, 1):
                 figures[..., k] = extrapolate_short(contexts, figures[..., k], figures[..., 2] > 0)

@@ -100,7 +100,7 @@ def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROM
     n = max(REQUESTS_PER_SEQUENCE * batch, 256)
     output = output_lengths(case["lengths"], n, np.random.default_rng(seed))
     requests = Requests(arrival_s=np.zeros(n), prompt=np.full(n, float(prompt_tokens)), output=output)
-    steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()), figures=shared_step_figures)
+    steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()), point=shared_step_figures)
     state = simulate(requests, steps, scheduler="chunked", max_batch=batch, max_concurrency=batch,
                      chunk_tokens=CHUNK_TOKENS).steady_state()
     return {"power_w": state["mean_power_w"], "energy_j_per_token": state["energy_j_per_output_token"],
