@@ -12,13 +12,17 @@ the error measure of the end-to-end validation (geometric-mean relative error).
 
 Measurements are CSV rows ``M, N, K, batch, precision, measured_us`` (other columns are kept; lines
 starting with ``#`` are comments, for the source): arch/data/calibration/ holds the public sets the
-presets were fitted to.
+presets were fitted to. A file says what its times include, in a comment line ``# includes: kernel``
+(or an ``includes`` column of one value): `INCLUDES` maps each declaration to the fields such times can
+measure, and the fit holds every other field at the chiplet's value. A file that declares nothing is
+taken as ``kernel`` (`DEFAULT_INCLUDES`), so no fit invents a host time its data may not hold.
 """
 from __future__ import annotations
 
 import dataclasses
 import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +30,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from .chiplet import Chiplet, GpuChiplet
-from .costing import matrix_costs
+from .costing import gemm_kernel, matrix_costs
 from .errors import ArchError
-from .roofline import kernel_times_s
 from .technology import precisions
 
 #: fitted field -> (dataclass attribute, scale from the friendly unit, lower, upper bound)
@@ -38,6 +41,18 @@ FIELDS = {
     "kernel_overhead_us": ("kernel_overhead_s", 1e-6, 0.0, 500.0),
     "dispatch_us": ("dispatch_s", 1e-6, 0.0, 500.0),
 }
+#: what the measured times include -> the fields they measure. ``kernel``: the kernels' own time (a
+#: profiler's kernel durations); ``kernel+launch``: the device's time between launches too (CUDA-graph
+#: replays timed by events, the GPU's launch gaps but no host); both hold the efficiencies and the fixed
+#: time per kernel. ``kernel+launch+dispatch``: wall clock of kernels the host issues one at a time
+#: (eager PyTorch), which alone holds the host's dispatch time.
+INCLUDES = {
+    "kernel": ("max_efficiency", "mem_efficiency", "kernel_overhead_us"),
+    "kernel+launch": ("max_efficiency", "mem_efficiency", "kernel_overhead_us"),
+    "kernel+launch+dispatch": tuple(FIELDS),
+}
+#: taken when a file declares nothing
+DEFAULT_INCLUDES = "kernel"
 COLUMNS = ("M", "N", "K", "batch", "precision", "measured_us")
 MAX_ROWS = 100_000
 
@@ -70,6 +85,28 @@ def read_measurements(path: str | Path) -> pd.DataFrame:
     return df
 
 
+def read_includes(path: str | Path, rows: pd.DataFrame) -> tuple[str, bool]:
+    """What the times of the measurements file ``path`` (read into ``rows``) include (`INCLUDES`), and
+    whether the file declares it: a ``# includes: ...`` line or an ``includes`` column of one value;
+    (`DEFAULT_INCLUDES`, False) when it declares nothing. An `ArchError` names a bad or mixed declaration."""
+    text = Path(path).read_text()
+    found = {m.group(1).lower() for m in re.finditer(r"^\s*#\s*includes\s*:\s*(\S+)", text, re.M | re.I)}
+    if "includes" in rows.columns:
+        found |= {str(v).strip().lower() for v in rows["includes"]}
+    unknown = sorted(found - set(INCLUDES))
+    if unknown:
+        raise ArchError(f"{path}: includes {unknown[0]!r} unknown; allowed: {', '.join(INCLUDES)}")
+    if len(found) > 1:
+        raise ArchError(f"{path}: the rows declare different includes ({', '.join(sorted(found))}); "
+                        "give one file per kind of measurement")
+    return (found.pop(), True) if found else (DEFAULT_INCLUDES, False)
+
+
+def measured_fields(ch: Chiplet, includes: str) -> tuple[str, ...]:
+    """The fields times that include ``includes`` measure on ``ch`` (max_efficiency on GPU-like chiplets only)."""
+    return tuple(f for f in INCLUDES[includes] if f != "max_efficiency" or isinstance(ch, GpuChiplet))
+
+
 def predict_us(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float) -> np.ndarray:
     """Modelled time of each measured GEMM, in microseconds."""
     out = np.zeros(len(rows))
@@ -77,9 +114,7 @@ def predict_us(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float) -> 
         idx = rows.index.get_indexer(part.index)
         mc = matrix_costs(ch, part["M"].to_numpy(float), part["N"].to_numpy(float), part["K"].to_numpy(float),
                           part["batch"].to_numpy(float), precision)
-        memory_s = (mc.dram_a_bytes + mc.dram_b_bytes + mc.dram_c_bytes) / (memory_bandwidth_Bps * ch.mem_efficiency)
-        inv_steps = np.zeros(len(part)) if mc.steps is None else 1.0 / mc.steps
-        out[idx] = kernel_times_s(mc.time_s, memory_s, inv_steps, ch.kernel_overhead_s, ch.dispatch_s) * 1e6
+        out[idx] = gemm_kernel(ch, mc, memory_bandwidth_Bps).time_s * 1e6
     return out
 
 
@@ -97,13 +132,21 @@ def current(ch: Chiplet, field: str) -> float:
 
 
 def fit(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float,
-        fields: tuple[str, ...] = tuple(FIELDS)) -> tuple[Chiplet, pd.DataFrame]:
-    """The chiplet with ``fields`` fitted to ``rows``, and a per-row table (measured, modelled, error)."""
+        fields: tuple[str, ...] = tuple(FIELDS), includes: str | None = None) -> tuple[Chiplet, pd.DataFrame]:
+    """The chiplet with ``fields`` fitted to ``rows`` (the others held at ``ch``'s values), and a per-row
+    table (measured, modelled, error). With ``includes`` (`INCLUDES`), a field such times cannot
+    measure is an `ArchError`."""
     if not math.isfinite(memory_bandwidth_Bps) or memory_bandwidth_Bps <= 0:
         raise ArchError("the memory bandwidth must be a positive finite number")
     unknown = [f for f in fields if f not in FIELDS]
     if unknown or not fields:
         raise ArchError(f"cannot fit {unknown[0] if unknown else 'nothing'!r}; fields: {', '.join(FIELDS)}")
+    if includes is not None:
+        if includes not in INCLUDES:
+            raise ArchError(f"includes {includes!r} unknown; allowed: {', '.join(INCLUDES)}")
+        outside = [f for f in fields if f not in INCLUDES[includes]]
+        if outside:
+            raise ArchError(f"cannot fit {outside[0]!r}: times that include {includes} do not measure it")
     if "max_efficiency" in fields and not isinstance(ch, GpuChiplet):
         raise ArchError(f"chiplet {ch.name!r}: max_efficiency is fitted on GPU-like chiplets only")
     measured = rows["measured_us"].to_numpy(float)

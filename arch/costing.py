@@ -16,7 +16,9 @@ evaluation becomes lookups. Per operator row and chiplet:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,6 +28,7 @@ from .chiplet import Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, Sys
 from .cpu import simulate_cpu
 from .errors import ArchError
 from .gpu import simulate_gpu
+from .roofline import kernel_times_s
 from .systolic import (DATAFLOW_CODE, DRAM_FI, DRAM_IF, DRAM_OFR, DRAM_OFW, SRAM_FI, SRAM_IF, SRAM_OFR,
                        SRAM_OFW, double_buffered_cycles, simulate)
 from .systolic import CYCLES as S_CYCLES
@@ -233,13 +236,58 @@ def _rows_by_precision(ch: Chiplet, names, M, N, K, batch, precision) -> MatrixC
     return MatrixCost(**fields)
 
 
-def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16") -> dict:
-    """Latency, achieved FLOP/s, energy and traffic of one GEMM on one chiplet (for ``dse gemm``)."""
+class GemmKernel(NamedTuple):
+    """One kernel per GEMM of a `MatrixCost` (arrays of one entry per GEMM, seconds and bytes)."""
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    dram_bytes: np.ndarray
+    time_s: np.ndarray
+
+
+def gemm_kernel(ch: Chiplet, mc: MatrixCost, memory_Bps: float) -> GemmKernel:
+    """Each GEMM of ``mc`` run alone as one kernel, as the step model runs an operator
+    (arch.roofline.kernel_time_s): its compute, its DRAM bytes (A and B read, C written: a GEMM alone
+    keeps nothing on chip between kernels) at ``memory_Bps`` x the chiplet's ``mem_efficiency``,
+    overlapped in its load-compute pipeline of ``mc.steps``, plus ``kernel_overhead_s``, never under
+    ``dispatch_s``. ``memory_Bps``: the attached memory's bandwidth (the step model: sustained)."""
+    if not (math.isfinite(memory_Bps) and memory_Bps > 0):
+        raise ArchError(f"the memory bandwidth must be a positive finite number, got {memory_Bps!r}")
+    dram = mc.dram_a_bytes + mc.dram_b_bytes + mc.dram_c_bytes
+    memory_s = dram / (memory_Bps * ch.mem_efficiency)
+    inv_steps = np.zeros(len(dram)) if mc.steps is None else 1.0 / mc.steps
+    time_s = kernel_times_s(np.asarray(mc.time_s, float), memory_s, inv_steps, ch.kernel_overhead_s, ch.dispatch_s)
+    return GemmKernel(compute_s=mc.time_s, memory_s=memory_s, dram_bytes=dram, time_s=time_s)
+
+
+def gemm_bound(ch: Chiplet, compute_s: float, memory_s: float) -> str:
+    """What sets one kernel's time: ``dispatch`` (the host's floor), ``overhead`` (the kernel's fixed
+    time exceeds both its compute and its memory time), else the larger of ``compute`` and ``memory``."""
+    if ch.dispatch_s > ch.kernel_overhead_s + max(compute_s, memory_s):
+        return "dispatch"
+    if ch.kernel_overhead_s > max(compute_s, memory_s):
+        return "overhead"
+    return "memory" if memory_s > compute_s else "compute"
+
+
+def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16",
+                memory_Bps: float | None = None) -> dict:
+    """Latency, achieved FLOP/s, energy and traffic of one GEMM on one chiplet (for ``dse gemm``).
+
+    Without ``memory_Bps`` the latency is the compute alone (the chiplet's matrix engine); with it, the
+    GEMM as one kernel reading from memory of that bandwidth (`gemm_kernel`), and which term bound it."""
     mc = matrix_costs(ch, M, N, K, 1.0, precision)
     t = float(mc.time_s[0])
+    extra = {}
+    if memory_Bps is not None:
+        kernel = gemm_kernel(ch, mc, memory_Bps)
+        compute_s, memory_s, t = float(kernel.compute_s[0]), float(kernel.memory_s[0]), float(kernel.time_s[0])
+        extra = {"compute_s": compute_s, "memory_s": memory_s, "kernel_overhead_s": ch.kernel_overhead_s,
+                 "dispatch_s": ch.dispatch_s, "dram_bytes": float(kernel.dram_bytes[0]),
+                 "bound": gemm_bound(ch, compute_s, memory_s)}
     flops = 2.0 * M * N * K
     report = {"chiplet": ch.name, "kind": ch.kind, "precision": precision, "M": M, "N": N, "K": K,
-              "latency_s": t, "achieved_flops": flops / t, "peak_flops": ch.peak_flops(precision),
+              "latency_s": t, **extra, "achieved_flops": flops / t, "peak_flops": ch.peak_flops(precision),
               "utilisation": flops / t / ch.peak_flops(precision), "energy_j": float(mc.energy_j[0]),
               "sram_bytes": float(mc.sram_bytes[0]), "dram_a_bytes": float(mc.dram_a_bytes[0]),
               "dram_b_bytes": float(mc.dram_b_bytes[0]), "dram_c_bytes": float(mc.dram_c_bytes[0])}

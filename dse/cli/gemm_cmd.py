@@ -1,4 +1,11 @@
-"""``dse gemm``: one GEMM on a systolic array (cycles, stalls, SRAM and DRAM accesses) or a preset chiplet."""
+"""``dse gemm``: one GEMM on a systolic array (cycles, stalls, SRAM and DRAM accesses) or a preset chiplet.
+
+On a preset chiplet the GEMM runs as one kernel reading its operands from memory, as the step model runs
+an operator (arch.costing.gemm_kernel, arch.roofline): by default the datasheet memory of the GPU the
+preset models (dse.validation.gpu.GPUS: kind, stacks, per-pin data rate), else ``--memory KIND`` with
+``--stacks N`` (HBM) or ``--channels N`` (DDR, LPDDR), at the memory's sustained bandwidth (memory.
+effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it.
+"""
 from __future__ import annotations
 
 import json
@@ -7,8 +14,11 @@ import math
 import click
 
 import arch
+import memory
 from arch import systolic as S
 
+from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
+from ..validation.gpu import GPUS
 from .common import FiniteFloat, cli
 
 POSITIVE = FiniteFloat(0, open_min=True)
@@ -29,6 +39,41 @@ def _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, a
     out["latency_s"] = float(total / (freq_ghz * 1e9))
     out["achieved_flops"] = 2.0 * m * n * k / out["latency_s"]
     return out
+
+
+def _memory(chiplet: str, kind: str | None, stacks: int | None, channels: int | None) -> dict:
+    """The memory the chiplet's GEMM reads from (module docstring): kind, count, spec and source."""
+    gpu, sheet = next(((name, g) for name, g in GPUS.items() if g["chiplet"] == chiplet), (None, None))
+    kind = kind or (sheet["memory"] if sheet else None)
+    if kind is None:
+        raise arch.ArchError(f"--chiplet {chiplet}: no datasheet memory; give --memory KIND "
+                             f"({', '.join(memory.memory_kinds())}) with --stacks N or --channels N")
+    own = sheet is not None and kind == sheet["memory"]
+    spec = memory.memory_preset(kind, {"data_rate_gbps": sheet["data_rate_gbps"]} if own else None)
+    flag, count, other = ("--stacks", stacks, channels) if spec.is_hbm else ("--channels", channels, stacks)
+    if other is not None:
+        raise arch.ArchError(f"--memory {kind} is counted with {flag}, not {'--channels' if spec.is_hbm else '--stacks'}")
+    if count is None and not own:
+        raise arch.ArchError(f"--memory {kind}: give {flag} N")
+    source = f"{gpu} datasheet" if own else "--memory"
+    if own and count is not None and count != sheet["stacks"]:
+        source += f", {flag} {count}"
+    return {"kind": kind, "count": count or sheet["stacks"], "spec": spec, "source": source}
+
+
+def _chiplet_report(name: str, m, n, k, precision: str, mem: dict) -> dict:
+    """`arch.gemm_report` of the GEMM on preset ``name`` reading from ``mem``, and the memory assumed."""
+    ch = arch.preset(name)
+    spec, count = mem["spec"], mem["count"]
+    sustained = memory.effective_bandwidth_Bps(spec, count)
+    report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=sustained)
+    assumed = {"memory": f"{mem['kind']} x {count} {spec.unit}{'s' if count > 1 else ''} at "
+                         f"{spec.data_rate_bps / 1e9:.4g} Gb/s/pin ({mem['source']})",
+               "peak_bandwidth_Bps": spec.peak_bandwidth_Bps * count, "sustained_bandwidth_Bps": sustained,
+               "mem_efficiency": ch.mem_efficiency}
+    head = list(report)[:list(report).index("latency_s")]
+    dram = {"dram_energy_j": report["dram_bytes"] * spec.energy_j_per_byte}
+    return {**{key: report[key] for key in head}, **assumed, **report, **dram}
 
 
 def _print(report: dict) -> None:
@@ -60,15 +105,26 @@ def _print(report: dict) -> None:
 @click.option("--chiplet", default=None, help=f"A preset chiplet instead of an array: {', '.join(arch.preset_names())}.")
 @click.option("--precision", type=click.Choice(arch.precisions()), default="bf16", show_default=True,
               help="Operand precision (with --chiplet).")
+@click.option("--memory", "memory_kind", type=click.Choice(memory.memory_kinds()), default=None,
+              help="Memory the chiplet reads from (with --chiplet; default: the preset GPU's datasheet memory).")
+@click.option("--stacks", type=click.IntRange(1, HBM_STACKS.limit), default=None, help="HBM stacks (with --chiplet).")
+@click.option("--channels", type=click.IntRange(1, DDR_CHANNELS.limit), default=None,
+              help="DDR / LPDDR channels (with --chiplet).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, chiplet, precision, as_json):
-    """Cost one GEMM (M x K) @ (K x N): on an R x C systolic array (--rows, --cols) or a preset chiplet."""
+def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, chiplet, precision,
+         memory_kind, stacks, channels, as_json):
+    """Cost one GEMM (M x K) @ (K x N): on an R x C systolic array (--rows, --cols) or a preset chiplet
+    reading from memory (the preset GPU's datasheet memory, or --memory with --stacks / --channels)."""
     if chiplet is not None:
         if rows is not None or cols is not None or sram_kb is not None or bandwidth is not None:
             raise arch.ArchError("--chiplet takes the array, SRAM and clock from the preset; "
                                  "drop --rows/--cols/--sram-kb/--bandwidth")
-        report = arch.gemm_report(arch.preset(chiplet), m, n, k, precision)
+        if chiplet not in arch.preset_names():
+            arch.preset(chiplet)                      # the ArchError naming the presets
+        report = _chiplet_report(chiplet, m, n, k, precision, _memory(chiplet, memory_kind, stacks, channels))
     else:
+        if memory_kind is not None or stacks is not None or channels is not None:
+            raise arch.ArchError("--memory/--stacks/--channels go with --chiplet; an array takes --bandwidth")
         if rows is None or cols is None:
             raise arch.ArchError("give --rows and --cols for a systolic array, or --chiplet NAME "
                                  f"(presets: {', '.join(arch.preset_names())})")
