@@ -6,8 +6,8 @@
 * `placement`: items (weights, KV, activations) into tiers by access density, shortfall when full;
 * `tiering`: expert read rates from visit probabilities, direct-from-DDR vs on-demand fetch costs.
 """
-from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, device, device_hit_rate,
-                   effective_bandwidth_array_Bps,
+from .dram import (SCATTERED_BYTES, STREAM, Device, access_latency_s, bandwidth_bound, burst_intervals, device,
+                   device_hit_rate, effective_bandwidth_array_Bps, run_start_fraction,
                    effective_bandwidth_Bps, efficiency, loaded_latency_array_s, loaded_latency_s, row_hit_rate,
                    row_hit_rate_array, row_hit_rate_of_run, sustained_fraction, unloaded_latency_s)
 from .errors import MemorySpecError
@@ -23,4 +23,5 @@ __all__ = ["MemorySpec", "MemorySpecError", "memory_preset", "memory_kinds", "pr
            "loaded_latency_s", "row_hit_rate_array", "effective_bandwidth_array_Bps", "loaded_latency_array_s",
            "md1_wait_s", "md1_wait_array_s", "place_by_density", "place_design", "place_population",
            "proportional_spill", "spill_by_density", "tier_bytes", "selection_read_bytes", "direct_cost", "on_demand_cost",
-           "tiered_chiplets"]
+           "tiered_chiplets", "bandwidth_bound", "burst_intervals",
+           "run_start_fraction"]

@@ -17,9 +17,17 @@ bursts spread over bank groups by the address map so back-to-back bursts are tCC
   each bank once per tRC (bank-level parallelism over all its banks), the rank once per tRRD and four
   times per tFAW (JEDEC activation windows). The command bus carries each read (``column_command``, 0
   where reads have their own bus as in HBM) and each miss's activate + precharge (``row_command``), and
-  is shared by ``channels_per_command_bus`` data channels (HBM pseudo-channels). A burst therefore takes
+  is shared by ``channels_per_command_bus`` data channels (HBM pseudo-channels). On a channel of R > 1
+  ranks the data bus idles ``tCS`` whenever a read follows one from another rank (a new DQS preamble:
+  Ramulator2's nCS on sibling ranks). Hits stay in their run's row, hence its rank; a new run opens a row
+  at a random address, in another rank with probability 1 - 1/R. The fraction of bursts that start a run,
+  from the pattern's hit rate h_p (the device's, refresh closures taken out) and m bursts per row, is
+  ``s = clip(((1 - h_p) - 1/m) / (1 - 1/m), 0, 1)``: 1 for scattered lines, 1/n for runs of n bursts
+  from a row's start, 0 for a stream (whose rows the address map keeps in one rank for a whole sweep of
+  its banks). A burst therefore takes
 
-      interval = max(tBL, (1 - h) act_interval, share x (column_command + (1 - h) row_command))
+      interval = max(tBL + s (1 - 1/R) tCS, (1 - h) act_interval,
+                     share x (column_command + (1 - h) row_command))
 
   and the sustained fraction of peak is ``f = (1 - refresh) tBL / interval``, where every tREFI the
   channel closes its rows, refreshes for tRFC and reopens one: ``refresh = (tRFC + tRP + tRCD) / tREFI``
@@ -28,9 +36,12 @@ bursts spread over bank groups by the address map so back-to-back bursts are tCC
   opens another), plus the M/D/1 queueing delay of its channel at utilisation rho with service time
   ``tBL / f`` (see `memory.queueing`).
 
-Sources: JEDEC timing definitions (JESD79-4/-5, JESD209-5, JESD235, JESD238); Jacob, Ng & Wang, *Memory
-Systems: Cache, DRAM, Disk* (2008), part II, for the open-page and activation-window arguments.
-tests/test_memory_ramulator2.py compares the sustained fraction with Ramulator2 2.1 at hit rates 0 to 0.97.
+Sources: JEDEC timing definitions (JESD79-4/-5, JESD209-5, JESD235, JESD238); Ramulator2 2.1's timing
+constraints (src/dram/impl/DDR5.cpp: nRRDS, nFAW over a window of 4, nRC per bank, nBL + nCS between
+sibling ranks); Jacob, Ng & Wang, *Memory Systems: Cache, DRAM, Disk* (2008), part II, for the
+open-page and activation-window arguments.
+tests/test_memory_ramulator2.py compares the sustained fraction with Ramulator2 2.1 at hit rates 0 to 0.97,
+scattered 64 B reads and streams among them (tests/test_memory_row_locality.py: the presets' ranks).
 The kernels take a `Device` (a named tuple of floats, see `device`) so a whole population of streams is
 evaluated per call.
 """
@@ -52,7 +63,7 @@ SCATTERED_BYTES = 64.0
 
 Device = namedtuple("Device", ["peak_Bps", "channels", "burst_bytes", "row_bytes", "tBL_s", "tCL_s", "tRCD_s",
                                "tRP_s", "act_interval_s", "read_bus_s", "miss_bus_s", "refresh_frac",
-                               "refresh_reopen_frac"])
+                               "refresh_reopen_frac", "rank_switch_s"])
 
 
 def device(spec: MemorySpec) -> Device:
@@ -64,7 +75,8 @@ def device(spec: MemorySpec) -> Device:
                   read_bus_s=spec.channels_per_command_bus * spec.column_command_s,
                   miss_bus_s=spec.channels_per_command_bus * spec.row_command_s,
                   refresh_frac=(spec.tRFC_s + spec.tRP_s + spec.tRCD_s) / spec.tREFI_s,
-                  refresh_reopen_frac=min(spec.banks * spec.tBL_s / spec.tREFI_s, 1.0))
+                  refresh_reopen_frac=min(spec.banks * spec.tBL_s / spec.tREFI_s, 1.0),
+                  rank_switch_s=spec.tCS_s * (1.0 - 1.0 / spec.ranks))
 
 
 # ---- Numba kernels -------------------------------------------------------------------------------------
@@ -82,11 +94,30 @@ def row_hit_rate_of_run(run_bytes: float, burst_bytes: float, row_bytes: float) 
 
 
 @nb.njit(cache=True)
+def run_start_fraction(hit_rate: float, dev) -> float:
+    """Fraction of bursts that start a new run (a row opened at a random address) at device hit rate ``hit_rate``."""
+    keep = 1.0 - dev.refresh_reopen_frac
+    h = min(hit_rate / keep, 1.0) if keep > 0.0 else 0.0       # the pattern's hit rate
+    m = dev.row_bytes / dev.burst_bytes
+    if m <= 1.0:
+        return 1.0 - h
+    f = ((1.0 - h) - 1.0 / m) / (1.0 - 1.0 / m)
+    return 0.0 if f < 1e-9 else min(f, 1.0)      # below 1e-9: a stream, up to the rounding of h
+
+
+@nb.njit(cache=True)
+def burst_intervals(hit_rate: float, dev):
+    """Time per burst each resource needs: data bus (with rank switches), activations, command bus."""
+    miss = 1.0 - hit_rate
+    data = dev.tBL_s + run_start_fraction(hit_rate, dev) * dev.rank_switch_s
+    return data, miss * dev.act_interval_s, dev.read_bus_s + miss * dev.miss_bus_s
+
+
+@nb.njit(cache=True)
 def sustained_fraction(hit_rate: float, dev) -> float:
     """Sustained fraction of peak bandwidth at row-buffer hit rate ``hit_rate``."""
-    miss = 1.0 - hit_rate
-    interval = max(dev.tBL_s, miss * dev.act_interval_s, dev.read_bus_s + miss * dev.miss_bus_s)
-    return (1.0 - dev.refresh_frac) * dev.tBL_s / interval
+    data, act, bus = burst_intervals(hit_rate, dev)
+    return (1.0 - dev.refresh_frac) * dev.tBL_s / max(data, act, bus)
 
 
 @nb.njit(cache=True)
@@ -153,6 +184,17 @@ def efficiency(spec: MemorySpec, row_hit_rate: float | None = None) -> float:
 def effective_bandwidth_Bps(spec: MemorySpec, units: int, row_hit_rate: float | None = None) -> float:
     """Sustained bandwidth of ``units`` stacks / channels; ``row_hit_rate`` defaults to streaming."""
     return units * spec.peak_bandwidth_Bps * efficiency(spec, row_hit_rate)
+
+
+def bandwidth_bound(spec: MemorySpec, row_hit_rate: float | None = None) -> str:
+    """What limits the sustained bandwidth: 'data bus', 'rank switches', 'activations' or 'command bus'."""
+    dev = device(spec)
+    data, act, bus = burst_intervals(_hit(spec, row_hit_rate), dev)
+    if act > max(data, bus):
+        return "activations"
+    if bus > data:
+        return "command bus"
+    return "rank switches" if data > dev.tBL_s else "data bus"
 
 
 def access_latency_s(spec: MemorySpec, row_hit_rate: float | None = None, utilisation: float = 0.0) -> float:

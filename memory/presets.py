@@ -31,7 +31,7 @@ _INT_KEYS = ("bus_width_bits", "channels", "burst_bytes", "row_bytes", "banks", 
              "channels_per_command_bus")
 #: keys that may be zero (everything else numeric must be > 0)
 _MAY_BE_ZERO = ("footprint_mm2", "phy_area_mm2", "cost_usd_per_gib", "energy_pj_per_bit", "tRFC_ns", "row_command_ns",
-                "column_command_ns")
+                "column_command_ns", "tCS_ns")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class MemorySpec:
     row_command_s: float           # command-bus time of one miss's activate + precharge
     column_command_s: float        # command-bus time of one read on that bus (0: separate column bus)
     channels_per_command_bus: int  # data channels sharing the command bus
+    tCS_s: float                   # data-bus gap between reads of different ranks (rank switch)
 
     @property
     def is_hbm(self) -> bool:
@@ -148,4 +149,5 @@ def memory_preset(kind: str, overrides: dict | None = None) -> MemorySpec:
         bank_groups=raw["bank_groups"], ranks=raw["ranks"], tRC_s=raw["tRC_ns"] * _NS,
         tRRD_s=raw["tRRD_ns"] * _NS, tFAW_s=raw["tFAW_ns"] * _NS, tRFC_s=raw["tRFC_ns"] * _NS,
         tREFI_s=raw["tREFI_ns"] * _NS, row_command_s=raw["row_command_ns"] * _NS,
-        column_command_s=raw["column_command_ns"] * _NS, channels_per_command_bus=raw["channels_per_command_bus"])
+        column_command_s=raw["column_command_ns"] * _NS, channels_per_command_bus=raw["channels_per_command_bus"],
+        tCS_s=raw["tCS_ns"] * _NS)

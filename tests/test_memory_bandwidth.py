@@ -26,8 +26,12 @@ def test_all_row_hits_run_at_the_bus_rate_less_refresh():
 def test_all_row_misses_are_limited_by_the_activation_window():
     # one activation per burst, at most one per tFAW/4 = 3.75 ns, bursts need 1.25 ns: 1/3 of the bus
     assert memory.efficiency(HBM3, 0.0) == pytest.approx(HBM3_REFRESH * 1.25 / 3.75)
-    # DDR4, 2 ranks: max(46.25/32, 2.5/2, 21.25/8) = 2.65625 ns per activation vs tBL 2.5 ns
-    assert memory.efficiency(DDR4, 0.0) == pytest.approx((1 - (550 + 2 * 13.75) / 7800) * 2.5 / 2.65625)
+    # DDR4, 2 ranks: max(46.25/32, 2.5/2, 21.25/8) = 2.65625 ns per activation, but every burst opens a
+    # row in a random rank, half the time the other one: tBL + tCS/2 = 2.5 + 1.25/2 = 3.125 ns binds
+    assert memory.efficiency(DDR4, 0.0) == pytest.approx((1 - (550 + 2 * 13.75) / 7800) * 2.5 / 3.125)
+    # one rank: no switches, and the activation window alone (tFAW/4 = 5.3125 ns) binds
+    one_rank = memory.memory_preset("ddr4", {"ranks": 1, "banks": 16})
+    assert memory.efficiency(one_rank, 0.0) == pytest.approx((1 - (550 + 2 * 13.75) / 7800) * 2.5 / 5.3125)
 
 
 def test_all_row_misses_limited_by_the_command_bus():

@@ -55,9 +55,10 @@ def to_scalesim_topology(wl: Workload, path: str | Path) -> Path:
 
 
 def to_chakra(wl: Workload, folder: str | Path, npus: int = 1, placement: dict[str, int] | None = None,
-              prefix: str = "workload") -> list[Path]:
+              prefix: str = "workload", metadata: dict[str, str] | None = None) -> list[Path]:
     """Write Chakra execution traces (one per NPU) of one step; ``placement`` maps unit -> NPU
-    (default: units dealt round-robin in stage order). Needs the ``mlc-chakra`` package."""
+    (default: units dealt round-robin in stage order); ``metadata``: string attributes of each file's
+    GlobalMetadata. Needs the ``mlc-chakra`` package."""
     try:
         from chakra.schema.protobuf.et_def_pb2 import (COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE,
                                                        AttributeProto, GlobalMetadata, Node)
@@ -135,7 +136,8 @@ def to_chakra(wl: Workload, folder: str | Path, npus: int = 1, placement: dict[s
     for npu in range(npus):
         path = folder / f"{prefix}.{npu}.et"
         with path.open("wb") as f:
-            encodeMessage(f, GlobalMetadata(version="0.0.4"))
+            encodeMessage(f, GlobalMetadata(version="0.0.4", attr=[AttributeProto(name=k, string_val=v)
+                                                                   for k, v in (metadata or {}).items()]))
             for node in nodes[npu]:
                 encodeMessage(f, node)
         paths.append(path)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import click
 import yaml
@@ -14,6 +13,7 @@ import arch
 from arch import calibrate as C
 
 from .common import cli, fail
+from .safe_write import check_replace, write_text
 
 MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to one chip
 
@@ -29,8 +29,9 @@ MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to on
                    "measurements include: a '# includes: kernel|kernel+launch|kernel+launch+dispatch' line, "
                    f"'{C.DEFAULT_INCLUDES}' when absent)")
 @click.option("--out", type=click.Path(dir_okay=False), help="write the calibrated chiplet as YAML for a study")
+@click.option("--force", is_flag=True, help="replace --out even if dse did not write it")
 @click.option("--json", "as_json", is_flag=True, help="print the fit and every row as JSON")
-def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out, as_json):
+def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out, force, as_json):
     """Fit a preset chiplet's efficiency, memory efficiency, kernel overhead and dispatch time to measured
     GEMM latencies (scipy least squares on log ratios), print each row's error and write a chiplet a study
     can use under hardware.chiplets. Only what the times include is fitted (dispatch only from times
@@ -44,8 +45,8 @@ def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out
     unknown = [f for f in chosen or () if f not in C.FIELDS]
     if unknown or chosen == ():
         fail(f"--fit: unknown parameter {unknown[0] if unknown else '(none)'!r}; allowed: {', '.join(C.FIELDS)}")
-    if out and not Path(out).parent.resolve().is_dir():
-        fail(f"--out: folder {Path(out).parent} does not exist")
+    if out:
+        check_replace(out, "--out", force)
     rows = C.read_measurements(measurements)
     chiplet = arch.preset(chiplet_name)
     includes, declared = C.read_includes(measurements, rows)
@@ -58,8 +59,9 @@ def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out
     error = C.geomean_error(report)
     if out:
         spec = {"preset": chiplet_name, "name": f"{chiplet_name}-calibrated", **values}
-        Path(out).write_text(f"# dse calibrate --chiplet {chiplet_name} --measurements {measurements}: geometric-mean "
-                             f"error {error:.1%} over {len(report)} rows\n" + yaml.safe_dump(spec, sort_keys=False))
+        write_text(out, f"# dse calibrate --chiplet {chiplet_name} --measurements {measurements}: geometric-mean "
+                        f"error {error:.1%} over {len(report)} rows\n" + yaml.safe_dump(spec, sort_keys=False),
+                   "--out", force)
     if as_json:
         click.echo(json.dumps({"chiplet": chiplet_name, "includes": includes, "includes_declared": declared,
                                "fitted": values, "held": held, "geomean_error": error,

@@ -13,6 +13,7 @@ from ..model.prepare import prepare
 from ..results.plots import plot_roofline
 from ..study.spec import load_study
 from .common import cli
+from .safe_write import check_replace, replacing
 
 OUT_FORMATS = (".csv", ".parquet")
 SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisation", "memory_utilisation",
@@ -24,7 +25,8 @@ SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisatio
 @click.option("--out", help="write the table to this .csv or .parquet file")
 @click.option("--format", "fmt", default="table", show_default=True, help="table | csv | json (printed)")
 @click.option("--plot", "plot_path", help="write the roofline plot (PNG) to this file")
-def characterize_cmd(study_file, out, fmt, plot_path):
+@click.option("--force", is_flag=True, help="replace --out / --plot even if dse did not write them")
+def characterize_cmd(study_file, out, fmt, plot_path, force):
     """The expert execution attribute table: every placement unit alone on every chiplet kind of the
     study (time, compute- or memory-bound, utilisation, energy, power, HBM needed, visit probability,
     best kind by latency and by energy)."""
@@ -35,18 +37,17 @@ def characterize_cmd(study_file, out, fmt, plot_path):
             continue
         if Path(path).suffix not in suffixes:
             raise StudyError(f"{path}: the file name must end in {' or '.join(suffixes)}", key=flag)
-        if not Path(path).parent.resolve().is_dir():
-            raise StudyError(f"folder {Path(path).parent} does not exist", key=flag)
-        if Path(path).is_dir():
-            raise StudyError(f"{path} is a folder; give a file name", key=flag)
+        check_replace(path, flag, force)
     table = characterize(prepare(load_study(study_file)))
     if out:
-        if out.endswith(".csv"):
-            table.to_csv(out, index=False)
-        else:
-            table.to_parquet(out, index=False)
+        with replacing(out, "--out", force) as tmp:
+            if out.endswith(".csv"):
+                table.to_csv(tmp, index=False)
+            else:
+                table.to_parquet(tmp, index=False)
     if plot_path:
-        plot_roofline(table).savefig(plot_path, dpi=100)
+        with replacing(plot_path, "--plot", force) as tmp:
+            plot_roofline(table).savefig(tmp, dpi=100)
     if fmt == "csv":
         click.echo(table.to_csv(index=False), nl=False)
     elif fmt == "json":

@@ -39,6 +39,7 @@ def memory_report(kind: str, count: int, overrides: dict | None = None) -> dict:
     def pattern(hit: float) -> dict:
         bw = memory.effective_bandwidth_Bps(spec, count, hit)
         return {"row_hit_rate": hit, "efficiency": memory.efficiency(spec, hit), "bandwidth_Bps": bw,
+                "bound": memory.bandwidth_bound(spec, hit),
                 "latency_s": memory.access_latency_s(spec, hit),
                 "loaded_latency_s": {str(u): memory.access_latency_s(spec, hit, u) for u in UTILISATIONS}}
 
@@ -61,8 +62,8 @@ def memory_report(kind: str, count: int, overrides: dict | None = None) -> dict:
                          "row_bytes": spec.row_bytes, "banks_per_channel": spec.banks, "bank_groups": spec.bank_groups,
                          "ranks": spec.ranks},
         "timing_s": {"tCL": spec.tCL_s, "tRCD": spec.tRCD_s, "tRP": spec.tRP_s, "tRAS": spec.tRAS_s, "tRC": spec.tRC_s,
-                     "tRRD": spec.tRRD_s, "tFAW": spec.tFAW_s, "tBL": spec.tBL_s, "tRFC": spec.tRFC_s,
-                     "tREFI": spec.tREFI_s},
+                     "tRRD": spec.tRRD_s, "tFAW": spec.tFAW_s, "tBL": spec.tBL_s, "tCS": spec.tCS_s,
+                     "tRFC": spec.tRFC_s, "tREFI": spec.tREFI_s},
     }
 
 
@@ -81,6 +82,7 @@ def _text(r: dict) -> list[str]:
         f"row hits {s['row_hit_rate']:.1%})",
         f"  scattered 64 B        {x['bandwidth_Bps'] / 1e9:10.1f} GB/s  ({x['efficiency']:.0%} of peak, "
         f"row hits {x['row_hit_rate']:.1%})",
+        f"  bound                 {s['bound']} (streaming) / {x['bound']} (scattered)",
         f"  capacity              {r['capacity_bytes'] / memory.GIB:10.1f} GiB",
         f"  latency row hit/miss  {_ns(r['row_hit_latency_s']):>10} / {_ns(r['row_miss_latency_s'])}",
         f"  latency streaming     {_ns(s['latency_s']):>10}  loaded: {loaded}",

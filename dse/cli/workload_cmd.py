@@ -12,10 +12,15 @@ from rich.table import Table
 
 import workloads
 
+from ..errors import StudyError
 from ..model.tables import build_workload
 from ..study.schema.limits import BATCH, CONTEXT, COPIES, SEED
 from ..study.spec import load_study
 from .common import FiniteFloat, cli
+from .safe_write import check_replace, marker, replacing, replacing_in_folder
+
+#: file names --ops-out writes (workloads.write_ops)
+OPS_SUFFIXES = (".csv", ".parquet", ".pq")
 
 SUMMARY_ROWS = [("total_params", "parameters", 1e9, "B"), ("active_params_per_token", "active per token", 1e9, "B"),
                 ("kv_cache_bytes_per_token", "KV cache per token", 1024, "KiB"),
@@ -58,10 +63,16 @@ def _plain(value):
               help="Write Chakra execution traces (ASTRA-sim) to this folder.")
 @click.option("--npus", type=click.IntRange(1, COPIES.limit), default=1, show_default=True,
               help="NPUs of the Chakra traces.")
+@click.option("--force", is_flag=True, help="Replace files dse did not write (--ops-out, --scalesim, --chakra's).")
 def workload(model, phase, batch, context, precision, tp, per_layer, distribution, zipf_s, alpha, trace, seed, fmt,
-             ops_out, scalesim, chakra, npus) -> None:
+             ops_out, scalesim, chakra, npus, force) -> None:
     """Operator trace of one step of MODEL: a preset (dse models), a HuggingFace config.json, or a
     study YAML (its workload section, e.g. an ensemble; the other options are then ignored)."""
+    if ops_out and Path(ops_out).suffix not in OPS_SUFFIXES:
+        raise StudyError(f"{ops_out}: the file name must end in {', '.join(OPS_SUFFIXES)}", key="--ops-out")
+    for flag, path in (("--ops-out", ops_out), ("--scalesim", scalesim)):
+        if path:
+            check_replace(path, flag, force)
     if model.endswith((".yaml", ".yml")):
         wl = build_workload(load_study(model))
     else:
@@ -70,11 +81,15 @@ def workload(model, phase, batch, context, precision, tp, per_layer, distributio
         wl = workloads.extract(model, phase=phase, batch=batch, context=context, precision=precision,
                                routing=routing, per_layer=per_layer, seed=seed, tp=tp)
     if ops_out:
-        workloads.write_ops(wl, ops_out)
+        with replacing(ops_out, "--ops-out", force) as tmp:
+            workloads.write_ops(wl, tmp)
     if scalesim:
-        workloads.to_scalesim_topology(wl, scalesim)
+        with replacing(scalesim, "--scalesim", force, style="header") as tmp:    # SCALE-Sim skips the header row
+            workloads.to_scalesim_topology(wl, tmp)
     if chakra:
-        workloads.to_chakra(wl, chakra, npus=npus, prefix=Path(model).stem)
+        prefix = Path(model).stem
+        with replacing_in_folder(chakra, [f"{prefix}.{i}.et" for i in range(npus)], "--chakra", force) as tmp:
+            workloads.to_chakra(wl, tmp, npus=npus, prefix=prefix, metadata={"written_by": marker()})
     if fmt == "json":
         click.echo(json.dumps(_plain(wl.to_dict())))
     elif fmt == "csv":
