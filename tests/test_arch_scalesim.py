@@ -25,7 +25,7 @@ What must agree, and the differences we explain rather than copy:
   behind it (38 laps over a weight matrix that a WS array reads once). ``read_buffer="scalesim"``
   (arch/read_window.py) models that window: DRAM reads exact, total cycles within 25 % on at least 12
   of 15 (we measure 15, within 7 %); the tile-aware default re-reads once per pass and is within 25 %
-  on 3 of them. On the 96 USER runs above the window model's reads are exact too (edge-fold padding
+  on 5 of them. On the 96 USER runs above the window model's reads are exact too (edge-fold padding
   included) and its cycles within 1 %.
 """
 from pathlib import Path
