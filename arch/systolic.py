@@ -56,6 +56,11 @@ ofmap interfaces):
 The array stalls for the worst operand (stalls of different ports overlap). Source of the buffer
 behaviour: SCALE-Sim's double_buffered_scratchpad, read_buffer and write_buffer; see docs/arch.md and
 tests/test_arch_scalesim.py for where we agree with it and where (and why) we do not.
+
+``simulate(..., read_buffer="scalesim")`` swaps the tile-aware input buffers for SCALE-Sim's own
+bandwidth-limited read buffer (arch/read_window.py: a window that jumps a half-buffer at a time
+along a fixed prefetch order and laps the whole operand to reach a word it has passed), for comparing
+with SCALE-Sim's USER-mode runs whose inputs overflow their SRAM; outputs are modelled as above.
 """
 from __future__ import annotations
 
@@ -63,6 +68,9 @@ import math
 
 import numba as nb
 import numpy as np
+
+from .errors import ArchError
+from .read_window import scalesim_reads
 
 DATAFLOW_CODE = {"os": 0, "ws": 1, "is": 2}
 
@@ -251,22 +259,49 @@ def _cfg(values, n, dtype=float):
 
 
 def simulate(M, N, K, rows, cols, dataflow, *, pack=1, sram_ifmap_words=np.inf, sram_filter_words=np.inf,
-             sram_ofmap_words=np.inf, bandwidth_words=np.inf, accumulate=True) -> np.ndarray:
+             sram_ofmap_words=np.inf, bandwidth_words=np.inf, accumulate=True, read_buffer="tile") -> np.ndarray:
     """Results of every (GEMM, array) pair, shape (n_gemms, n_arrays, N_FIELDS); see FIELDS.
 
     ``dataflow`` is a code (DATAFLOW_CODE) or name per array; every configuration argument may be a
     scalar (the same for all arrays) or an array with one entry per array configuration.
+    ``read_buffer``: "tile" (the tile-aware double buffer) or "scalesim" (SCALE-Sim's read window, for
+    finite bandwidth and SRAM; one GEMM at a time at the cost of its SRAM reads: module docstring).
     """
+    if read_buffer not in ("tile", "scalesim"):
+        raise ArchError(f"read_buffer must be 'tile' or 'scalesim', got {read_buffer!r}")
     M, N, K = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (M, N, K))
     rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
     n = rows.shape[0]
     flows = np.atleast_1d(np.asarray(dataflow))
     if flows.dtype.kind in "US":
         flows = np.array([DATAFLOW_CODE[str(f)] for f in flows])
-    out = np.empty((M.shape[0], n, N_FIELDS))
-    return systolic_batch(M, N, K, rows, _cfg(cols, n, np.int64), _cfg(flows, n, np.int64), _cfg(pack, n),
-                          _cfg(sram_ifmap_words, n), _cfg(sram_filter_words, n), _cfg(sram_ofmap_words, n),
-                          _cfg(bandwidth_words, n), _cfg(accumulate, n, np.bool_), out)
+    cfg = (rows, _cfg(cols, n, np.int64), _cfg(flows, n, np.int64), _cfg(pack, n), _cfg(sram_ifmap_words, n),
+           _cfg(sram_filter_words, n), _cfg(sram_ofmap_words, n), _cfg(bandwidth_words, n),
+           _cfg(accumulate, n, np.bool_))
+    out = systolic_batch(M, N, K, *cfg, np.empty((M.shape[0], n, N_FIELDS)))
+    if read_buffer == "scalesim":
+        _scalesim_inputs(M, N, K, cfg, out)
+    return out
+
+
+def _scalesim_inputs(M, N, K, cfg, out):
+    """Replace the input reads and stalls of ``out`` by SCALE-Sim's read window where SRAM and bandwidth
+    are finite; the output stalls are the tile model's with the inputs' stalls left out."""
+    rows, cols, flows, pack, s_if, s_fi, s_of, bw, acc = cfg
+    names = {v: k for k, v in DATAFLOW_CODE.items()}
+    outputs_only = systolic_batch(M, N, K, rows, cols, flows, pack, np.full_like(s_if, np.inf),
+                                  np.full_like(s_fi, np.inf), s_of, bw, acc, np.empty_like(out))
+    for j in range(rows.shape[0]):
+        if not (np.isfinite(s_if[j]) and np.isfinite(s_fi[j]) and np.isfinite(bw[j])):
+            continue
+        for i in range(M.shape[0]):
+            k_words = math.ceil(K[i] / pack[j])
+            w = scalesim_reads(M[i], N[i], k_words, rows[j], cols[j], names[int(flows[j])], s_if[j], s_fi[j], bw[j])
+            out[i, j, DRAM_IF] = w["dram_ifmap_reads"]
+            out[i, j, DRAM_FI] = w["dram_filter_reads"]
+            out[i, j, STALL] = max(w["stall_cycles"], outputs_only[i, j, STALL])
+            out[i, j, PREFETCH] = w["prefetch_cycles"]
+            out[i, j, DRAIN] = outputs_only[i, j, DRAIN]
 
 
 @nb.njit(cache=True)

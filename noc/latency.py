@@ -13,8 +13,21 @@ service time S_l = B / bandwidth_l; a packet waits rho S / (2 (1 - rho)) at each
 (Kleinrock, Queueing Systems vol. 1, Pollaczek-Khinchine with deterministic service). With
 ``terminal_bw_Bps`` the injection and ejection channels of each chiplet are queues too.
 
+Router allocation (``switch_efficiency`` eta, default 1): an input-queued virtual-channel router
+cannot keep a busy output channel busy every cycle. Its separable switch allocator matches one
+request per input and per output each cycle, so a flit waits behind flits of its own input bound
+for other outputs (head-of-line and matching losses, Dally & Towles ch. 19.3 and 23.3; Karol, Hluchyj
+and Morgan 1987). We model that as each channel serving at eta of its bandwidth in the queue terms:
+rho_l = load_l / (eta bandwidth_l), so throughput saturates at eta times the channel bound, below the
+bisection limit. ``SWITCH_EFFICIENCY_ISLIP`` is eta fitted on one figure, BookSim2's saturation of an
+8 x 8 mesh under uniform traffic (iSLIP, one iteration, 4 VCs of 8 flits: 0.418 of the 0.5 bound).
+
+Sources: with ``bernoulli_sources`` a chiplet emits at most one packet per packet time (BookSim2's
+Bernoulli injection of one-flit packets), so its injection channel never queues (a Geo/D/1 queue
+whose slot is the service time); Poisson sources (the default) queue there as M/D/1.
+
 Saturation: the injection rate at which the busiest channel reaches rho = 1 (the bottleneck-channel
-bound, Dally & Towles sec. 3.3.1): lambda* = 1 / max_l (load_l per unit injection / bandwidth_l).
+bound, Dally & Towles sec. 3.3.1): lambda* = eta / max_l (load_l per unit injection / bandwidth_l).
 """
 from __future__ import annotations
 
@@ -25,6 +38,10 @@ import numpy as np
 
 from .errors import NocError
 from .routing import Routes
+
+#: allocator efficiency of an iSLIP (1 iteration, 4 VCs) router: BookSim2's 8 x 8 mesh saturates at
+#: 0.418 flits/cycle/node against the 4b/k = 0.5 channel bound (tests/data/booksim_mesh.csv)
+SWITCH_EFFICIENCY_ISLIP = 0.836
 
 
 @nb.njit(cache=True)
@@ -95,23 +112,35 @@ class LoadedLatency:
         return self.max_utilisation >= 1.0
 
 
+def _check_efficiency(eta: float) -> float:
+    if not 0.0 < eta <= 1.0:
+        raise NocError(f"switch efficiency must be in (0, 1], got {eta}")
+    return float(eta)
+
+
 def loaded_latency(routes: Routes, traffic_Bps: np.ndarray, packet_bytes: float, endpoint_latency_s: float = 0.0,
-                   terminal_bw_Bps: float | None = None) -> LoadedLatency:
-    """Average and per-pair latency of packets of ``packet_bytes`` under a traffic matrix in bytes/s."""
+                   terminal_bw_Bps: float | None = None, switch_efficiency: float = 1.0,
+                   bernoulli_sources: bool = False) -> LoadedLatency:
+    """Average and per-pair latency of packets of ``packet_bytes`` under a traffic matrix in bytes/s
+    (router allocation and sources: module docstring)."""
     t = routes.topology
     traffic = _check_traffic(routes, traffic_Bps, "traffic")
+    eta = _check_efficiency(switch_efficiency)
     t0 = zero_load_latency_s(routes, packet_bytes, endpoint_latency_s, terminal_bw_Bps)
-    rho = routes.link_loads(traffic) / t.link_bw_Bps
+    rho = routes.link_loads(traffic) / (eta * t.link_bw_Bps)
     wait = md1_wait_array(rho, packet_bytes / t.link_bw_Bps)
     pair_wait = (routes.incidence @ wait).reshape(t.n, t.n)     # inf only on routes through a full channel
     lat = t0 + pair_wait
     rho_max = float(rho.max()) if len(rho) else 0.0
     if terminal_bw_Bps:
         service = packet_bytes / terminal_bw_Bps
-        inj = md1_wait_array(traffic.sum(1) / terminal_bw_Bps, service)
-        ej = md1_wait_array(traffic.sum(0) / terminal_bw_Bps, service)
+        rho_inj, rho_ej = traffic.sum(1) / (eta * terminal_bw_Bps), traffic.sum(0) / (eta * terminal_bw_Bps)
+        inj = md1_wait_array(rho_inj, service)
+        if bernoulli_sources:
+            inj = np.where(rho_inj < 1.0, 0.0, np.inf)
+        ej = md1_wait_array(rho_ej, service)
         lat = lat + inj[:, None] + ej[None, :]
-        rho_max = max(rho_max, float(traffic.sum(1).max() / terminal_bw_Bps), float(traffic.sum(0).max() / terminal_bw_Bps))
+        rho_max = max(rho_max, float(rho_inj.max()), float(rho_ej.max()))
     used = traffic > 0
     total = traffic[used].sum()
     if total > 0:
@@ -134,13 +163,16 @@ class Saturation:
     served_fraction: float          # share of the pattern's traffic the routes can deliver
 
 
-def saturation(routes: Routes, pattern: np.ndarray, terminal_bw_Bps: float | None = None) -> Saturation:
-    """Saturation of ``lambda x pattern`` (row i: share of node i's injection sent to each node).
+def saturation(routes: Routes, pattern: np.ndarray, terminal_bw_Bps: float | None = None,
+               switch_efficiency: float = 1.0) -> Saturation:
+    """Saturation of ``lambda x pattern`` (row i: share of node i's injection sent to each node), eta
+    (``switch_efficiency``) times the bottleneck-channel bound.
 
     Unreachable pairs are dropped (they carry nothing), as a fault-aware study counts throughput.
     """
     t = routes.topology
     p = _check_traffic(routes, pattern, "traffic pattern")
+    eta = _check_efficiency(switch_efficiency)
     served = np.where(routes.reachable, p, 0.0)
     per_unit = routes.link_loads(served) / t.link_bw_Bps
     worst = float(per_unit.max()) if len(per_unit) else 0.0
@@ -149,7 +181,7 @@ def saturation(routes: Routes, pattern: np.ndarray, terminal_bw_Bps: float | Non
         term = max(float(served.sum(1).max()), float(served.sum(0).max())) / terminal_bw_Bps
         if term > worst:
             worst, link = term, -1
-    lam = 1.0 / worst if worst > 0 else np.inf
+    lam = eta / worst if worst > 0 else np.inf
     total = p.sum()
     return Saturation(injection_Bps=lam, aggregate_Bps=lam * served.sum(), bottleneck_link=link,
                       served_fraction=float(served.sum() / total) if total > 0 else 1.0)

@@ -15,6 +15,11 @@ Three groups of runs (every row records its full configuration):
 * ``bandwidth`` (USER mode, 1-8 words/cycle): inputs fit their SRAM, outputs overflow a small ofmap
   SRAM, so DRAM writes stall the array; checks stall cycles and DRAM traffic.
 
+``--refetch-bandwidth`` writes a fourth group to its own file (tests/data/scalesim_bandwidth_refetch.csv):
+
+* ``bw_refetch`` (USER mode, 2-8 KB buffers, 1-4 words/cycle): inputs larger than half their SRAM, so
+  the read buffers re-fetch them from DRAM while the array waits; checks DRAM reads and total cycles.
+
 Each configuration is one SCALE-Sim run over a GEMM topology (rows ``name, M, N, K,``) with a
 layout file of one dummy row per layer (v3 insists on one even with custom layouts off). Runs go
 through the package's ``scalesim.scale_sim.scalesim`` class (what ``python -m scalesim.scale`` calls)
@@ -111,6 +116,20 @@ def configurations():
         yield ("bandwidth", "USER", r, c, df, 64, 64, ofmap_kb, bw, bandwidth_gemms)
 
 
+def refetch_bandwidth_configurations():
+    """The bandwidth-limited runs whose inputs overflow their SRAM (15 GEMMs, one per run)."""
+    runs = [((16, 16), "os", 4, 2, (128, 96, 64)), ((16, 16), "ws", 4, 2, (128, 96, 64)),
+            ((16, 16), "is", 4, 2, (128, 96, 64)), ((8, 32), "os", 8, 4, (96, 128, 96)),
+            ((8, 32), "ws", 8, 4, (96, 128, 96)), ((8, 32), "is", 8, 4, (96, 128, 96)),
+            ((16, 16), "os", 8, 1, (64, 200, 80)), ((16, 16), "ws", 8, 1, (64, 200, 80)),
+            ((16, 16), "is", 8, 1, (64, 200, 80)), ((8, 8), "os", 2, 2, (100, 64, 48)),
+            ((8, 8), "ws", 2, 2, (100, 64, 48)), ((8, 8), "is", 2, 2, (100, 64, 48)),
+            ((16, 16), "ws", 4, 4, (256, 64, 128)), ((16, 16), "os", 4, 4, (48, 256, 96)),
+            ((8, 32), "is", 4, 1, (160, 64, 100))]
+    for (r, c), df, kb, bw, gemm in runs:
+        yield ("bw_refetch", "USER", r, c, df, kb, kb, kb, bw, [gemm])
+
+
 def write_inputs(workdir: Path, index: int, cfg: tuple) -> dict:
     group, mode, rows, cols, df, ikb, fkb, okb, bw, gemms = cfg
     d = workdir / f"run{index:03d}"
@@ -137,10 +156,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scalesim-python", default=os.environ.get("SCALESIM_PYTHON", "python"),
                     help="Python of a venv with scalesim and numpy<2 installed")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "tests/data/scalesim_fixture.csv"))
+    ap.add_argument("--out", default=None, help="CSV to write (default: the group's file in tests/data)")
+    ap.add_argument("--refetch-bandwidth", action="store_true",
+                    help="run only the bandwidth-limited runs whose inputs overflow their SRAM")
     args = ap.parse_args(argv)
+    data = Path(__file__).resolve().parents[1] / "tests/data"
+    name = "scalesim_bandwidth_refetch.csv" if args.refetch_bandwidth else "scalesim_fixture.csv"
+    args.out = args.out or str(data / name)
 
-    configs = list(configurations())
+    configs = list(refetch_bandwidth_configurations() if args.refetch_bandwidth else configurations())
     with tempfile.TemporaryDirectory(prefix="scalesim-fixture-") as tmp:
         workdir = Path(tmp)
         jobs = [write_inputs(workdir, i, cfg) for i, cfg in enumerate(configs)]
