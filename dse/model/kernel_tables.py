@@ -23,7 +23,7 @@ KernelTables = namedtuple("KernelTables", [
     "edge_bytes", "edge_sync", "edge_phase", "edge_stage", "chain", "kind_area", "kind_wafer_cost", "kind_d0", "kind_static_w",
     "kind_active_w", "kind_peak_dyn_w",
     "tokens", "hbm_cap", "hbm_bw", "hbm_e", "hbm_phy", "hbm_footprint", "hbm_cost", "ddr_cap",
-    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "yield_alpha", "wafer_diameter",
+    "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "packaging", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
     "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
     "stage_group_kernels"])
@@ -102,7 +102,8 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         ddr_e=f(ddr.energy_j_per_byte if ddr else 0), ddr_phy=f(ddr.phy_area_mm2 if ddr else 0),
         ddr_cost=f(ddr.capacity_bytes * ddr.cost_usd_per_byte if ddr else 0),
         link_bw=f(t.link.bandwidth_Bps),
-        bond_yield=f(t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
+        bond_yield=f(t.link.bond_yield),
+        packaging=arch.packaging_params(t.link.packaging, t.link.bond_yield), yield_alpha=f(arch.technology.yield_alpha_logic()),
         wafer_diameter=f(arch.technology.wafer_diameter_mm()),
         unit_w_ratio=unit_w_ratio, op_ptr=t.op_ptr, op_time=t.op_time_s, op_w=t.op_weight_bytes,
         op_o=t.op_other_bytes, op_prob=t.op_prob, op_inv=t.op_inv_steps, kind_mem_eff=t.kind_mem_efficiency,
