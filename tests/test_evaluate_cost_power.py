@@ -66,3 +66,14 @@ def test_an_old_study_naming_power_w_reads_it_as_peak_power_w(tiny_dict, dse_cli
     study.write_text(yaml.safe_dump(tiny_dict))
     code, _, err = dse_cli("validate", study)
     assert code == 2 and "power_w" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_results_folder_naming_power_w_reads_back_as_peak_power_w(tiny_dict, tmp_path):
+    tiny_dict["search"].update(population=4, generations=1)
+    out = dse.write_results(dse.Study.from_dict(tiny_dict).run(), tmp_path / "old")
+    for name in ("pareto.csv", "evaluations.csv"):           # as a folder written before the rename
+        path = out / name
+        path.write_text(path.read_text().replace("peak_power_w", "power_w"))
+    result = dse.load_results(out)
+    assert "peak_power_w" in result.evaluations and "power_w" not in result.evaluations
+    assert "peak_power_w" in result.pareto

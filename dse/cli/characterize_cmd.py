@@ -26,8 +26,8 @@ SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisatio
 @click.option("--plot", "plot_path", help="write the roofline plot (PNG) to this file")
 def characterize_cmd(study_file, out, fmt, plot_path):
     """The expert execution attribute table: every placement unit alone on every chiplet kind of the
-    study (time, compute-, memory- or overhead-bound by its roofline, utilisation, energy, mean power, HBM needed, visit probability,
-    best kind by latency and by energy)."""
+    study (time, compute-, memory- or overhead-bound by its roofline, utilisation, energy, mean power,
+    HBM needed, visit probability, best kind by latency and by energy)."""
     if fmt not in ("table", "csv", "json"):
         raise StudyError(f"unknown format {fmt!r}; allowed: table, csv, json", key="--format")
     for flag, path, suffixes in (("--out", out, OUT_FORMATS), ("--plot", plot_path, (".png",))):

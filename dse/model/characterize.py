@@ -4,9 +4,10 @@ One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens,
 bytes, visit probability) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
 of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, its
 roofline's three time terms and which bounds it, compute and memory utilisation, energy and mean power
-while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own (dse.model.copy_cost.copy_roofline:
-each operator a kernel, compute and memory overlapped), repeated for the unit's identical layers; the
-energy is the cost table's compute and SRAM energy plus the DRAM bytes at the memory's energy per byte.
+while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own
+(dse.model.copy_cost.copy_roofline: each operator a kernel, compute and memory overlapped), repeated for
+the unit's identical layers; the energy is the cost table's compute and SRAM energy plus the DRAM bytes
+at the memory's energy per byte.
 
 The bound is the largest of the unit's roofline terms (Williams, Waterman & Patterson, CACM 2009):
 ``compute_s`` = its FLOPs at the kind's peak FLOP/s (the compute roof), ``memory_s`` = its DRAM bytes at
