@@ -1,5 +1,5 @@
 """Compute chiplets: systolic arrays (after SCALE-Sim), GPU-, CPU-like and reconfigurable chiplets;
-operator cost tables; energy, area, yield and cost."""
+operator cost tables; energy, area, yield and cost; package assembly cost (arch.packaging)."""
 from . import technology
 from .area_cost import (active_power_w, area_breakdown_mm2, check_manufacturable, chiplet_area_mm2, chiplet_cost_usd,
                         die_yield, dies_per_wafer, kgd_cost, known_good_die_cost_usd, static_power_w)
@@ -8,6 +8,7 @@ from .chiplet import (DATAFLOWS, KINDS, Chiplet, CpuChiplet, GpuChiplet, Reconfi
 from .costing import CostTable, MatrixCost, gemm_report, matrix_costs, op_costs
 from .energy import peak_dynamic_power_w
 from .errors import ArchError
+from .packaging import PACKAGE_COST_PARTS, PACKAGINGS, package_cost, package_cost_parts, packaging_params
 from .presets import build_chiplet, preset, preset_names, preset_spec
 from .systolic import cycles_table, gemm_cycles, mapping_efficiency, simulate, utilisation
 from .technology import node, nodes, precision_bits, precision_bytes, precisions
@@ -18,4 +19,5 @@ __all__ = ["Chiplet", "SystolicChiplet", "GpuChiplet", "CpuChiplet", "Reconfigur
            "area_breakdown_mm2", "chiplet_cost_usd", "check_manufacturable", "static_power_w", "active_power_w",
            "peak_dynamic_power_w", "die_yield", "dies_per_wafer", "kgd_cost", "known_good_die_cost_usd", "node",
            "nodes", "precisions", "precision_bits", "precision_bytes", "build_chiplet", "preset", "preset_names",
-           "preset_spec", "technology"]
+           "preset_spec", "technology", "PACKAGE_COST_PARTS", "PACKAGINGS", "package_cost",
+           "package_cost_parts", "packaging_params"]

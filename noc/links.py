@@ -30,6 +30,7 @@ class LinkTech:
     router_latency_s: float
     router_energy_j_per_byte: float
     sync_latency_s: float = 0.0
+    packaging: str = "organic-substrate"    # what the dies sit on (arch.packaging): cost model
 
     @property
     def hop_latency_s(self) -> float:
@@ -67,7 +68,7 @@ def link_tech(name: str) -> LinkTech:
         bond_yield=link["bond_yield"],
         router_latency_s=router["latency_cycles"] * cycle,
         router_energy_j_per_byte=router["energy_pj_per_bit"] * 8e-12,
-        sync_latency_s=link.get("sync_latency_us", 0.0) * 1e-6)
+        sync_latency_s=link.get("sync_latency_us", 0.0) * 1e-6, packaging=link["packaging"])
 
 
 def cycle_link(router_cycles: float, link_cycles: float, flit_bytes: float = 16.0, freq_hz: float = 1e9) -> LinkTech:

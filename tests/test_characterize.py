@@ -32,7 +32,7 @@ def test_roofline_points_lie_under_both_ceilings():
     intensity = rows["flops"] / rows["dram_bytes"]
     assert (attained <= rows["peak_flops"] * (1 + 1e-9)).all()
     assert (attained <= rows["bandwidth_Bps"] * intensity * (1 + 1e-9)).all()
-    assert set(rows["bound"]) <= {"compute", "memory"}
+    assert set(rows["bound"]) <= {"compute", "memory", "overhead"}
     best = table.groupby("unit").apply(lambda g: g.loc[g["time_s"].idxmin(), "chiplet"])
     assert (table["best_by_latency"] == table["unit"].map(best)).all()
 
@@ -63,3 +63,26 @@ def test_cli_writes_the_table_and_the_plot(tmp_path, dse_cli):
                        (["--out", str(tmp_path / "missing" / "a.csv")], "--out")):
         code, _, err = dse_cli("characterize", "tests/data/tiny.yaml", *args)
         assert code == 2 and flag in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_bound_is_the_largest_roofline_term_and_agrees_with_the_utilisations():
+    # issue 34: quickstart's decode attention on sa-big was labelled compute-bound at compute utilisation
+    # 0.059 against memory 0.304 (the engine's own time compared with the memory time), and the embedding,
+    # 0 FLOPs, compute-bound too. The bound is now the largest of FLOPs at peak, bytes at bandwidth and
+    # the rest of the time (overheads: fill and drain, launch, dispatch).
+    table = dse.load_study("studies/quickstart.yaml").characterize()
+    terms = table[["compute_s", "memory_s", "overhead_s"]].to_numpy()
+    assert (table["bound"].to_numpy() == np.array(["compute", "memory", "overhead"])[terms.argmax(axis=1)]).all()
+    assert table["compute_s"].to_numpy() == pytest.approx((table["flops"] / table["peak_flops"]).to_numpy(), rel=1e-9)
+    assert table["compute_utilisation"].to_numpy() == pytest.approx((table["compute_s"] / table["time_s"]).to_numpy(),
+                                                                    rel=1e-9)
+    assert table["memory_utilisation"].to_numpy() == pytest.approx((table["memory_s"] / table["time_s"]).to_numpy(),
+                                                                   rel=1e-9)
+    assert (np.maximum(terms[:, 0], terms[:, 1]) + terms[:, 2] >= table["time_s"].to_numpy() * (1 - 1e-9)).all()
+    # a compute-bound row has the highest compute utilisation of the row's terms; no FLOPs, never compute
+    compute_bound = table[table["bound"] == "compute"]
+    assert (compute_bound["compute_utilisation"] >= compute_bound["memory_utilisation"]).all()
+    assert (table.loc[table["flops"] == 0, "bound"] != "compute").all()
+    attn = table[(table["unit"] == "L0-31.attn") & (table["chiplet"] == "sa-big")].iloc[0]
+    assert attn["compute_utilisation"] < attn["memory_utilisation"] and attn["bound"] != "compute"
+    assert table["mean_power_w"].to_numpy() == pytest.approx((table["energy_j"] / table["time_s"]).to_numpy(), rel=1e-9)

@@ -33,7 +33,7 @@ def test_json_holds_every_metric_and_one_row_per_chiplet(dse_cli, tiny_path, tmp
     assert code == 0, err
     result = json.loads(out)
     assert set(dse.METRICS) - {"mc_retained_frac", "mc_survival_frac", "packages", "nodes", "comm_fabric_s",
-                               "comm_network_s"} == set(result["metrics"])   # no Monte Carlo, one package
+                               "comm_network_s"} | {"mean_power_w"} == set(result["metrics"])   # no Monte Carlo, one package
     assert len(result["chiplets"]) == 2
     expected = prepared.evaluator.evaluate_designs([dse.Design(**data)]).iloc[0]
     assert result["metrics"]["latency_s"] == pytest.approx(expected["latency_s"])

@@ -22,9 +22,9 @@ set_hypothesis_home_dir(tempfile.mkdtemp(prefix="dse-hypothesis-"))     # its ca
 
 NON_NEGATIVE = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
                 "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
-                "package_area_mm2", "cost_usd", "power_w", "capacity_short_bytes", "unplaced_experts", "dram_bytes",
+                "package_area_mm2", "cost_usd", "peak_power_w", "capacity_short_bytes", "unplaced_experts", "dram_bytes",
                 "net_byte_hops", "max_die_mm2"]
-POSITIVE = ["latency_s", "throughput_tok_s", "energy_j_per_token", "area_mm2", "cost_usd", "power_w"]
+POSITIVE = ["latency_s", "throughput_tok_s", "energy_j_per_token", "area_mm2", "cost_usd", "peak_power_w"]
 FRACTIONS = ["fault_tolerance_frac", "worst_retained_frac", "all_served_frac", "mc_retained_frac", "mc_survival_frac"]
 PARTS = ["energy_compute_j_per_token", "energy_dram_j_per_token", "energy_network_j_per_token",
          "energy_static_j_per_token"]

@@ -110,7 +110,7 @@ def test_deep_nesting_is_refused_without_recursion(dse_cli, write):
 
 
 def test_exponents_without_a_dot_are_numbers(dse_cli, tiny_dict, write):
-    text = yaml.safe_dump(_set(tiny_dict, "constraints", {"power_w": 1500.0})).replace("1500.0", "1.5e3")
+    text = yaml.safe_dump(_set(tiny_dict, "constraints", {"peak_power_w": 1500.0})).replace("1500.0", "1.5e3")
     assert "1.5e3" in text
     code, _, err = dse_cli("validate", write(text))
     assert code == 0, err

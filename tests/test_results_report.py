@@ -126,7 +126,7 @@ def test_convergence_table_written_by_the_search_is_preferred(tmp_path):
 
 
 def test_report_of_a_study_without_feasible_designs(tiny_dict, tmp_path):
-    tiny_dict["constraints"] = {"power_w": 1.0}
+    tiny_dict["constraints"] = {"peak_power_w": 1.0}
     tiny_dict["search"].update(population=4, generations=1)
     result = dse.Study.from_dict(tiny_dict).run()
     assert result.pareto.empty

@@ -29,7 +29,7 @@ carbon: {board_mm2: 0}         # one board under two chiplets against two boards
 """)
 SAME = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
         "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
-        "package_area_mm2", "power_w", "capacity_short_bytes", "dram_bytes", "net_byte_hops", "max_die_mm2",
+        "package_area_mm2", "peak_power_w", "capacity_short_bytes", "dram_bytes", "net_byte_hops", "max_die_mm2",
         "embodied_kg", "carbon_g_per_token", "fault_tolerance_frac"]
 
 
@@ -71,8 +71,11 @@ def test_two_packages_equal_one_package_when_the_fabric_is_the_package_link(prep
     b = p2.evaluator.evaluate_designs([two]).iloc[0]
     for metric in SAME:
         assert b[metric] == pytest.approx(a[metric], rel=1e-12, abs=1e-30), metric
-    bond = noc.link_tech("ucie-advanced").bond_yield            # 4 parts (2 dies, 2 stacks) vs 2 parts twice
-    assert b["cost_usd"] == pytest.approx(a["cost_usd"] * bond**2, rel=1e-12)
+    # cost: one package of 2 dies and 2 stacks against two packages of 1 + 1 (arch.packaging), each its
+    # package evaluator's parts
+    assert a["cost_usd"] == pytest.approx(p1.package_evaluator.cost_parts([one]).iloc[0].sum(), rel=1e-12)
+    assert b["cost_usd"] == pytest.approx(2 * p2.for_design(two).package_evaluator.cost_parts([two]).iloc[0].sum(),
+                                          rel=1e-12)
     assert (b["packages"], b["nodes"], a["packages"]) == (2, 1, 1)
     assert b["comm_fabric_s"] > 0 and b["comm_network_s"] == 0
 
@@ -151,7 +154,7 @@ def test_replicas_multiply_throughput_and_hardware():
     one[:, p.space.slices["replicas"]] = 0
     two[:, p.space.slices["replicas"]] = 1
     a, b = p.evaluator(one), p.evaluator(two)
-    for metric, factor in (("throughput_tok_s", 2), ("cost_usd", 2), ("power_w", 2), ("embodied_kg", 2),
+    for metric, factor in (("throughput_tok_s", 2), ("cost_usd", 2), ("peak_power_w", 2), ("embodied_kg", 2),
                            ("latency_s", 1), ("energy_j_per_token", 1), ("carbon_g_per_token", 1)):
         np.testing.assert_allclose(b[metric], factor * a[metric], rtol=1e-12, err_msg=metric)
 

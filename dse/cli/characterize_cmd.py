@@ -17,7 +17,7 @@ from .safe_write import check_replace, replacing
 
 OUT_FORMATS = (".csv", ".parquet")
 SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisation", "memory_utilisation",
-         "energy_j", "power_w", "visit_prob", "best_by_latency", "best_by_energy")
+         "energy_j", "mean_power_w", "visit_prob", "best_by_latency", "best_by_energy")
 
 
 @cli.command("characterize")
@@ -28,8 +28,8 @@ SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisatio
 @click.option("--force", is_flag=True, help="replace --out / --plot even if dse did not write them")
 def characterize_cmd(study_file, out, fmt, plot_path, force):
     """The expert execution attribute table: every placement unit alone on every chiplet kind of the
-    study (time, compute- or memory-bound, utilisation, energy, power, HBM needed, visit probability,
-    best kind by latency and by energy)."""
+    study (time, compute-, memory- or overhead-bound by its roofline, utilisation, energy, mean power,
+    HBM needed, visit probability, best kind by latency and by energy)."""
     if fmt not in ("table", "csv", "json"):
         raise StudyError(f"unknown format {fmt!r}; allowed: table, csv, json", key="--format")
     for flag, path, suffixes in (("--out", out, OUT_FORMATS), ("--plot", plot_path, (".png",))):

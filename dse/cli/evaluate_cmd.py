@@ -5,13 +5,14 @@ import json
 import math
 
 import click
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from ..model.breakdown import chiplet_table
 from ..results.folder import read_design
 from ..study.spec import load_study
-from ..system.metrics import reported_metrics
+from ..system.metrics import mean_power_w, reported_metrics
 from ..system.prepare import prepare
 from .common import cli
 
@@ -31,6 +32,8 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     ev = prepared.evaluator
     metrics = ev.evaluate_designs([design]).iloc[0]
     metrics = metrics[reported_metrics(study, metrics.index)]
+    # cost parts and mean power (issue 34, items 3 and 4): kept in blocks of their own
+    metrics, cost = _with_mean_power(metrics), _cost_parts(prepared, design, metrics)
     package = prepared.for_design(design).evaluator     # a system's chiplets: those of its first package
     step = float(metrics["latency_s"]) if not design.system else \
         float(package.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
@@ -45,7 +48,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
         click.echo(json.dumps({
             "study": study.name, "design": design.to_dict(),
             "metrics": {k: _plain(v) for k, v in metrics.items()},
-            "chiplets": _records(chiplets), "link_failures": _records(links), **extra}, indent=1))
+            "chiplets": _records(chiplets), "link_failures": _records(links), "cost": cost, **extra}, indent=1))
         return
     console = Console(width=max(Console().width, 150))     # the per-chiplet table is wide
     table = Table(title=f"{design_file} under study '{study.name}'")
@@ -54,6 +57,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     for name, value in metrics.items():
         table.add_row(name, f"{value:.5g}")
     console.print(table)
+    console.print(_cost_table(cost))
     if packages is not None:
         per_package = Table(title=f"per package failure (system of {int(metrics['packages'])} packages: the "
                                   "failed package's replica re-maps onto its survivors)")
@@ -78,6 +82,44 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
         for _, row in links.iterrows():
             per_link.add_row(*[_cell(row[c]) for c in ("failed_link", "latency_s", "retained_frac", "all_served")])
         console.print(per_link)
+
+
+COST_LABELS = {"cost_dies_usd": "known-good dies", "cost_memory_usd": "HBM stacks and DDR",
+               "cost_substrate_usd": "interposer / substrate", "cost_bonding_usd": "bonding (bumps)",
+               "cost_yield_loss_usd": "yield loss (failed assembly)", "cost_usd": "total"}
+
+
+def _with_mean_power(metrics):
+    """The metrics with ``mean_power_w`` (dse.system.metrics.mean_power_w) after ``peak_power_w``."""
+    names = list(metrics.index)
+    at = names.index("peak_power_w") + 1 if "peak_power_w" in names else len(names)
+    return pd.concat([metrics.iloc[:at], pd.Series({"mean_power_w": float(mean_power_w(metrics))}),
+                      metrics.iloc[at:]])
+
+
+def _cost_parts(prepared, design, metrics) -> dict:
+    """The parts of the design's cost (arch.packaging: Chiplet Actuary's model) over all its packages,
+    with the packaging, the per-die bonding yield and the package count; the parts sum to ``cost_usd``."""
+    package = prepared.for_design(design)
+    link = package.tables.link
+    packages = int(metrics["packages"]) if "packages" in metrics.index else 1
+    parts = package.package_evaluator.cost_parts([design]).iloc[0] * packages
+    return {"packaging": link.packaging, "bond_yield_per_die": link.bond_yield, "packages": packages,
+            **{k: _plain(float(v)) for k, v in parts.items()}, "cost_usd": _plain(float(parts.sum()))}
+
+
+def _cost_table(cost: dict) -> Table:
+    table = Table(title=f"cost of {cost['packages']} package(s) on {cost['packaging']}, bonding yield "
+                        f"{cost['bond_yield_per_die']:g} per die (Chiplet Actuary)")
+    table.add_column("part")
+    table.add_column("cost $", justify="right")
+    table.add_column("share", justify="right")
+    total = cost["cost_usd"]
+    for key, label in COST_LABELS.items():
+        value = cost[key]
+        share = "" if value is None or not total else f"{value / total:.1%}"
+        table.add_row(label, "inf" if value is None else f"{value:,.2f}", share)
+    return table
 
 
 def _records(frame) -> list[dict]:

@@ -137,7 +137,7 @@ WHY = {
     "unplaced_experts": "one-to-one needs a chiplet per expert (larger hardware.package.mesh, or another "
                         "mapping.kind)",
     "reticle_over": "a die with its HBM PHYs exceeded the reticle limit (fewer HBM stacks per chiplet)",
-    "area_mm2_over": "over constraints.area_mm2", "power_w_over": "over constraints.power_w",
+    "area_mm2_over": "over constraints.area_mm2", "peak_power_w_over": "over constraints.peak_power_w",
     "cost_usd_over": "over constraints.cost_usd",
 }
 

@@ -2,11 +2,21 @@
 
 One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens, FLOPs, weight and KV
 bytes, visit probability) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
-of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, compute-
-or memory-bound, compute and memory utilisation, energy and average power, and the best kind for the
-unit by latency and by energy. The time is the step model's own (dse.model.copy_cost.copy_roofline:
-each operator a kernel, compute and memory overlapped), repeated for the unit's identical layers; the
-energy is the cost table's compute and SRAM energy plus the DRAM bytes at the memory's energy per byte.
+of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, its
+roofline's three time terms and which bounds it, compute and memory utilisation, energy and mean power
+while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own
+(dse.model.copy_cost.copy_roofline: each operator a kernel, compute and memory overlapped), repeated for
+the unit's identical layers; the energy is the cost table's compute and SRAM energy plus the DRAM bytes
+at the memory's energy per byte.
+
+The bound is the largest of the unit's roofline terms (Williams, Waterman & Patterson, CACM 2009):
+``compute_s`` = its FLOPs at the kind's peak FLOP/s (the compute roof), ``memory_s`` = its DRAM bytes at
+the bandwidth it gets (the memory roof), ``overhead_s`` = the rest of its time, which neither roof
+explains: the engine's fill and drain and tile quantisation (a weight-stationary array streaming a
+few decode rows through each weight tile), kernel launch and host dispatch. So ``bound`` is ``compute``,
+``memory`` or ``overhead``, and agrees with the utilisations: compute and memory utilisation are
+``compute_s`` and ``memory_s`` over ``time_s``. A unit without FLOPs (an embedding's gather) is never
+compute-bound.
 """
 from __future__ import annotations
 
@@ -21,9 +31,11 @@ from .prepare import Prepared
 from .tables import UNIT_KINDS
 
 COLUMNS = ["model", "unit", "unit_kind", "layers", "tokens", "flops", "weight_bytes", "kv_bytes", "visit_prob",
-           "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "bound", "dram_bytes", "compute_utilisation",
-           "memory_utilisation", "peak_flops", "bandwidth_Bps", "energy_j", "power_w", "best_by_latency",
-           "best_by_energy"]
+           "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "overhead_s", "bound", "dram_bytes",
+           "compute_utilisation", "memory_utilisation", "peak_flops", "bandwidth_Bps", "energy_j", "mean_power_w",
+           "best_by_latency", "best_by_energy"]
+#: the roofline terms, in the order a tie is settled
+BOUNDS = ("compute", "memory", "overhead")
 
 
 @nb.njit(cache=True)
@@ -79,20 +91,22 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
             time_s, dram = _alone(T, u, k, stacks * hbm_bw, ddr_bw, stacks == 0)
             bw = (stacks * hbm_bw if stacks else ddr_bw) * chiplet.mem_efficiency
             energy = t.unit_energy_j[u, k] + dram * (hbm_e if stacks else ddr_e)
-            compute = float(t.unit_time_s[u, k])
+            compute = flops[u] / peak[k]
             memory = dram / bw
+            overhead = max(time_s - max(compute, memory), 0.0)
+            terms = (compute, memory, overhead)
             rows.append({
                 "model": _model_of(unit, members, model), "unit": unit, "unit_kind": UNIT_KINDS[t.unit_kind[u]],
                 "layers": _layers(unit, repeat), "tokens": float(t.unit_route_tokens[u] * t.unit_selection[u]),
                 "flops": flops[u] * repeat, "weight_bytes": float(t.unit_capacity_bytes[u]),
                 "kv_bytes": float(t.unit_kv_bytes[u]), "visit_prob": float(t.unit_prob[u] * t.stage_prob[t.unit_stage[u]]),
                 "chiplet": chiplet.name, "hbm_stacks": stacks, "time_s": time_s * repeat,
-                "compute_s": compute * repeat, "memory_s": memory * repeat,
-                "bound": "compute" if compute >= memory else "memory", "dram_bytes": dram * repeat,
+                "compute_s": compute * repeat, "memory_s": memory * repeat, "overhead_s": overhead * repeat,
+                "bound": BOUNDS[terms.index(max(terms))], "dram_bytes": dram * repeat,
                 "compute_utilisation": flops[u] / (time_s * peak[k]) if time_s > 0 else 0.0,
                 "memory_utilisation": dram / (time_s * bw) if time_s > 0 else 0.0,
                 "peak_flops": float(peak[k]), "bandwidth_Bps": bw,
-                "energy_j": energy * repeat, "power_w": energy / time_s if time_s > 0 else 0.0})
+                "energy_j": energy * repeat, "mean_power_w": energy / time_s if time_s > 0 else 0.0})
     df = pd.DataFrame(rows, columns=COLUMNS[:-2])
     by_unit = df.groupby("unit", sort=False)
     df["best_by_latency"] = df["unit"].map(by_unit.apply(lambda g: g.loc[g["time_s"].idxmin(), "chiplet"]))

@@ -15,7 +15,7 @@ from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
 from .kernel_tables import kernel_tables
 from .metrics import METRICS, N_METRICS
-from .package_figures import F_MAX_DIE, PACKAGE_FIGURES, package_arrays
+from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_population
 from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
@@ -126,6 +126,13 @@ class Evaluator(PopulationEvaluator):
         def run(r: slice) -> np.ndarray:
             return self._kernel(d.take(r), with_faults, self._workspaces(d.slots.shape[2]))
         return map_rows(run, len(designs), self.threads)
+
+    def cost_parts(self, designs: list[Design]) -> pd.DataFrame:
+        """The parts of each design's package cost (arch.packaging.PACKAGE_COST_PARTS: dies, memory,
+        interposer or substrate, bonding, yield loss), one row per design; they sum to its ``cost_usd``."""
+        d = design_arrays(designs, self.tables, self.space.max_slots, self.max_copies)
+        return pd.DataFrame(cost_part_arrays(self.kernel, d.chiplets, d.kind, d.stacks, d.ddr),
+                            columns=list(PACKAGE_COST_PARTS))
 
     def failure_report(self, design: Design) -> pd.DataFrame:
         """What each single-chiplet failure does to a design: latency after it, throughput kept, served."""

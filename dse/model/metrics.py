@@ -8,9 +8,12 @@ Per design (the step model is in dse.model.perf_model):
 * energy_j_per_token and its parts: compute (+ SRAM, active power x busy time), DRAM, network, static;
 * area_mm2: silicon = chiplet dies (with their HBM PHYs) + DDR PHYs; package_area_mm2 adds HBM stack
   footprints;
-* cost_usd: known-good-die cost of each die (arch.kgd_cost, negative-binomial yield) + HBM and DDR by
-  capacity, divided by the bonding yield per die and stack (Chiplet Actuary);
-* power_w: peak = static + active + every PE busy + memories at full bandwidth;
+* cost_usd: the assembled package, Chiplet Actuary's model (arch.packaging): known-good dies (arch.kgd_cost),
+  HBM and DDR by capacity, the link's interposer or substrate, bumps, and the dies, stacks and interposer
+  that failed bonds throw away (per-die bonding yield of the link); `dse evaluate` shows the parts;
+* peak_power_w: static + active + every PE busy + memories at full bandwidth (the budget
+  ``constraints.peak_power_w`` holds; the mean power at the study's operating point is
+  ``energy_j_per_token x throughput_tok_s``: `dse evaluate`'s ``mean_power_w``);
 * fault_tolerance_frac: fraction of throughput kept, averaged over every single failure after
   re-mapping (dse.model.failure_remap.remap), capped at 1: every chiplet and, with the study's
   ``faults.links``, every physical link (routes detour around it; dse.model.routes). A failure after which
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token", "energy_compute_j_per_token",
            "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
-           "package_area_mm2", "cost_usd", "power_w", "fault_tolerance_frac", "worst_retained_frac",
+           "package_area_mm2", "cost_usd", "peak_power_w", "fault_tolerance_frac", "worst_retained_frac",
            "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
            "dram_bytes", "net_byte_hops", "max_die_mm2"]
 N_METRICS = len(METRICS)
@@ -46,7 +49,7 @@ M_E_STATIC = METRICS.index("energy_static_j_per_token")
 M_AREA = METRICS.index("area_mm2")
 M_PACKAGE_AREA = METRICS.index("package_area_mm2")
 M_COST = METRICS.index("cost_usd")
-M_POWER = METRICS.index("power_w")
+M_POWER = METRICS.index("peak_power_w")
 M_FAULT_TOLERANCE = METRICS.index("fault_tolerance_frac")
 M_WORST_RETAINED = METRICS.index("worst_retained_frac")
 M_ALL_SERVED = METRICS.index("all_served_frac")

@@ -63,7 +63,7 @@ OBJECTIVES = ObjectiveTable(lambda column, sign: (column, sign))
 OBJECTIVE_COLUMNS = ObjectiveTable(lambda column, sign: column)
 
 GIB = 2**30
-_BUDGETS = (("area_mm2", "area_mm2"), ("power_w", "power_w"), ("cost_usd", "cost_usd"))
+_BUDGETS = (("area_mm2", "area_mm2"), ("peak_power_w", "peak_power_w"), ("cost_usd", "cost_usd"))
 
 
 def constraint_names(study: Study) -> list[str]:

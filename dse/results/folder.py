@@ -46,8 +46,10 @@ def load_results(results_dir: str | Path):
     """A `StudyResult` from a results folder written by ``dse run`` (or `write_results`)."""
     folder = Path(results_dir)
     study = read_study_file(folder)
-    pareto = pd.read_csv(folder / "pareto.csv")
-    evaluations = pd.read_csv(folder / "evaluations.csv")
+    # a folder from before peak and mean power were told apart names the peak power_w
+    old_names = {"power_w": "peak_power_w", "power_w_over": "peak_power_w_over"}
+    pareto = pd.read_csv(folder / "pareto.csv").rename(columns=old_names)
+    evaluations = pd.read_csv(folder / "evaluations.csv").rename(columns=old_names)
     designs = {p.stem: read_design(p) for p in sorted((folder / "designs").glob("*.yaml"))}
     screening = folder / "screening.json"
     return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder,

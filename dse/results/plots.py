@@ -35,7 +35,7 @@ DISPLAY = {
     "area_mm2": ("silicon area", 1.0, "mm²"),
     "cost_usd": ("cost", 1.0, "$"),
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),
-    "power_w": ("peak power", 1.0, "W"),
+    "peak_power_w": ("peak power", 1.0, "W"),
     "carbon_g_per_token": ("carbon", 1e3, "mg CO2e/token"),
     "ttft_p99_s": ("p99 time to first token", 1e3, "ms"),
     "tpot_p99_s": ("p99 time per output token", 1e3, "ms"),

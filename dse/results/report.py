@@ -209,7 +209,7 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
     lines = [f"### `{design_id}`: {why}", "",
              f"{design.rows} x {design.cols} mesh ({kinds}), {int(row['hbm_stacks'])} HBM stacks, "
              f"{design.ddr_channels} DDR channels, {design.mapping} mapping. {metric_text}; "
-             f"cost ${row['cost_usd']:.4g}, peak power {row['power_w']:.4g} W. "
+             f"cost ${row['cost_usd']:.4g}, peak power {row['peak_power_w']:.4g} W. "
              f"Design file: `designs/{design_id}.yaml`.", ""]
     latency = float(row["latency_s"])
     if design.system:

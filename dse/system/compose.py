@@ -86,7 +86,7 @@ def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, 
     out[:, C["energy_dram_j_per_token"]] = e_dram
     out[:, C["energy_network_j_per_token"]] = e_net
     out[:, C["energy_static_j_per_token"]] = e_static
-    for name in ("area_mm2", "package_area_mm2", "cost_usd", "power_w"):
+    for name in ("area_mm2", "package_area_mm2", "cost_usd", "peak_power_w"):
         out[:, C[name]] = layout.packages * first[:, C[name]]
     out[:, C["max_die_mm2"]] = first[:, C["max_die_mm2"]]
     out[:, C["capacity_short_bytes"]] = in_order(f["short"])

@@ -12,6 +12,14 @@ SYSTEM_METRICS = METRICS + ["carbon_g_per_token", "carbon_operational_g_per_toke
 C = {name: i for i, name in enumerate(SYSTEM_METRICS)}
 
 
+def mean_power_w(metrics):
+    """Mean power at the study's operating point: energy per step over step time, i.e. energy per token x
+    tokens per second (the whole system's, a training iteration's for a training study). Unlike
+    ``peak_power_w`` (every unit busy, memories at full bandwidth), what the design draws running the
+    study's workload. ``metrics``: a row or frame of the evaluator's columns."""
+    return metrics["energy_j_per_token"] * metrics["throughput_tok_s"]
+
+
 def reported_metrics(study: Study, names=None) -> list[str]:
     """The metric columns results, reports and ``dse evaluate`` show for ``study``: every one of ``names``
     (the evaluator's columns; default SYSTEM_METRICS) but the Monte Carlo ones when the study has no

@@ -75,7 +75,7 @@ def modelled(case: dict, active_pj: float | None = None, prompt_tokens: int = PR
     prepared, design = _prepared(case, active_pj, prompt_tokens)
     row = prepared.evaluator.evaluate_designs([design], with_faults=False).iloc[0]
     latency = float(row["latency_s"])
-    return {"power_w": float(row["energy_j_per_token"]) * prepared.tables.tokens_per_step / latency,
+    return {"mean_power_w": float(row["energy_j_per_token"]) * prepared.tables.tokens_per_step / latency,
             "latency_s": latency}
 
 
@@ -103,7 +103,7 @@ def served(case: dict, active_pj: float | None = None, prompt_tokens: int = PROM
     steps = StepTable.build(prepared, design, batch, int(prompt_tokens + output.max()), point=shared_step_figures)
     state = simulate(requests, steps, scheduler="chunked", max_batch=batch, max_concurrency=batch,
                      chunk_tokens=CHUNK_TOKENS).steady_state()
-    return {"power_w": state["mean_power_w"], "energy_j_per_token": state["energy_j_per_output_token"],
+    return {"mean_power_w": state["mean_power_w"], "energy_j_per_token": state["energy_j_per_output_token"],
             "itl_ms": state["median_itl_ms"], "output_tok_s": state["output_throughput"]}
 
 
@@ -112,10 +112,10 @@ def calibrate(cases: list[dict] | None = None) -> float:
     from scipy.optimize import brentq
 
     case = next(c for c in (cases or load_cases()) if c["set"] == "calibration")
-    return brentq(lambda pj: served(case, pj)["power_w"] - float(case["power_w"]), 100.0, 1000.0, xtol=0.05)
+    return brentq(lambda pj: served(case, pj)["mean_power_w"] - float(case["mean_power_w"]), 100.0, 1000.0, xtol=0.05)
 
 
-FIGURES = ("power_w", "energy_j_per_token", "itl_ms", "output_tok_s")
+FIGURES = ("mean_power_w", "energy_j_per_token", "itl_ms", "output_tok_s")
 
 
 def table(cases: list[dict] | None = None) -> list[dict]:
@@ -126,7 +126,7 @@ def table(cases: list[dict] | None = None) -> list[dict]:
         m = served(case)
         row = {**case, **{f"modelled_{k}": m[k] for k in FIGURES},
                **{f"ratio_{k}": m[k] / float(case[k]) for k in FIGURES}}
-        rows.append({**row, "ratio": row["ratio_power_w"]})
+        rows.append({**row, "ratio": row["ratio_mean_power_w"]})
     return rows
 
 
@@ -160,8 +160,8 @@ def splitwise_a100() -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     head = ("| id | set | model | GPUs | batch | W | model | J/token | model | ITL ms | model | tokens/s | model |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    body = [f"| {r['id']} | {r['set']} | {r['model']} | {r['gpus']} x H100 | {r['batch']} | {r['power_w']:.0f} | "
-            f"{r['ratio_power_w']:.2f} | {r['energy_j_per_token']:.3g} | {r['ratio_energy_j_per_token']:.2f} | "
+    body = [f"| {r['id']} | {r['set']} | {r['model']} | {r['gpus']} x H100 | {r['batch']} | {r['mean_power_w']:.0f} | "
+            f"{r['ratio_mean_power_w']:.2f} | {r['energy_j_per_token']:.3g} | {r['ratio_energy_j_per_token']:.2f} | "
             f"{r['itl_ms']:.4g} | {r['ratio_itl_ms']:.2f} | {r['output_tok_s']:.0f} | {r['ratio_output_tok_s']:.2f} |"
             for r in rows]
     validation = [r for r in rows if r["set"] == "validation"]
@@ -183,7 +183,7 @@ def splitwise_markdown(rows: list[dict]) -> str:
 
 
 #: per figure of a run: the name `dse fidelity` prints and its unit
-METRICS = {"power_w": ("power", "W"), "energy_j_per_token": ("energy per output token", "J"),
+METRICS = {"mean_power_w": ("power", "W"), "energy_j_per_token": ("energy per output token", "J"),
            "itl_ms": ("median ITL", "ms"), "output_tok_s": ("output throughput", "tokens/s")}
 
 

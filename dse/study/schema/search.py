@@ -17,9 +17,21 @@ ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhau
 
 
 class ConstraintsSpec(StrictModel):
+    """Budgets; ``power_w``, the name before peak and mean power were told apart, reads as
+    ``peak_power_w`` (the peak: every unit busy, memories at full bandwidth)."""
+
     area_mm2: PositiveFloat | None = None
-    power_w: PositiveFloat | None = None
+    peak_power_w: PositiveFloat | None = None
     cost_usd: PositiveFloat | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_power_name(cls, value):
+        if isinstance(value, dict) and "power_w" in value:
+            if "peak_power_w" in value:
+                raise ValueError("power_w is the old name of peak_power_w; give one of them")
+            value = {("peak_power_w" if k == "power_w" else k): v for k, v in value.items()}
+        return value
 
 
 class SearchSpec(StrictModel):
