@@ -25,7 +25,7 @@ class Verdict(NamedTuple):
 def design_verdict(metrics: pd.Series, study: Study, memory_slots: dict[int, int] | None = None) -> Verdict:
     """The verdict on one design from its metrics (every column of the study's evaluator);
     ``memory_slots``: chiplet slot -> unit copies without a memory path (an evaluator's
-    ``memory_path_report``), to name the slots."""
+    ``memory_path_report``; a system's first package), to name the slots."""
     broken = violations(metrics.to_frame().T.infer_objects(), study)[0]
     return Verdict(not broken, [reason(name, value, metrics, study, memory_slots or {})
                                 for name, value in broken.items()])
@@ -42,6 +42,8 @@ def reason(name: str, value: float, metrics: pd.Series, study: Study, memory_slo
         return f"{int(value)} experts unplaced: one-to-one mapping needs a chiplet per expert"
     if name == "units_without_memory":
         where = ", ".join(f"{k} on slot {s}" for s, k in sorted(memory_slots.items()))
+        if where and sum(memory_slots.values()) != int(value):      # a system: the slots of its first package
+            where = f"first package: {where}"
         return (f"{int(value)} unit copies without a memory path (no HBM stack on their chiplet, no DDR)"
                 f"{': ' + where if where else ''}")
     if name == "reticle_over":
