@@ -42,6 +42,7 @@ def test_a_phase_registered_outside_the_model_layer_plugs_in(monkeypatch):
     assert OBJECTIVES["toy_latency"] == ("latency_s", 1.0) and "toy_latency" in list(OBJECTIVES)
     assert constraint_names(quickstart)[-1] == "latency_over_1s"
     metrics = pd.DataFrame({"capacity_short_bytes": [0.0, 0.0], "unplaced_experts": [0, 0],
+                            "units_without_memory": [0, 0],
                             "max_die_mm2": [100.0, 100.0], "area_mm2": [1.0, 1.0], "peak_power_w": [1.0, 1.0],
                             "cost_usd": [1.0, 1.0], "latency_s": [0.5, 3.0]})
     np.testing.assert_allclose(constraint_matrix(metrics, quickstart)[:, -1], [-0.5, 2.0])

@@ -92,8 +92,8 @@ def test_objective_and_constraint_signs(tiny):
     F = objective_matrix(metrics, ["throughput", "latency"])
     assert F[0, 0] == -metrics["throughput_tok_s"][0] and F[0, 1] == metrics["latency_s"][0]
     G = constraint_matrix(metrics, study)
-    assert G.shape == (1, 3)                    # memory short, experts unplaced, reticle
-    assert G[0, 2] == metrics["max_die_mm2"][0] / 858.0 - 1.0 < 0
+    assert G.shape == (1, 4)                    # memory short, experts unplaced, copies without memory, reticle
+    assert G[0, 3] == metrics["max_die_mm2"][0] / 858.0 - 1.0 < 0
 
 
 @pytest.mark.parametrize("value,words", [

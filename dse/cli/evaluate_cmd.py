@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..model.breakdown import chiplet_table
 from ..results.folder import read_design
+from ..results.verdict import design_verdict
 from ..study.spec import load_study
 from ..system.metrics import mean_power_w, reported_metrics
 from ..system.prepare import prepare
@@ -21,20 +22,22 @@ from .common import cli
 @click.argument("study_file", type=click.Path(dir_okay=False))
 @click.option("--design", "design_file", required=True, type=click.Path(dir_okay=False),
               help="Design YAML (the form of results/<study>/designs/<id>.yaml).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: metrics, chiplets, failures.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: feasible, reasons, metrics, chiplets, failures.")
 def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
-    """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, and
-    what each chiplet holds and does."""
+    """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, what
+    each chiplet holds and does, and the verdict: feasible or not and why, judged as `dse run` judges it."""
     study = load_study(study_file)
     design = read_design(design_file, strict=True)
     prepared = prepare(study)
     prepared.check_design(design, source=design_file)
     ev = prepared.evaluator
     metrics = ev.evaluate_designs([design]).iloc[0]
+    package = prepared.for_design(design).evaluator     # a system's chiplets: those of its first package
+    verdict = design_verdict(metrics, study, package.memory_path_report(design))    # as `dse run` judges it
     metrics = metrics[reported_metrics(study, metrics.index)]
     # cost parts and mean power (issue 34, items 3 and 4): kept in blocks of their own
     metrics, cost = _with_mean_power(metrics), _cost_parts(prepared, design, metrics)
-    package = prepared.for_design(design).evaluator     # a system's chiplets: those of its first package
     step = float(metrics["latency_s"]) if not design.system else \
         float(package.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
     chiplets = chiplet_table(design, prepared, step)
@@ -47,6 +50,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
         extra = {"package_failures": _records(packages)} if packages is not None else {}
         click.echo(json.dumps({
             "study": study.name, "design": design.to_dict(),
+            "feasible": verdict.feasible, "reasons": verdict.reasons,
             "metrics": {k: _plain(v) for k, v in metrics.items()},
             "chiplets": _records(chiplets), "link_failures": _records(links), "cost": cost, **extra}, indent=1))
         return
@@ -58,6 +62,9 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
         table.add_row(name, f"{value:.5g}")
     console.print(table)
     console.print(_cost_table(cost))
+    console.print(f"feasible: {'yes' if verdict.feasible else 'no'}", soft_wrap=True)
+    for line in verdict.reasons:
+        console.print(f"  - {line}", soft_wrap=True)
     if packages is not None:
         per_package = Table(title=f"per package failure (system of {int(metrics['packages'])} packages: the "
                                   "failed package's replica re-maps onto its survivors)")

@@ -136,6 +136,8 @@ WHY = {
                           "hardware.memory ranges)",
     "unplaced_experts": "one-to-one needs a chiplet per expert (larger hardware.package.mesh, or another "
                         "mapping.kind)",
+    "units_without_memory": "a chiplet holding units had no memory path: no HBM stack and no DDR channel "
+                            "(more HBM stacks or DDR channels: hardware.memory ranges)",
     "reticle_over": "a die with its HBM PHYs exceeded the reticle limit (fewer HBM stacks per chiplet)",
     "area_mm2_over": "over constraints.area_mm2", "peak_power_w_over": "over constraints.peak_power_w",
     "cost_usd_over": "over constraints.cost_usd",

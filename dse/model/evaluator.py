@@ -14,6 +14,7 @@ from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
 from .contract import DecodedDesigns, PopulationEvaluator
 from .kernel_tables import kernel_tables
+from .memory_path import copies_without_memory, needs_memory
 from .metrics import METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
@@ -39,6 +40,7 @@ class Evaluator(PopulationEvaluator):
         self.tables, self.space, self.link, self.topology = tables, space, package.link, package.topology
         self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
         self.max_copies = max_copies
+        self.needs_memory = needs_memory(tables)        # [U, K] (dse.model.memory_path)
         self.package = package
         self.threads = cores()          # evaluation threads (dse.model.parallel); 1 for serial
         self.screening = False          # failures at the search's screening fidelity (dse.search.screening)
@@ -86,7 +88,19 @@ class Evaluator(PopulationEvaluator):
                               d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, with_faults, self.screening,
                               self.mc_sets, NO_FIGURES if package is None else package, *workspaces)
         die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, F_MAX_DIE]
-        return np.column_stack([out, die])
+        return np.column_stack([out, die, self.without_memory(d).sum(axis=1)])
+
+    def without_memory(self, d: DecodedDesigns) -> np.ndarray:
+        """``[P, S]``: unit copies on each chiplet slot with no memory path (dse.model.memory_path)."""
+        return copies_without_memory(d.kind, d.stacks, d.ddr, self.tables.ddr is not None, d.slots, d.ncopy,
+                                     self.needs_memory)
+
+    def memory_path_report(self, design: Design) -> dict[int, int]:
+        """Chiplet slot -> unit copies there without a memory path, for the slots that have any (what the
+        ``units_without_memory`` constraint counts)."""
+        per_slot = self.without_memory(design_arrays([design], self.tables, self.space.max_slots,
+                                                     self.max_copies))[0]
+        return {int(s): int(k) for s, k in enumerate(per_slot) if k > 0}
 
     def _block(self) -> int:
         """Designs decoded at a time: `BLOCK_BYTES` of unit slots."""

@@ -25,6 +25,8 @@ Per design (the step model is in dse.model.perf_model):
   numbers), NaN when off (results and `dse evaluate` leave them out then: dse.model.objectives.reported_metrics).
 * capacity_short_bytes, unplaced_experts: constraint measures (0 when feasible).
 * max_die_mm2: the largest die (chiplet with its HBM PHYs), held against the reticle limit.
+* units_without_memory: unit copies on a chiplet with no memory path (no HBM stack, no DDR in the
+  package: dse.model.memory_path), a constraint measure (0 when feasible).
 
 The population kernel (dse.model.population_kernel) writes each column through its ``M_*`` index: Numba
 freezes a module's integers as compile-time constants, so ``out[M_LATENCY]`` costs what ``out[0]`` does.
@@ -35,7 +37,7 @@ METRICS = ["latency_s", "latency_p99_s", "throughput_tok_s", "energy_j_per_token
            "energy_dram_j_per_token", "energy_network_j_per_token", "energy_static_j_per_token", "area_mm2",
            "package_area_mm2", "cost_usd", "peak_power_w", "fault_tolerance_frac", "worst_retained_frac",
            "all_served_frac", "mc_retained_frac", "mc_survival_frac", "capacity_short_bytes", "unplaced_experts",
-           "dram_bytes", "net_byte_hops", "max_die_mm2"]
+           "dram_bytes", "net_byte_hops", "max_die_mm2", "units_without_memory"]
 N_METRICS = len(METRICS)
 
 M_LATENCY = METRICS.index("latency_s")
@@ -60,7 +62,9 @@ M_UNPLACED = METRICS.index("unplaced_experts")
 M_DRAM = METRICS.index("dram_bytes")
 M_NET = METRICS.index("net_byte_hops")
 M_MAX_DIE = METRICS.index("max_die_mm2")
+M_NO_MEMORY = METRICS.index("units_without_memory")
 
-#: columns the population kernel writes: all but the largest die, which the Evaluator adds last
-N_KERNEL_METRICS = N_METRICS - 1
-assert M_MAX_DIE == N_KERNEL_METRICS, "the largest die must be the last column"
+#: columns the population kernel writes: all but the largest die and the copies without memory, which the
+#: Evaluator adds last (in that order)
+N_KERNEL_METRICS = N_METRICS - 2
+assert (M_MAX_DIE, M_NO_MEMORY) == (N_KERNEL_METRICS, N_KERNEL_METRICS + 1), "the Evaluator's columns come last"

@@ -1,9 +1,9 @@
 """Objectives and constraints of a study as the matrices pymoo minimises, and the Pareto front.
 
 Objectives are minimised; those that are better high (throughput, fault tolerance) are negated for
-pymoo and reported with their natural sign. Memory capacity, unplaced experts and the study's budgets
-are pymoo constraints (``G <= 0`` feasible), so infeasible designs are ranked by violation, not hidden
-behind penalties.
+pymoo and reported with their natural sign. Memory capacity, unplaced experts, unit copies without a
+memory path (dse.model.memory_path) and the study's budgets are pymoo constraints (``G <= 0``
+feasible), so infeasible designs are ranked by violation, not hidden behind penalties.
 """
 from __future__ import annotations
 
@@ -69,17 +69,18 @@ _BUDGETS = (("area_mm2", "area_mm2"), ("peak_power_w", "peak_power_w"), ("cost_u
 def constraint_names(study: Study) -> list[str]:
     """One name per column of `constraint_matrix`."""
     c = study.constraints
-    return ["capacity_short_gib", "unplaced_experts", "reticle_over"] + \
+    return ["capacity_short_gib", "unplaced_experts", "units_without_memory", "reticle_over"] + \
         [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None] + \
         [constraint.name for constraint in phase_constraints(study)]
 
 
 def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
-    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, a die larger than the
-    lithography reticle (arch.technology.reticle_limit_mm2), budgets, and the study's phase's own
-    (dse.model.phases)."""
+    """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, unit copies on a
+    chiplet with no memory path, a die larger than the lithography reticle
+    (arch.technology.reticle_limit_mm2), budgets, and the study's phase's own (dse.model.phases)."""
     c = study.constraints
     cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
+            metrics["units_without_memory"].to_numpy(float),
             metrics["max_die_mm2"].to_numpy() / reticle_limit_mm2() - 1.0]
     for budget, column in _BUDGETS:
         limit = getattr(c, budget)
@@ -87,6 +88,15 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
             cols.append(metrics[column].to_numpy() / limit - 1.0)
     cols += [constraint.violation(metrics, study) for constraint in phase_constraints(study)]
     return np.column_stack(cols)
+
+
+def violations(metrics: pd.DataFrame, study: Study) -> list[dict[str, float]]:
+    """Per design (row of ``metrics``), the constraints it violates: name (`constraint_names`) -> violation
+    (> 0, or NaN), read from `constraint_matrix`; an empty dict is a feasible design, as the search and
+    ``dse run`` judge it."""
+    G = constraint_matrix(metrics, study)
+    names = constraint_names(study)
+    return [{names[j]: float(g[j]) for j in range(len(names)) if not g[j] <= 0} for g in G]
 
 
 def objective_matrix(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:

@@ -103,5 +103,8 @@ class VariantEvaluator(PopulationEvaluator):
     def link_failure_report(self, design: Design) -> pd.DataFrame:
         return self.evaluators[self.variant_for(design)].link_failure_report(design)
 
+    def memory_path_report(self, design: Design) -> dict[int, int]:
+        return self.evaluators[self.variant_for(design)].memory_path_report(design)
+
     def remapped(self, design: Design, failed: list[int]) -> Design | None:
         return self.evaluators[self.variant_for(design)].remapped(design, failed)

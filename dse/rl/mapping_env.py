@@ -131,7 +131,8 @@ class MappingProblem:
                 state.place(self.greedy_slot(state, state.mask()))
             metrics = self.prepared.evaluator(self.vector(x, state.slot_of)[None, :])
             G = constraint_matrix(metrics, self.study)[0]
-            self.screened[key] = bool((G[2:] <= 0).all())           # all but memory and unplaced experts
+            # all but memory, unplaced experts and copies without memory (the placement's)
+            self.screened[key] = bool((G[3:] <= 0).all())
         return self.screened[key]
 
     def greedy_slot(self, state: PlacementState, mask: np.ndarray) -> int:

@@ -2,10 +2,10 @@
 and the cross-package traffic of its layout (dse.system.traffic); the model is in dse.system.evaluator.
 
 Per pipeline stage: the slowest expert-parallel rank, and the sums over ranks of energies, memory
-shortfall and bytes. Per replica: latency = sum over stages of (slowest rank + all-to-alls) + the
-hand-offs between stages; ``period`` = the slowest stage (or hand-off); with m batches in flight a replica
-serves ``tokens x min(1 / period, m / latency)`` tokens per second (``tokens``: a replica's step, the
-batch in decode, batch x prompt in prefill).
+shortfall, unit copies without memory and bytes. Per replica: latency = sum over stages of (slowest
+rank + all-to-alls) + the hand-offs between stages; ``period`` = the slowest stage (or hand-off); with
+m batches in flight a replica serves ``tokens x min(1 / period, m / latency)`` tokens per second
+(``tokens``: a replica's step, the batch in decode, batch x prompt in prefill).
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def stage_figures(M: list[list[np.ndarray]], tokens: float) -> dict[str, np.ndar
                 static_w=np.array([in_order([static_w(m) for m in row]) for row in M]),
                 compute=total("energy_compute_j_per_token", tokens), dram_e=total("energy_dram_j_per_token", tokens),
                 net_e=total("energy_network_j_per_token", tokens), short=total("capacity_short_bytes"),
-                unplaced=total("unplaced_experts"), dram=total("dram_bytes"), hops=total("net_byte_hops"))
+                unplaced=total("unplaced_experts"), no_memory=total("units_without_memory"), dram=total("dram_bytes"),
+                hops=total("net_byte_hops"))
 
 
 def replica_rates(traffic: LayoutTraffic, lat: np.ndarray, p99: np.ndarray, tokens: float,
@@ -91,6 +92,7 @@ def compose(layout: Layout, f: dict, first: np.ndarray, traffic: LayoutTraffic, 
     out[:, C["max_die_mm2"]] = first[:, C["max_die_mm2"]]
     out[:, C["capacity_short_bytes"]] = in_order(f["short"])
     out[:, C["unplaced_experts"]] = in_order(f["unplaced"])
+    out[:, C["units_without_memory"]] = in_order(f["no_memory"])
     out[:, C["dram_bytes"]] = in_order(f["dram"])
     out[:, C["net_byte_hops"]] = in_order(f["hops"]) + sum(s.byte_hops for s in traffic.stages[0])
     out[:, C["mc_retained_frac"]] = np.nan

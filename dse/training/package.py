@@ -17,7 +17,8 @@ with the formulas of dse.training.iteration (sources there):
   moments; over the replicas with ZeRO >= 1) through the package's HBM;
 * memory per package: parameters (dense over P, routed experts over P x E) at ZeRO's bytes per
   parameter, activations of the micro-batches in flight (Korthikanti et al.) and the last stage's fp32
-  logits, against the package's HBM and DDR (``capacity_short_bytes``: the search's memory constraint);
+  logits, against the package's HBM and DDR (``capacity_short_bytes``: the search's memory constraint,
+  never less than the forward pass's own shortfall of a chiplet's weights beyond its HBM and the DDR);
 * energy: the forward's dynamic energy per token x (3 + r) for every token of the iteration, static
   power over the iteration, gradient bytes x the level's energy per byte, Adam's HBM bytes;
 * MFU: Megatron-LM's model FLOPs (GPT models' closed form, otherwise 3 x the trace's forward FLOPs)
@@ -175,7 +176,8 @@ class TrainingEvaluator(PhaseEvaluator):
             row[:, C["energy_dram_j_per_token"]] = row[:, C["energy_dram_j_per_token"]] * passes + optimizer_j / tokens
             row[:, C["energy_network_j_per_token"]] = row[:, C["energy_network_j_per_token"]] * passes + comm_j / tokens
             row[:, C["energy_static_j_per_token"]] = static_w * iteration_s / tokens
-            row[:, C["capacity_short_bytes"]] = np.maximum(0.0, mem - capacity)
+            # the package short of the iteration's bytes, or a chiplet short of its forward share's
+            row[:, C["capacity_short_bytes"]] = np.maximum(row[:, C["capacity_short_bytes"]], mem - capacity)
             operational, embodied = self.system.factors.per_token(energy / tokens, row[:, C["embodied_kg"]] * 1e3,
                                                                   tokens / iteration_s)
             row[:, C["carbon_operational_g_per_token"]] = operational
