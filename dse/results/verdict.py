@@ -49,7 +49,7 @@ def reason(name: str, value: float, metrics: pd.Series, study: Study, memory_slo
     if name == "reticle_over":
         return (f"largest die {float(metrics['max_die_mm2']):.0f} mm2 over the reticle limit "
                 f"{reticle_limit_mm2():.0f} mm2")
-    if name.endswith("_over") and name[: -len("_over")] in ("area_mm2", "power_w", "cost_usd"):
+    if name.endswith("_over") and name[: -len("_over")] in ("area_mm2", "peak_power_w", "cost_usd"):
         budget = name[: -len("_over")]
         return (f"{budget} {float(metrics[budget]):.4g} over constraints.{budget} "
                 f"{getattr(study.constraints, budget):.4g}")
