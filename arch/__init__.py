@@ -8,6 +8,7 @@ from .chiplet import (DATAFLOWS, KINDS, Chiplet, CpuChiplet, GpuChiplet, Reconfi
 from .costing import CostTable, MatrixCost, gemm_report, matrix_costs, op_costs
 from .energy import peak_dynamic_power_w
 from .errors import ArchError
+from .power import idle_power_w
 from .presets import build_chiplet, preset, preset_names, preset_spec
 from .systolic import cycles_table, gemm_cycles, mapping_efficiency, simulate, utilisation
 from .technology import node, nodes, precision_bits, precision_bytes, precisions
@@ -18,4 +19,4 @@ __all__ = ["Chiplet", "SystolicChiplet", "GpuChiplet", "CpuChiplet", "Reconfigur
            "area_breakdown_mm2", "chiplet_cost_usd", "check_manufacturable", "static_power_w", "active_power_w",
            "peak_dynamic_power_w", "die_yield", "dies_per_wafer", "kgd_cost", "known_good_die_cost_usd", "node",
            "nodes", "precisions", "precision_bits", "precision_bytes", "build_chiplet", "preset", "preset_names",
-           "preset_spec", "technology"]
+           "preset_spec", "technology", "idle_power_w"]
