@@ -25,6 +25,24 @@ class ChipletMemory(NamedTuple):
     ddr_j_per_byte: float
 
 
+class PowerTerms(NamedTuple):
+    """A chiplet kind's power figures for `copy_roofline` (arch.power)."""
+
+    limit_w: float          # board power limit (0: none)
+    floor: float            # lowest voltage fraction
+    static_w: float         # leakage
+    active_w: float         # clocks and control of a busy chip (arch.active_power_w)
+
+
+class CopyCost(NamedTuple):
+    """What one copy of a unit costs (`copy_roofline`)."""
+
+    time_s: float
+    ddr_bytes: float
+    dram_j: float
+    clock_j: float          # energy change from clocks under the power limit (<= 0)
+
+
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def copy_bytes(w_copy, other_dram, u, c, k):
     """DRAM bytes one of c copies of unit u moves per layer instance on a chiplet of kind k."""
@@ -41,14 +59,14 @@ def kind_terms(mem_eff, overhead, dispatch, k, alone):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def power_terms(limit, floor, static_w, active_w, k):
-    """A kind k's (power limit, voltage floor, leakage, active power) for `copy_roofline` (arch.power)."""
-    return limit[nowrap(k)], floor[nowrap(k)], static_w[nowrap(k)], active_w[nowrap(k)]
+    """A kind k's `PowerTerms` for `copy_roofline`."""
+    return PowerTerms(limit[nowrap(k)], floor[nowrap(k)], static_w[nowrap(k)], active_w[nowrap(k)])
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, op_w, op_o, op_prob, op_inv,
                   power_k, op_e):
-    """(time, DDR bytes, DRAM energy, energy change from clocks under the power limit) of one of c copies of
+    """`CopyCost` (time, DDR bytes, DRAM energy, energy change from clocks under the power limit) of one of c copies of
     unit u on a chiplet of kind k, moving ``bytes_`` of which a fraction f from DDR (all of them when the
     chiplet has no HBM).
 
@@ -61,7 +79,7 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, 
     v^2, the active power by s v^2: the last return value, <= 0, is that change against the full clock's
     operation energy and active power over the kernel's time). Operators weigh by the probability they run."""
     mem_eff_k, overhead_k, dispatch_k = kind_k
-    limit_k, floor_k, static_k, active_k = power_k
+    limit_k, floor_k, static_k, active_k = power_k.limit_w, power_k.floor, power_k.static_w, power_k.active_w
     if memory.hbm_Bps <= 0.0:
         f = 1.0
     x = f / memory.ddr_Bps
@@ -80,7 +98,7 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, 
         if s < 1.0:
             v = max(s, floor_k)
             de += op_prob[nowrap(i)] * (e_op * (v * v - 1.0) + active_k * ti * (s * v * v - 1.0))
-    return t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte, de
+    return CopyCost(t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte, de)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

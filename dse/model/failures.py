@@ -213,12 +213,13 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
-                t, b_ddr, _, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                               copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                               ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                               kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
-                                               op_w, op_o, op_prob, op_inv,
-                                               power_terms(limit, floor, static_w, active_w, k), op_e)
+                cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
+                                   op_w, op_o, op_prob, op_inv,
+                                   power_terms(limit, floor, static_w, active_w, k), op_e)
+                t, b_ddr = cc.time_s, cc.ddr_bytes
                 ct[nowrap(s), nowrap(i)] += t + t_ar
                 if grouping:
                     lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
@@ -237,13 +238,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
                                      bk_sd, bk_stage_t, grouping, lq, bk_lq)
                 c = ncopy[nowrap(u)]
-                t, b_ddr, _, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                               copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                               ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                               kind_terms(mem_eff, overhead, dispatch, k,
-                                                          0.0 if is_expert[nowrap(u)] else 1.0),
-                                               op_ptr, op_time, op_w, op_o, op_prob, op_inv,
-                                               power_terms(limit, floor, static_w, active_w, k), op_e)
+                cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   kind_terms(mem_eff, overhead, dispatch, k,
+                                              0.0 if is_expert[nowrap(u)] else 1.0),
+                                   op_ptr, op_time, op_w, op_o, op_prob, op_inv,
+                                   power_terms(limit, floor, static_w, active_w, k), op_e)
+                t, b_ddr = cc.time_s, cc.ddr_bytes
                 ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
                 sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
         for x in range(n_dirty):

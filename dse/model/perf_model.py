@@ -189,12 +189,11 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     i = slots[nowrap(u), nowrap(r)]
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
-                    t, b_ddr, ed, de = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b,
-                                                     f[nowrap(u), nowrap(r)],
-                                                     ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                                     kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr,
-                                                     op_time, op_w, op_o, op_prob, op_inv,
-                                                     power_terms(limit, floor, static_w, active_w, k), op_e)
+                    cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                       ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                       kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
+                                       op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k), op_e)
+                    t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]

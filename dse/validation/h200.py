@@ -15,10 +15,13 @@ limit, 122 W idle) with 6 HBM3e stacks at 6.25 Gb/s per pin (4.8 TB/s, the datas
   decode, the step model's own kernel (dse.model.tables: Q.K^T, softmax and P.V in one kernel, its
   unmasked share of the tiles) on the same GPU.
 
-What was fitted (set ``calibration``; `CALIBRATION` lists the rows): the h200-like preset's
-``overrides.mac_energy_pj`` (5 x the 5 nm node's, the switching energy per MAC of its tensor cores) on the
-Llama-2-7B prefill of 8,192 tokens: its step time, through the clock the power limit leaves. Every other
-figure is the h100-like preset's or a datasheet's, so every other row is a check (``validation``).
+What was fitted (set ``calibration``): the h200-like preset's ``max_efficiency``, ``mem_efficiency`` and
+``kernel_overhead_us`` on the bf16 GEMMs of M = 1, 512 and 2,048 (`GEMM_CALIBRATION_M`, `dse calibrate`);
+its ``overrides.mac_energy_pj`` (6.57 x the 5 nm node's: the tensor cores' switching energy per MAC) on the
+Llama-2-7B prefill of 8,192 tokens, through the clock its power limit leaves; the ``pytorch-graphs``
+stack's ``kernel_overhead_us`` (7.48: plain PyTorch's unfused kernels) on the decode of one sequence at
+1,024 tokens (`CALIBRATION`). Power limit and idle power are the datasheet's and the measured idle; every
+other row is a check (``validation``).
 
 ``python -m dse.validation.h200 [--write docs/validation.md]`` prints (and writes) the tables;
 ``dse fidelity --suite h200`` prints its cases (`cases`).
@@ -39,34 +42,32 @@ TITLE = "one measured H200: GEMMs, attention, Llama-2-7B steps and power"
 SOURCE = "h200-measured"
 #: the markdown file ``--write`` fills, and the markers its tables stand between
 DOC, MARKERS = Path("docs/validation.md"), ("<!-- h200 table -->", "<!-- /h200 table -->")
-#: H200 SXM: 6 HBM3e stacks, 4.8 TB/s (NVIDIA H200 datasheet) -> 800 GB/s a stack, 6.25 Gb/s per pin
-GPU = dict(chiplet="h200-like", memory="hbm3e", stacks=6, data_rate_gbps=6.25, link="nvlink4", link_gbps=450.0,
-           collective_efficiency=0.822)
+#: H200 SXM: dse.validation.gpu's ``h200`` (6 HBM3e stacks at 6.25 Gb/s per pin, 4.8 TB/s)
+GPU = gpu.GPUS["h200"]
 BANDWIDTH_BPS = 4.8e12
 #: rows whose measurement chose a parameter (docs/validation.md): the step the MAC energy was fitted on
-CALIBRATION = {"step-prefill-b1-c8192"}
+CALIBRATION = {"step-prefill-b1-c8192", "step-decode-b1-c1024"}
+#: GEMM rows (bf16) the h200-like preset's run-time parameters were fitted on
+GEMM_CALIBRATION_M = (1, 512, 2048)
+#: the software of the measured steps (dse.validation.gpu.STACKS)
+STACK = "pytorch-graphs"
 
 
 def _csv(name: str) -> pd.DataFrame:
     return pd.read_csv(DATA / f"h200_{name}.csv", comment="#")
 
 
-def _register() -> None:
-    gpu.GPUS.setdefault("h200", GPU)
-
-
 def step_case(row) -> dict:
     """A row of h200_steps_llama2_7b.csv as a dse.validation.gpu case."""
     return {"id": f"step-{row.phase}-b{row.batch}-c{row.context}", "model": "llama-2-7b", "gpu": "h200", "gpus": 1,
             "phase": row.phase, "batch": int(row.batch), "context": int(row.context), "precision": "bf16",
-            "attention": "fused"}
+            "attention": "fused", "stack": STACK}
 
 
 def step_figures(case: dict) -> tuple[float, float]:
     """(latency s, average power W) of the case's step: the evaluator's latency, its energy over it."""
     from ..system.prepare import prepare
 
-    _register()
     prepared = prepare(gpu.case_study(case))
     m = prepared.evaluator.evaluate_designs([gpu.case_design(case, prepared)], with_faults=False).iloc[0]
     latency = float(m["latency_s"])
@@ -93,7 +94,6 @@ def attention_modelled_us(row) -> float:
 
     from ..model.tables import build_tables
 
-    _register()
     case = {"id": "attention", "model": "llama-3-8b", "gpu": "h200", "gpus": 1, "phase": row.phase,
             "batch": int(row.batch), "context": int(row.context), "precision": "bf16", "attention": "fused"}
     study = gpu.case_study(case)
@@ -119,8 +119,10 @@ def _kernel_index(names: list[str]) -> int:
     raise ValueError("no attn_score operator")
 
 
-def _set(case_id: str) -> str:
-    return "calibration" if case_id in CALIBRATION else "validation"
+def _set(row: dict) -> str:
+    fitted = (row["id"] in CALIBRATION if row["figure"] == "step" else
+              row["figure"] == "gemm-bf16" and row["m"] in GEMM_CALIBRATION_M)
+    return "calibration" if fitted else "validation"
 
 
 @lru_cache(maxsize=1)
@@ -136,17 +138,26 @@ def table() -> tuple[dict, ...]:
     g = gemm_rows()
     for r, model in zip(g.itertuples(), gemm_modelled_us(g)):
         rows.append(dict(id=f"{r.op}-{r.precision}-m{r.M}", figure=r.kind, unit="us", measured=float(r.measured_us),
-                         modelled=float(model)))
+                         modelled=float(model), m=int(r.M)))
     for r in _csv("attention_bf16").itertuples():
         rows.append(dict(id=f"attn-{r.phase}-b{r.batch}-c{r.context}", figure="attention", unit="us",
                          measured=float(r.measured_us), modelled=attention_modelled_us(r)))
-    return tuple({**r, "ratio": r["modelled"] / r["measured"], "set": _set(r["id"] if r["figure"] == "step" else "")}
-                 for r in rows)
+    return tuple({**r, "ratio": r["modelled"] / r["measured"], "set": _set(r)} for r in rows)
 
 
 def cases() -> list[Case]:
     """Every figure as a `Case` (metric: step, power, gemm-bf16, gemm-fp8, attention)."""
     return [Case(r["id"], r["figure"], r["unit"], r["measured"], r["modelled"], r["set"], SOURCE) for r in table()]
+
+
+def errors() -> dict[str, dict[str, float]]:
+    """Geometric-mean error per figure and set: {figure: {set: error}}."""
+    from .common import errors_by_set
+
+    by_figure: dict[str, list[Case]] = {}
+    for c in cases():
+        by_figure.setdefault(c.metric, []).append(c)
+    return {figure: errors_by_set(part) for figure, part in by_figure.items()}
 
 
 def markdown(rows) -> str:
