@@ -87,7 +87,7 @@ def test_h200_steps_and_their_power(suite):
     assert len(steps) == 10 and len(power) == 4
     for cid in h200.CALIBRATION:                                          # fitted: within 1 %
         assert steps[cid]["ratio"] == pytest.approx(1.0, abs=0.01)
-    assert sum(abs(r["ratio"] - 1.0) <= 0.05 for r in steps.values()) >= 6
+    assert sum(abs(r["ratio"] - 1.0) <= 0.05 for r in steps.values()) >= 5
     assert all(abs(r["ratio"] - 1.0) <= 0.12 for r in steps.values())
     # prefill at the power limit (688 W measured), decode under it at the full clock
     assert power["step-prefill-b1-c8192"]["modelled"] == pytest.approx(687.8, rel=0.02)
