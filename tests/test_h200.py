@@ -117,3 +117,33 @@ def test_fidelity_suite_h200(dse_cli, suite):
     assert code == 0, err
     report = json.loads(out)["h200"]
     assert report["figures"]["calibration"] == 16 and report["figures"]["validation"] == 58
+
+
+def _systolic_step_s(power_limit_w: float) -> float:
+    """Latency of a small model's prefill on one systolic chiplet with the given power limit."""
+    from dse.study.spec import Study
+    from dse.system.prepare import prepare
+
+    data = {"name": "systolic-power", "workload": {"model": "llama-2-7b", "phase": "prefill", "batch": 1,
+                                                   "context": 512, "precision": "bf16"},
+            "hardware": {"chiplets": [{"preset": "sa-128-ws", "power_limit_w": power_limit_w}],
+                         "memory": [{"kind": "hbm3", "stacks": [4, 4]}],
+                         "package": {"topology": "mesh", "mesh": {"rows": [1, 1], "cols": [1, 1]},
+                                     "link": "ucie-standard"}},
+            "mapping": {"kind": "many-to-one"}, "faults": {},
+            "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1}}
+    from dse.study.space import Design
+
+    prepared = prepare(Study.from_dict(data, source="test"))
+    design = Design(rows=1, cols=1, chiplets=[prepared.tables.kind_names[0]], hbm_stacks=[4], ddr_channels=0,
+                    link="ucie-standard", mapping="many-to-one",
+                    placement={u: [0] for u in prepared.tables.unit_names})
+    return float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+
+
+def test_a_systolic_chiplet_over_its_limit_slows_too():
+    """sa-128-ws draws about 1 W of leakage, 3.6 W of clocks and up to 12 W switching: a 10 W limit slows its
+    compute-bound prefill, a 1 kW one does not."""
+    free = _systolic_step_s(0.0)
+    assert _systolic_step_s(10.0) > 1.2 * free
+    assert _systolic_step_s(1000.0) == pytest.approx(free)
