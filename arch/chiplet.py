@@ -54,7 +54,12 @@ class Chiplet:
     all its kernels (CUDA streams; see dse.model.perf_model); ``per_kernel``, each kernel takes at least
     ``dispatch_s``, as when operators are timed one at a time (LLMCompass's harness). ``sequence_s``: the
     serving framework's host work per sequence per step that the device waits for (scheduling, sampling,
-    output processing between steps; vLLM's profile of its own CPU overhead, vLLM v0.6.0 release blog)."""
+    output processing between steps; vLLM's profile of its own CPU overhead, vLLM v0.6.0 release blog).
+
+    Power (arch.power): ``power_limit_w`` is the board power the chip may draw (the datasheet TDP; 0: no
+    limit): a kernel that would draw more runs at a lower clock, its voltage following the clock down to
+    ``voltage_floor`` of its value at ``freq_hz``. ``idle_w`` is what the provisioned chip draws while it
+    waits (0: its leakage only)."""
 
     kind: ClassVar[str] = "base"
     name: str
@@ -70,8 +75,13 @@ class Chiplet:
     dispatch_s: float = 0.0
     dispatch_mode: str = "ahead"
     sequence_s: float = 0.0
+    power_limit_w: float = 0.0
+    voltage_floor: float = 0.7
+    idle_w: float = 0.0
 
     def __post_init__(self):
+        _need(self.power_limit_w >= 0 and self.idle_w >= 0, self.name, "power_limit_w and idle_w must be >= 0")
+        _need(0 < self.voltage_floor <= 1, self.name, f"voltage_floor must be in (0, 1], got {self.voltage_floor}")
         _need(self.freq_hz > 0, self.name, f"clock must be positive, got {self.freq_hz}")
         _need(0 < self.mem_efficiency <= 1, self.name, f"mem_efficiency must be in (0, 1], got {self.mem_efficiency}")
         _need(0 <= self.kernel_overhead_s < 1e-2 and 0 <= self.dispatch_s < 1e-2, self.name,

@@ -19,7 +19,8 @@ from .errors import ArchError
 MIB = 2.0 ** 20
 
 COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memory_phys", "memory_phy_mm2",
-          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode", "sequence_us")
+          "overrides", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode", "sequence_us",
+          "power_limit_w", "voltage_floor", "idle_w")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
                  "weight_buffering"),

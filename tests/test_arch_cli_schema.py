@@ -85,7 +85,7 @@ def test_gemm_agrees_with_the_calibration_model():
 
 @pytest.mark.parametrize("args,words", [
     (["--m", 4, "--n", 4, "--k", 4], "give --rows and --cols"),
-    (["--chiplet", "b200-like", "--m", 4, "--n", 4, "--k", 4], "unknown chiplet preset 'b200-like'"),
+    (["--chiplet", "z900-like", "--m", 4, "--n", 4, "--k", 4], "unknown chiplet preset 'z900-like'"),
     (["--chiplet", "a100-like", "--rows", 4, "--m", 4, "--n", 4, "--k", 4], "--chiplet takes the array"),
     (["--chiplet", "sa-128-ws", "--m", 4, "--n", 4, "--k", 4], "no datasheet memory; give --memory KIND"),
     (["--chiplet", "sa-128-ws", "--memory", "ddr5", "--m", 4, "--n", 4, "--k", 4], "give --channels N"),
@@ -126,7 +126,7 @@ def test_study_takes_presets_kinds_and_overrides(tiny_dict):
 
 
 @pytest.mark.parametrize("entry,key,words", [
-    ({"preset": "b200-like"}, "hardware.chiplets[0].preset", "unknown chiplet preset 'b200-like'; available: a100-like"),
+    ({"preset": "z900-like"}, "hardware.chiplets[0].preset", "unknown chiplet preset 'z900-like'; available: a100-like"),
     ({"name": "g", "kind": "gpu", "node": "5nm", "freq_ghz": 1.0, "sms": 4, "l2_mb": 8,
       "tensor_flops_per_sm_cycle": {"bf16": 1024}, "array": [8, 8]},
      "hardware.chiplets[0]", "unknown field 'array' for kind gpu"),

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dse.cli import cli
-from dse.validation import energy, gpu, serving, training
+from dse.validation import energy, gpu, h200, serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,8 +106,19 @@ def test_serving_figures_are_the_docs_table(report):
     assert f"{report['serving']['geomean_error']['validation'] * 100:.1f}" == error
 
 
+def test_h200_figures_are_the_docs_tables(report):
+    text = section(ROOT / "docs" / "validation.md", *h200.MARKERS)
+    cases = by_key(report, "h200")
+    rows = table_rows(text)
+    assert len(rows) == len(cases)
+    for r in rows:
+        metric = next(m for (i, m) in cases if i == r[0] and f"{cases[(i, m)]['measured']:.4g}" == r[2])
+        c = cases[(r[0], metric)]
+        assert [c["set"], f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.3f}"] == r[1:5], r[0]
+
+
 def test_every_suite_reports_its_errors(report):
-    assert set(report) == {"gpu", "energy", "serving", "training"}
+    assert set(report) == {"gpu", "energy", "serving", "training", "h200"}
     for name, suite in report.items():
         assert suite["cases"] and math.isfinite(suite["geomean_error"]["validation"]), name
         for case in suite["cases"]:

@@ -13,10 +13,10 @@ from itertools import groupby
 
 import click
 
-from ..validation import common, energy, gpu, serving, training
+from ..validation import common, energy, gpu, h200, serving, training
 from .common import cli
 
-SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "training": training}
+SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "training": training, "h200": h200}
 WIDTH = 80
 #: the verdict on a suite's validation error: the first grade whose bound it is within
 GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))
@@ -28,7 +28,7 @@ GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document instead of the tables")
 def fidelity_cmd(suite: str, as_json: bool) -> None:
     """Compare the model against the published measurements of dse.validation: GPU step latency, serving
-    energy and power, serving latency, training throughput and time."""
+    energy and power, serving latency, training throughput and time, one measured H200."""
     names = list(SUITES) if suite == "all" else [suite]
     report = {name: suite_report(SUITES[name].TITLE, SUITES[name].cases()) for name in names}
     if as_json:

@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
-from .copy_cost import ChipletMemory, copy_roofline, host_issue_s, kind_terms
+from .copy_cost import ChipletMemory, copy_roofline, host_issue_s, kind_terms, power_terms
 from .prepare import Prepared
 from .tables import UNIT_KINDS
 
@@ -43,10 +43,11 @@ def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
     """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR): its
     kernels' time, or its host's time to issue them if that is longer."""
     b = T.unit_w_copy[u, 1] + T.unit_other_dram[u, k]
-    t, _, _ = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0,
-                            ChipletMemory(0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0),
-                            kind_terms(T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, k, 1.0), T.op_ptr, T.op_time,
-                            T.op_w, T.op_o, T.op_prob, T.op_inv)
+    t = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0,
+                               ChipletMemory(0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0),
+                               kind_terms(T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, k, 1.0), T.op_ptr, T.op_time,
+                               T.op_w, T.op_o, T.op_prob, T.op_inv,
+                               power_terms(T.kind_limit, T.kind_floor, T.kind_static_w, T.kind_active_w, k), T.op_e).time_s
     return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k], 1.0)), b
 
 

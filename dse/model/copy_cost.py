@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numba as nb
 
-from arch.roofline import kernel_time_s
+from arch.power import sustained_clock
 
 nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
 
@@ -23,6 +23,24 @@ class ChipletMemory(NamedTuple):
     ddr_Bps: float          # the package's DDR bandwidth
     hbm_j_per_byte: float
     ddr_j_per_byte: float
+
+
+class PowerTerms(NamedTuple):
+    """A chiplet kind's power figures for `copy_roofline` (arch.power)."""
+
+    limit_w: float          # board power limit (0: none)
+    floor: float            # lowest voltage fraction
+    static_w: float         # leakage
+    active_w: float         # clocks and control of a busy chip (arch.active_power_w)
+
+
+class CopyCost(NamedTuple):
+    """What one copy of a unit costs (`copy_roofline`)."""
+
+    time_s: float
+    ddr_bytes: float
+    dram_j: float
+    clock_j: float          # energy change from clocks under the power limit (<= 0)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -40,28 +58,47 @@ def kind_terms(mem_eff, overhead, dispatch, k, alone):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, op_w, op_o, op_prob, op_inv):
-    """(time, DDR bytes, DRAM energy) of one of c copies of unit u on a chiplet of kind k, moving
-    ``bytes_`` of which a fraction f from DDR (all of them when the chiplet has no HBM).
+def power_terms(limit, floor, static_w, active_w, k):
+    """A kind k's `PowerTerms` for `copy_roofline`."""
+    return PowerTerms(limit[nowrap(k)], floor[nowrap(k)], static_w[nowrap(k)], active_w[nowrap(k)])
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, op_w, op_o, op_prob, op_inv,
+                  power_k, op_e):
+    """`CopyCost` (time, DDR bytes, DRAM energy, energy change from clocks under the power limit) of one of c copies of
+    unit u on a chiplet of kind k, moving ``bytes_`` of which a fraction f from DDR (all of them when the
+    chiplet has no HBM).
 
     ``memory``: the `ChipletMemory` it reads from;
-    ``kind_k``: the kind's `kind_terms`. Each operator of the unit runs as one kernel
-    (arch.roofline.kernel_time_s): its compute (its 1/c share) and its bytes at the kind's share of the
+    ``kind_k``: the kind's `kind_terms`; ``power_k``: its `power_terms`. Each operator of the unit runs as one
+    kernel (arch.roofline.kernel_time_s): its compute (its 1/c share) and its bytes at the kind's share of the
     HBM / DDR bandwidth overlap in a load-compute pipeline, plus the kind's kernel overhead, never less
-    than its host dispatch time. Operators weigh by the probability they run."""
+    than its host dispatch time; a kernel that would draw more than the kind's power limit runs at the
+    clock it sustains under it (arch.power.sustained_clock: compute stretched, switching energy down by
+    v^2, the active power by s v^2: the last return value, <= 0, is that change against the full clock's
+    operation energy and active power over the kernel's time). Operators weigh by the probability they run."""
     mem_eff_k, overhead_k, dispatch_k = kind_k
+    limit_k, floor_k, static_k, active_k = power_k.limit_w, power_k.floor, power_k.static_w, power_k.active_w
     if memory.hbm_Bps <= 0.0:
         f = 1.0
     x = f / memory.ddr_Bps
     if f < 1.0:
         x += (1.0 - f) / memory.hbm_Bps
     x /= mem_eff_k
+    j_per_byte = f * memory.ddr_j_per_byte + (1.0 - f) * memory.hbm_j_per_byte
     t = 0.0
+    de = 0.0
     for i in range(op_ptr[nowrap(u)], op_ptr[nowrap(u + 1)]):
-        mm = (w_ratio * op_w[nowrap(i)] + op_o[nowrap(i), nowrap(k)] / c) * x
-        t += op_prob[nowrap(i)] * kernel_time_s(op_time[nowrap(i), nowrap(k)] / c, mm, op_inv[nowrap(i), nowrap(k)],
-                                                overhead_k, dispatch_k)
-    return t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte
+        moved = w_ratio * op_w[nowrap(i)] + op_o[nowrap(i), nowrap(k)] / c
+        e_op = op_e[nowrap(i), nowrap(k)] / c
+        s, ti = sustained_clock(op_time[nowrap(i), nowrap(k)] / c, moved * x, op_inv[nowrap(i), nowrap(k)],
+                                overhead_k, dispatch_k, e_op, moved * j_per_byte, static_k, active_k, limit_k, floor_k)
+        t += op_prob[nowrap(i)] * ti
+        if s < 1.0:
+            v = max(s, floor_k)
+            de += op_prob[nowrap(i)] * (e_op * (v * v - 1.0) + active_k * ti * (s * v * v - 1.0))
+    return CopyCost(t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte, de)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

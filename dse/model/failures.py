@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
+from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, power_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
 from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
@@ -88,6 +88,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                                                               T.op_prob, T.op_inv)
     mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
                                                     T.unit_launches)
+    limit, floor, static_w, active_w, op_e = T.kind_limit, T.kind_floor, T.kind_static_w, T.kind_active_w, T.op_e
     pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
     hosts = T.hosts
     ct, ht, sd, stage_t, comm, loads, edge_lat = W.ct, W.ht, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
@@ -212,11 +213,13 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
-                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                            ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                            kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w,
-                                            op_o, op_prob, op_inv)
+                cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
+                                   op_w, op_o, op_prob, op_inv,
+                                   power_terms(limit, floor, static_w, active_w, k), op_e)
+                t, b_ddr = cc.time_s, cc.ddr_bytes
                 ct[nowrap(s), nowrap(i)] += t + t_ar
                 if grouping:
                     lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]
@@ -235,12 +238,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 n_dirty = mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_ct, bk_ht,
                                      bk_sd, bk_stage_t, grouping, lq, bk_lq)
                 c = ncopy[nowrap(u)]
-                t, b_ddr, _ = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                            copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                            ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                            kind_terms(mem_eff, overhead, dispatch, k,
-                                                       0.0 if is_expert[nowrap(u)] else 1.0),
-                                            op_ptr, op_time, op_w, op_o, op_prob, op_inv)
+                cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   kind_terms(mem_eff, overhead, dispatch, k,
+                                              0.0 if is_expert[nowrap(u)] else 1.0),
+                                   op_ptr, op_time, op_w, op_o, op_prob, op_inv,
+                                   power_terms(limit, floor, static_w, active_w, k), op_e)
+                t, b_ddr = cc.time_s, cc.ddr_bytes
                 ct[nowrap(s), nowrap(i)] += t + ar_time[nowrap(u)] - copy_time[nowrap(u), nowrap(r)]
                 sd[nowrap(s)] += b_ddr - copy_ddr[nowrap(u), nowrap(r)]
         for x in range(n_dirty):

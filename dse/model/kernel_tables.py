@@ -26,7 +26,7 @@ KernelTables = namedtuple("KernelTables", [
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "packaging", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
     "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
-    "stage_group_kernels"])
+    "stage_group_kernels", "op_e", "kind_limit", "kind_floor", "kind_idle_extra"])
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -112,4 +112,6 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         kind_issue=np.where(t.kind_dispatch_ahead, t.kind_dispatch_s, 0.0),
         hosts=bool(np.any(t.kind_dispatch_ahead & (t.kind_dispatch_s > 0))), kind_seq=t.kind_sequence_s,
         sequences=f(t.sequences_per_step),
+        op_e=t.op_energy_j, kind_limit=t.kind_power_limit_w, kind_floor=t.kind_voltage_floor,
+        kind_idle_extra=np.maximum(t.kind_idle_w - t.kind_static_w, 0.0),
         unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t))

@@ -51,16 +51,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, sequence_wait_s
+from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, power_terms, sequence_wait_s
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design
 from .scenarios import scenario_latency
 
 #: what the intact pass gives per design: capacity shortfall [B], expected and p99 latency [s], compute and
-#: DRAM energy [J], DRAM bytes, network byte-hops and network energy [J], each of the whole step
-PASS_FIELDS = ("short", "latency", "p99", "e_compute", "e_dram", "dram", "net", "e_net")
-SHORT, LATENCY, P99, E_COMPUTE, E_DRAM, DRAM, NET, E_NET = range(len(PASS_FIELDS))
+#: DRAM energy [J], DRAM bytes, network byte-hops and network energy [J], each of the whole step, and the
+#: energy [J] its chiplets draw beyond leakage while they wait (`idle_energy_j`)
+PASS_FIELDS = ("short", "latency", "p99", "e_compute", "e_dram", "dram", "net", "e_net", "e_idle")
+SHORT, LATENCY, P99, E_COMPUTE, E_DRAM, DRAM, NET, E_NET, E_IDLE = range(len(PASS_FIELDS))
 
 # Hot loops index arrays with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index
 # (a shift, a mask and an add per access, and loops left unvectorised). Only for indices never negative.
@@ -74,6 +75,24 @@ def row_max(a, s, n):
     for i in range(1, n):
         m = max(m, a[nowrap(s), nowrap(i)])
     return m
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def idle_energy_j(latency, ct, stage_prob, stage_repeat, kind, idle_extra, n):
+    """Energy the design's chiplets draw beyond their leakage while they wait in a step of ``latency``: each
+    chiplet's kind's idle power less its leakage (arch.power.idle_power_w) over the step less its busy time
+    (its copies' kernel time, ``ct``, of every stage by repeat and probability): the gaps of a pipeline,
+    chiplets that wait for a slower one, and chiplets that hold no unit at all."""
+    e = 0.0
+    for i in range(n):
+        extra = idle_extra[nowrap(kind[nowrap(i)])]
+        if extra <= 0.0:
+            continue
+        busy = 0.0
+        for s in range(stage_repeat.shape[nowrap(0)]):
+            busy += stage_prob[nowrap(s)] * stage_repeat[nowrap(s)] * ct[nowrap(s), nowrap(i)]
+        e += extra * max(latency - busy, 0.0)
+    return e
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -117,6 +136,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
+    limit, floor, static_w, op_e, idle_extra = T.kind_limit, T.kind_floor, T.kind_static_w, T.op_e, T.kind_idle_extra
     mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
                                                     T.unit_launches)
     ct, ht, loads, edge_lat, edge_amt, f, comm = W.ct, W.ht, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
@@ -169,10 +189,11 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     i = slots[nowrap(u), nowrap(r)]
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
-                    t, b_ddr, ed = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
-                                                 ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
-                                                 kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
-                                                 op_w, op_o, op_prob, op_inv)
+                    cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                       ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                       kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
+                                       op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k), op_e)
+                    t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
@@ -184,7 +205,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     sd += b_ddr
                     dram += b
                     e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
-                                  + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)])
+                                  + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)] + de)
                     e_dram += ed
             if group_kernels[nowrap(s)] > 0.0:
                 e_compute += add_groups(s, n, kind, lq, group_kernels[nowrap(s)], overhead, issue, active_w, hosts, ct,
@@ -209,6 +230,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         row = res[nowrap(d)]
         row[SHORT], row[LATENCY], row[P99] = short, latency + wait, p99 + wait
         step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row)
+        row[E_IDLE] = idle_energy_j(latency + wait, ct, stage_prob, stage_repeat, kind, idle_extra, n)
 
 
 @nb.njit(cache=True, error_model="numpy")

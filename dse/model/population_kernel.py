@@ -18,7 +18,7 @@ from .metrics import (M_ALL_SERVED, M_AREA, M_COST, M_DRAM, M_E_COMPUTE, M_E_DRA
                       M_FAULT_TOLERANCE, M_LATENCY, M_LATENCY_P99, M_MC_RETAINED, M_MC_SURVIVAL, M_NET,
                       M_PACKAGE_AREA, M_POWER, M_SHORT, M_THROUGHPUT, M_UNPLACED, M_WORST_RETAINED, N_KERNEL_METRICS)
 from .package_figures import F_AREA, F_COST, F_PACKAGE_AREA, F_POWER, F_STATIC, PACKAGE_FIGURES, one_package
-from .perf_model import DRAM, E_COMPUTE, E_DRAM, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, base_pass, base_passes
+from .perf_model import DRAM, E_COMPUTE, E_DRAM, E_IDLE, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, base_pass, base_passes
 
 
 @nb.njit(cache=True, inline="always")
@@ -103,7 +103,7 @@ def write_metrics(out, base, figures, tokens, unplaced):
     package ``figures`` (dse.model.package_figures.PACKAGE_FIGURES)."""
     latency = base[LATENCY]
     e_compute, e_dram, e_net = base[E_COMPUTE], base[E_DRAM], base[E_NET]
-    e_static = figures[F_STATIC] * latency
+    e_static = figures[F_STATIC] * latency + base[E_IDLE]       # leakage, and the idle draw of waiting chiplets
     out[M_LATENCY] = latency
     out[M_LATENCY_P99] = base[P99]
     out[M_THROUGHPUT] = tokens / latency

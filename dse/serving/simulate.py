@@ -17,8 +17,8 @@ Metrics use vLLM benchmark_serving's names: TTFT (arrival to first token), TPOT 
 after the first, per request), ITL (every gap between consecutive tokens), request and output
 throughput over the run (first arrival to last completion). With a step table that knows each step's
 energy (dse.serving.steps) also the run's ``energy_j``, ``energy_j_per_output_token`` and ``mean_power_w``
-over the run (what ML.ENERGY reports: energy per output token, average power; the time the server idles
-between requests draws nothing).
+over the run (what ML.ENERGY reports: energy per output token, average power); while the server waits
+for requests its chips draw their idle power (the step table's ``idle_w``, arch.power.idle_power_w).
 """
 from __future__ import annotations
 
@@ -129,6 +129,7 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
             waiting.append(int(order[nxt]))
             nxt += 1
         if not len(running) and not waiting:
+            energy += _idle_j(steps, float(r.arrival_s[order[nxt]]) - t)
             t = float(r.arrival_s[order[nxt]])
             continue
         admitted = []
@@ -195,6 +196,11 @@ def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: 
                    itl_s=np.concatenate(itl) if itl else np.zeros(0), energy_j=energy, iterations=np.array(log, float))
 
 
+def _idle_j(steps, seconds: float) -> float:
+    """Joules the server's chips draw waiting ``seconds`` for requests (the step table's ``idle_w``; 0 without)."""
+    return float(getattr(steps, "idle_w", 0.0)) * max(seconds, 0.0)
+
+
 def _static(r: Requests, steps, max_batch: int) -> Outcome:
     n = len(r)
     order = np.argsort(r.arrival_s, kind="stable")
@@ -205,6 +211,7 @@ def _static(r: Requests, steps, max_batch: int) -> Outcome:
     for start in range(0, n, max_batch):
         batch = order[start:start + max_batch]
         t = max(free, float(r.arrival_s[batch].max()))
+        energy += _idle_j(steps, t - free) if start else 0.0
         t += steps.prefill(len(batch), float(np.mean(r.prompt[batch])))
         energy += step_energy_j(steps, "prefill", len(batch), float(np.mean(r.prompt[batch])))
         first[batch] = t

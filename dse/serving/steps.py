@@ -58,6 +58,7 @@ class StepTable:
     decode_s: np.ndarray
     prefill_j: np.ndarray | None = None     # [batches, contexts]; None: energy not known
     decode_j: np.ndarray | None = None
+    idle_w: float = 0.0                     # the design's chips waiting between steps (arch.power.idle_power_w)
 
     def __post_init__(self):
         self._grid = (np.log(self.batches).tolist(), np.log(self.contexts).tolist())
@@ -122,7 +123,19 @@ class StepTable:
             for k in (0, 1):
                 figures[..., k] = extrapolate_short(contexts, figures[..., k], figures[..., 2] > 0)
         return cls(batches=batches, contexts=contexts, prefill_s=prefill[..., 0], decode_s=decode[..., 0],
-                   prefill_j=prefill[..., 1], decode_j=decode[..., 1])
+                   prefill_j=prefill[..., 1], decode_j=decode[..., 1], idle_w=idle_power_w(prepared, design))
+
+
+def idle_power_w(prepared: Prepared, design: Design) -> float:
+    """What the design's chiplets draw while the server waits for requests: each one's idle power
+    (dse.model.tables' ``kind_idle_w``), for every package of a system's layout (0 where unknown)."""
+    tables = prepared.tables
+    if tables.kind_idle_w is None:
+        return 0.0
+    idle = {name: float(w) for name, w in zip(tables.kind_names, tables.kind_idle_w)}
+    layout = design.system or {}
+    packages = int(layout.get("pipeline", 1)) * int(layout.get("experts", 1)) * int(layout.get("replicas", 1))
+    return packages * sum(idle.get(kind, 0.0) for kind in design.chiplets)
 
 
 def _cell(axis: list, x: float) -> tuple[int, float]:

@@ -162,4 +162,5 @@ def slice_tables(rank_t: EvalTables, full_t: EvalTables, held: np.ndarray, start
         edge_bytes=rank_t.edge_bytes[edges], edge_repeat=occurrences[edges],
         edge_sync_steps=rank_t.edge_sync_steps[edges],
         op_ptr=np.array(ptr, np.int64), op_time_s=ops("op_time_s"), op_weight_bytes=ops("op_weight_bytes"),
-        op_other_bytes=ops("op_other_bytes"), op_prob=ops("op_prob"), op_inv_steps=ops("op_inv_steps"))
+        op_other_bytes=ops("op_other_bytes"), op_prob=ops("op_prob"), op_inv_steps=ops("op_inv_steps"),
+        op_energy_j=ops("op_energy_j"))

@@ -10,7 +10,9 @@
 * Optimizer: the Adam step's HBM bytes times the HBM's energy per byte.
 * Active: the chiplet's active power (arch.active_power_w: clocks and control of a busy chip) over the
   iteration less the pipeline bubble, when the device runs kernels (compute and collectives).
-* Static: the chiplet's static power (arch.static_power_w: area x the node's leakage) over the iteration.
+* Static: the chiplet's static power (arch.static_power_w: area x the node's leakage) over the iteration,
+  and over the pipeline bubble, while the device waits, its idle power beyond that (arch.idle_power_w: a
+  provisioned GPU idles at 119-126 W, not at its leakage).
 SI units: joules, bytes, seconds.
 """
 from __future__ import annotations
@@ -47,8 +49,11 @@ class DeviceEnergy:
     def active(self, seconds: float) -> None:
         self.parts["active_j"] += arch.active_power_w(self.system.chiplet) * seconds
 
-    def static(self, seconds: float) -> None:
-        self.parts["static_j"] += arch.static_power_w(self.system.chiplet) * seconds
+    def static(self, seconds: float, waiting: float = 0.0) -> None:
+        """Leakage over ``seconds``; the idle power beyond it over the ``waiting`` seconds among them."""
+        leakage = arch.static_power_w(self.system.chiplet)
+        idle = arch.idle_power_w(self.system.chiplet, leakage)
+        self.parts["static_j"] += leakage * seconds + max(idle - leakage, 0.0) * waiting
 
     @property
     def total_j(self) -> float:

@@ -227,7 +227,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.send("dp_communication_j", zero3 * ring_bytes(s.dp, params * abytes), inter_node=s.dp > dp_ranks_in_node)
     energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
     energy.active(total - bubble)
-    energy.static(total)
+    energy.static(total, waiting=bubble)
     breakdown = {"compute_s": m * stage_layers * (3.0 * c.layer_fwd_s + recompute_fwd) + m * ends,
                  "tp_communication_s": m * stage_layers * (4.0 + recompute_comm) * tp_collective,
                  "ep_communication_s": m * stage_layers * 3.0 * a2a,

@@ -5,12 +5,13 @@ measured, modelled, ratio, calibration or validation set, source) from the measu
 - energy: power, energy per token and latency of ML.ENERGY's H100 serving runs, served by dse.serving
 - serving: dse serve's simulation against published serving benchmarks (NVIDIA NIM, vLLM)
 - training: dse train against Megatron-LM's Table 1 and Llama 2's GPU hours
+- h200: GEMMs, attention kernels, Llama-2-7B steps and their power measured on one H200
 
 `dse fidelity` prints them; ``python -m dse.validation.<suite> --write <doc>`` regenerates a suite's
 table in the docs (docs/validation.md; the serving suite's in docs/serving.md).
 """
 from .common import Case, errors_by_set, geomean_error
 
-SUITES = ("gpu", "energy", "serving", "training")
+SUITES = ("gpu", "energy", "serving", "training", "h200")
 
 __all__ = ["Case", "SUITES", "errors_by_set", "geomean_error"]

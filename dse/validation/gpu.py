@@ -37,6 +37,9 @@ GPUS = {
                  link_gbps=300.0, collective_efficiency=0.783),
     "h100": dict(chiplet="h100-like", memory="hbm3", stacks=5, data_rate_gbps=5.24, link="nvlink4",
                  link_gbps=450.0, collective_efficiency=0.822),
+    # H200 SXM: 6 HBM3e stacks, 4.8 TB/s (NVIDIA H200 datasheet) -> 800 GB/s a stack, 6.25 Gb/s per pin
+    "h200": dict(chiplet="h200-like", memory="hbm3e", stacks=6, data_rate_gbps=6.25, link="nvlink4",
+                 link_gbps=450.0, collective_efficiency=0.822),
 }
 
 
@@ -54,13 +57,17 @@ def load_cases() -> list[dict]:
 #: (sw-a100-tp8-d512x32), both by `calibrate_eager`. ``llmcompass-isolated``: LLMCompass's A100 and harness
 #: (eager torch, each operator timed on its own: a floor per kernel), calibrated on the same lab's GEMM
 #: sweep (`dse calibrate` on arch/data/calibration/a100_gemm_llmcompass.csv
-#: --fit max_efficiency,mem_efficiency,dispatch_us).
+#: --fit max_efficiency,mem_efficiency,dispatch_us). ``pytorch-graphs``: a plain PyTorch forward replayed as a
+#: CUDA graph (dse.validation.h200's steps): unfused RMSNorm, RoPE and SiLU run about 27 kernels a layer
+#: against the model's 11 operators, so each operator carries more overhead; fitted on the H200's Llama-2-7B
+#: decode of one sequence (`fit_host_us(case, "kernel_overhead_us")`).
 STACKS: dict[str, dict] = {
     "graphs": {},
     "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1},
               "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
     "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2,
                                      "dispatch_mode": "per_kernel"}},
+    "pytorch-graphs": {"h200": {"kernel_overhead_us": 7.48}},
 }
 
 

@@ -73,6 +73,9 @@ class ChipletSpec(StrictModel):
     dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_mode: Literal["ahead", "per_kernel"] = "ahead"
     sequence_us: float = Field(default=0.0, ge=0, lt=10000)
+    power_limit_w: NonNegativeFloat = 0.0
+    voltage_floor: float = Field(default=0.7, gt=0, le=1)
+    idle_w: NonNegativeFloat = 0.0
     io_area_mm2: NonNegativeFloat = 0.0
     sm_area_mm2: NonNegativeFloat = 0.0
     cores: PositiveInt = 1

@@ -1,0 +1,72 @@
+"""A chip's clock under its power limit (DVFS), and the power of a provisioned chip that waits.
+
+Clock model: dynamic power is C V^2 f, and the supply voltage follows the clock down to a floor
+(dynamic voltage and frequency scaling; Weste & Harris, CMOS VLSI Design, 4th ed., 5.2): at the clock
+fraction s = f / f_max the voltage fraction is v = max(s, voltage_floor), so a kernel's switching energy
+scales v^2 and the chip's clock and control power (arch.active_power_w) s v^2 (about s^3 above the
+floor); leakage is held constant. A kernel whose power at f_max exceeds the chiplet's ``power_limit_w``
+(its board power: chip, HBM and the rest, the datasheet TDP) runs at the s where
+
+    static + active s v^2 + (E_dyn v^2 + E_dram) / T(s) = power_limit,
+
+T(s) the kernel's time with its compute stretched by 1/s (arch.roofline.kernel_time_s); bisection on s,
+never below `S_MIN`. Measured on an H200 SXM (700 W limit; shared/reference/h200): Llama-2-7B prefill of
+8,192 tokens draws 688 W at 1,590 of 1,980 MHz, decode at batch 64-128 draws 509-578 W at the full clock.
+
+Idle power (`idle_power_w`): what a provisioned chip draws while it waits (context open, clocks up,
+memory refreshed): the chiplet's ``idle_w`` where given (H200: 119-126 W measured), else its leakage.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+from .roofline import kernel_time_s
+
+#: the lowest clock fraction a power limit drives a chip to (an H100 SXM's lowest SM clock, 345 of 1,980 MHz
+#: in nvidia-smi -q's supported clocks, is about 0.17; kernels at the limit stay far above it)
+S_MIN = 0.2
+BISECTIONS = 30
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def kernel_power_w(s, compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w, active_w,
+                   floor):
+    """(power, time) of one kernel at the clock fraction ``s`` (see module docstring)."""
+    t = kernel_time_s(compute_s / s, memory_s, inv_steps, overhead_s, dispatch_s)
+    v = max(s, floor)
+    if t <= 0.0:
+        return static_w, t
+    return static_w + active_w * s * v * v + (e_dyn * v * v + e_dram) / t, t
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def sustained_clock(compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w, active_w,
+                    limit_w, floor):
+    """(clock fraction s, time at s) a kernel sustains under ``limit_w`` (0: no limit, s = 1)."""
+    if limit_w <= 0.0:
+        return 1.0, kernel_time_s(compute_s, memory_s, inv_steps, overhead_s, dispatch_s)
+    p, t = kernel_power_w(1.0, compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w,
+                          active_w, floor)
+    if p <= limit_w:
+        return 1.0, t
+    lo, hi = S_MIN, 1.0
+    p_lo, t_lo = kernel_power_w(lo, compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w,
+                                active_w, floor)
+    if p_lo >= limit_w:
+        return lo, t_lo
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        p, _t = kernel_power_w(mid, compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w,
+                               active_w, floor)
+        if p > limit_w:
+            hi = mid
+        else:
+            lo = mid
+    p, t = kernel_power_w(lo, compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w,
+                          active_w, floor)
+    return lo, t
+
+
+def idle_power_w(ch, static_w: float) -> float:
+    """Power of the provisioned chiplet while it waits: its ``idle_w``, else its leakage ``static_w``."""
+    return float(ch.idle_w) if ch.idle_w > 0 else float(static_w)

@@ -1,0 +1,149 @@
+"""Issue 35: power-limited clocks, idle power, the h200 suite and the presets of today's accelerators."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import arch
+from arch.costing import gemm_report
+from arch.power import sustained_clock
+from dse.model.perf_model import idle_energy_j
+from dse.validation import gpu, h200
+
+
+def test_sustained_clock_solves_the_cubic_by_hand():
+    """A compute-bound kernel (no memory, no overhead) above the floor draws static + (active + E/tc) s^3:
+    its clock under the limit is the cube root of (limit - static) / (active + E/tc)."""
+    tc, e, static, active, limit = 1e-3, 0.8, 20.0, 400.0, 700.0
+    s, t = sustained_clock(tc, 0.0, 0.0, 0.0, 0.0, e, 0.0, static, active, limit, 0.1)
+    expected = ((limit - static) / (active + e / tc)) ** (1 / 3)
+    assert s == pytest.approx(expected, rel=1e-6)
+    assert t == pytest.approx(tc / expected, rel=1e-6)
+
+
+def test_kernels_under_the_limit_and_chips_without_one_keep_the_full_clock():
+    assert sustained_clock(1e-3, 2e-3, 0.0, 5e-6, 0.0, 0.2, 0.05, 20.0, 300.0, 700.0, 0.7)[0] == 1.0
+    assert sustained_clock(1e-3, 0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 20.0, 400.0, 0.0, 0.7) == (1.0, 1e-3)
+
+
+def test_voltage_floor_leaves_only_the_clock_to_fall():
+    """Below the voltage floor power falls linearly with the clock: s = (limit - static) / (dynamic at v_floor^2)."""
+    tc, e, static, limit, floor = 1e-3, 1.0, 0.0, 300.0, 0.8
+    s, _ = sustained_clock(tc, 0.0, 0.0, 0.0, 0.0, e, 0.0, static, 0.0, limit, floor)
+    assert s == pytest.approx(limit / (e / tc * floor ** 2), rel=1e-6)
+
+
+def test_idle_energy_charges_what_waiting_chiplets_draw_beyond_leakage():
+    ct = np.array([[0.3, 0.0]])                   # one stage, run twice: chiplet 0 busy 0.6 s, chiplet 1 never
+    e = idle_energy_j(1.0, ct, np.array([1.0]), np.array([2.0]), np.array([0, 1]), np.array([100.0, 50.0]), 2)
+    assert e == pytest.approx(100.0 * 0.4 + 50.0 * 1.0)
+
+
+def test_presets_carry_their_power_figures():
+    h200_like = arch.preset("h200-like")
+    assert h200_like.power_limit_w == 700 and h200_like.idle_w == 122
+    assert arch.preset("h100-like").power_limit_w == 700 and arch.preset("a100-like").power_limit_w == 400
+    assert arch.idle_power_w(arch.preset("sa-128-ws"), 3.0) == 3.0          # no idle figure: leakage
+    with pytest.raises(arch.ArchError, match="power_limit_w"):
+        arch.preset("h200-like", power_limit_w=-1)
+
+
+@pytest.mark.parametrize("name, precision, shape, measured_tflops, tolerance", [
+    # Maximum achievable matmul FLOPS, S. Bekman, ml-engineering compute/accelerator/README.md
+    ("b200-like", "bf16", (1792, 16128, 3072), 1745.0, 0.05),       # B200 SXM, torch 2.7.1+cu128
+    ("h200-like", "fp8", (1280, 4096, 12032), 1453.4, 0.08),        # H200 SXM fp8, torch 2.7.1+cu128
+    ("mi300x-like", "bf16", (10240, 15360, 8192), 668.4, 0.20),     # MI300X, ROCm 6.3 (fitted on ROCm 6.2's)
+])
+def test_preset_gemm_against_a_measured_figure(name, precision, shape, measured_tflops, tolerance):
+    report = gemm_report(arch.preset(name), *shape, precision=precision)
+    assert report["achieved_flops"] / 1e12 == pytest.approx(measured_tflops, rel=tolerance)
+
+
+def test_tpu_v5e_like_is_a_systolic_chip_at_its_datasheet_rates():
+    ch = arch.preset("tpu-v5e-like")
+    assert ch.kind == "systolic"
+    assert ch.peak_flops("bf16") == pytest.approx(197e12, rel=0.01)          # Cloud TPU docs: 197 TFLOP/s
+    assert ch.peak_flops("int8") == pytest.approx(394e12, rel=0.01)          # 394 TOPS
+
+
+@pytest.mark.parametrize("name", ["h200-like", "b200-like", "mi300x-like", "tpu-v5e-like"])
+def test_dse_gemm_runs_on_each_new_preset(dse_cli, name):
+    code, out, err = dse_cli("gemm", "--chiplet", name, "--m", "4096", "--n", "4096", "--k", "4096")
+    assert code == 0, err
+    assert name in out
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return h200.table()
+
+
+def test_h200_steps_and_their_power(suite):
+    steps = {r["id"]: r for r in suite if r["figure"] == "step"}
+    power = {r["id"]: r for r in suite if r["figure"] == "power"}
+    assert len(steps) == 10 and len(power) == 4
+    for cid in h200.CALIBRATION:                                          # fitted: within 1 %
+        assert steps[cid]["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert sum(abs(r["ratio"] - 1.0) <= 0.05 for r in steps.values()) >= 5
+    assert all(abs(r["ratio"] - 1.0) <= 0.12 for r in steps.values())
+    # prefill at the power limit (688 W measured), decode under it at the full clock
+    assert power["step-prefill-b1-c8192"]["modelled"] == pytest.approx(687.8, rel=0.02)
+    assert power["step-decode-b64-c512"]["modelled"] < 700.0
+    assert all(abs(r["ratio"] - 1.0) <= 0.12 for r in power.values())
+
+
+def test_power_limit_is_what_slows_the_long_prefill(monkeypatch):
+    case = {**h200.step_case(type("Row", (), dict(phase="prefill", batch=1, context=8192))), "measured_ms": 241.0}
+    limited = gpu.step_s(case)
+    stack = dict(gpu.STACKS[h200.STACK]["h200"], power_limit_w=0.0)
+    monkeypatch.setitem(gpu.STACKS[h200.STACK], "h200", stack)
+    assert gpu.step_s(case) < 0.88 * limited           # at the full clock it comes out 15-20 % faster
+
+
+def test_h200_kernel_sweeps_on_the_rows_not_fitted(suite):
+    errors = h200.errors()
+    assert errors["gemm-bf16"]["calibration"] < 0.07
+    assert errors["gemm-bf16"]["validation"] < 0.10
+    assert errors["gemm-fp8"]["validation"] < 0.10
+    assert errors["attention"]["validation"] < 0.35
+    assert all(math.isfinite(r["modelled"]) for r in suite)
+
+
+def test_fidelity_suite_h200(dse_cli, suite):
+    code, out, err = dse_cli("fidelity", "--suite", "h200", "--json")
+    assert code == 0, err
+    report = json.loads(out)["h200"]
+    assert report["figures"]["calibration"] == 16 and report["figures"]["validation"] == 58
+
+
+def _systolic_step_s(power_limit_w: float) -> float:
+    """Latency of a small model's prefill on one systolic chiplet with the given power limit."""
+    from dse.study.spec import Study
+    from dse.system.prepare import prepare
+
+    data = {"name": "systolic-power", "workload": {"model": "llama-2-7b", "phase": "prefill", "batch": 1,
+                                                   "context": 512, "precision": "bf16"},
+            "hardware": {"chiplets": [{"preset": "sa-128-ws", "power_limit_w": power_limit_w}],
+                         "memory": [{"kind": "hbm3", "stacks": [4, 4]}],
+                         "package": {"topology": "mesh", "mesh": {"rows": [1, 1], "cols": [1, 1]},
+                                     "link": "ucie-standard"}},
+            "mapping": {"kind": "many-to-one"}, "faults": {},
+            "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1}}
+    from dse.study.space import Design
+
+    prepared = prepare(Study.from_dict(data, source="test"))
+    design = Design(rows=1, cols=1, chiplets=[prepared.tables.kind_names[0]], hbm_stacks=[4], ddr_channels=0,
+                    link="ucie-standard", mapping="many-to-one",
+                    placement={u: [0] for u in prepared.tables.unit_names})
+    return float(prepared.evaluator.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
+
+
+def test_a_systolic_chiplet_over_its_limit_slows_too():
+    """sa-128-ws draws about 1 W of leakage, 3.6 W of clocks and up to 12 W switching: a 10 W limit slows its
+    compute-bound prefill, a 1 kW one does not."""
+    free = _systolic_step_s(0.0)
+    assert _systolic_step_s(10.0) > 1.2 * free
+    assert _systolic_step_s(1000.0) == pytest.approx(free)
