@@ -29,19 +29,30 @@ weights, gradients and optimizer state each stack holds at each point (dse.train
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import workloads
 
 ACTIVATION_BYTES = 2.0        # 16-bit activations (bf16 / fp16 autocast and Megatron alike)
 STATS_BYTES = 4.0             # FlashAttention's fp32 log-sum-exp per head and query
 
 
-def _widths(cfg: workloads.ModelConfig) -> tuple[float, float, float, float]:
-    """(query width, key width, value width, attention output width) of one token, in elements."""
+class Widths(NamedTuple):
+    """Elements one token has in the attention block's tensors."""
+
+    q: float
+    k: float
+    v: float
+    out: float
+
+
+def _widths(cfg: workloads.ModelConfig) -> Widths:
+    """Query, key, value and attention-output widths (MLA: the expanded heads of training)."""
     if cfg.mla:
         qk = cfg.heads * (cfg.qk_nope_head_dim + cfg.qk_rope_head_dim)
-        return float(qk), float(qk), float(cfg.heads * cfg.v_head_dim), float(cfg.heads * cfg.v_head_dim)
+        return Widths(float(qk), float(qk), float(cfg.heads * cfg.v_head_dim), float(cfg.heads * cfg.v_head_dim))
     q, kv = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
-    return float(q), float(kv), float(kv), float(q)
+    return Widths(float(q), float(kv), float(kv), float(q))
 
 
 def mlp_width(cfg: workloads.ModelConfig) -> float:
@@ -69,10 +80,11 @@ def activation_bytes_per_token_layer(cfg: workloads.ModelConfig, seq: int, tp: i
     if recompute == "full":
         return residual_bytes * h / split
     drop = cfg.model_type == "gpt2" if dropout is None else dropout
-    q, k, v, o = _widths(cfg)
+    w = _widths(cfg)
+    q, k, o = w.q, w.k, w.out
     f = mlp_width(cfg)
     whole = 2.0 * residual_bytes * h + 2.0 * a * h + (2.0 * h if drop else 0.0)   # norms, GEMM inputs, masks
-    sharded = a * (q + k + v) + a * o                                            # Q, K, V; o_proj input
+    sharded = a * (q + k + w.v) + a * o                                            # Q, K, V; o_proj input
     sharded += a * (3.0 * f if cfg.gated_ffn else 2.0 * f)                       # MLP intermediates
     if eager:
         sharded += a * (q + k) * (0 if cfg.learned_positions else 1) + a * o + (a * f if cfg.gated_ffn else 0.0)

@@ -233,7 +233,8 @@ def markdown(rows: list[dict]) -> str:
     lines += [f"| {r['id']} | {r['set']} | {r['gpus']} | {r['tp']} | {r['pp']} | {r['vp']} | {r['global_batch']} | "
               f"{r['seq']} | {r['measured']:,.0f} | {r['modelled']:,.0f} | {r['ratio']:.2f} |" for r in by["nemo"]]
     lines += ["", "Llama 3 405B on H100, BF16 (Llama 3 paper Table 4; model FLOP/s per GPU; stack megatron-core):", "",
-              "| id | set | GPUs | tp | pp | measured TFLOP/s | modelled TFLOP/s | ratio |", "|---|---|---|---|---|---|---|---|"]
+              "| id | set | GPUs | tp | pp | measured TFLOP/s | modelled TFLOP/s | ratio |",
+              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['id']} | {r['set']} | {r['gpus']} | {r['tp']} | {r['pp']} | {r['measured']:.4g} | "
               f"{r['modelled']:.4g} | {r['ratio']:.2f} |" for r in by["llama-3"]]
     lines += ["", "Peak memory of a 1.1 B Llama shape trained on one H200 (our measurement; stack pytorch):", "",
