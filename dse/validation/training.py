@@ -14,8 +14,9 @@
   the published layout; the stack's gemm_factor fitted to GPT3-175B on 128 GPUs and Llama-2-70B, the
   other five validate it) and Meta's Llama 3 405B on 8,192 and 16,384 H100s at BF16 (model TFLOP/s per
   GPU; validation) (`nemo_iteration`, `llama_3_tflops`).
-- Memory: the peak of one training step of a 1.1 B Llama-shape model on one H200 at micro-batches 1-8
-  (our measurement; the ``pytorch`` stack; validation) (`tinyllama_memory_gib`).
+- Memory: the peak of one training step of a 1.1 B Llama-shape model on one H200 at micro-batches 1-8,
+  of a 4.5 B one, and of the 1.1 B one with unfused (math) attention (our measurements; the ``pytorch``
+  stack; validation) (`tinyllama_memory_gib`).
 
 ``python -m dse.validation.training [--write docs/validation.md]`` prints (and writes) the table;
 ``dse fidelity --suite training`` prints its cases (`cases`).
@@ -143,11 +144,12 @@ def llama_3_tflops(case: dict, system=None) -> float:
     return it.model_tflops_per_device * LLAMA_3_LAYERS / cfg.layers
 
 
-def tinyllama_memory_gib(micro_batch: int) -> float:
-    """Peak memory (GiB) of one training step of the 1.1 B Llama shape on one GPU with the ``pytorch``
-    stack: micro-batch sequences of 2,048 tokens, fused attention, no recomputation."""
-    cfg = workloads.parse_config(TINYLLAMA, name="tinyllama-1.1b-shape")
-    s = Strategy(tp=1, pp=1, dp=1, micro_batch=micro_batch, global_batch=micro_batch, seq=TINYLLAMA_SEQ)
+def tinyllama_memory_gib(micro_batch: int, config: dict | None = None, attention: str = "fused") -> float:
+    """Peak memory (GiB) of one training step of the 1.1 B Llama shape (or ``config``'s) on one GPU with
+    the ``pytorch`` stack: micro-batch sequences of 2,048 tokens, no recomputation."""
+    cfg = workloads.parse_config(dict(config or TINYLLAMA), name="measured-shape")
+    s = Strategy(tp=1, pp=1, dp=1, micro_batch=micro_batch, global_batch=micro_batch, seq=TINYLLAMA_SEQ,
+                 attention=attention)
     return iteration(cfg, load_system(H100, stack="pytorch"), s).memory_per_device_bytes / 2**30
 
 
@@ -197,7 +199,8 @@ def table(cases: list[dict] | None = None) -> list[dict]:
                    "modelled": llama_3_tflops(case)}
         elif case["kind"] == "memory":
             row = {"metric": "peak memory", "unit": "GiB", "measured": float(case["measured_gib"]),
-                   "modelled": tinyllama_memory_gib(case["micro_batch"])}
+                   "modelled": tinyllama_memory_gib(case["micro_batch"], case.get("config"),
+                                                    case.get("attention", "fused"))}
         else:
             hours, s = llama_2_gpu_hours(case, system)
             row = {"metric": "GPU hours to train", "unit": "GPU h", "measured": float(case["measured_gpu_hours"]),
@@ -237,7 +240,7 @@ def markdown(rows: list[dict]) -> str:
               "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['id']} | {r['set']} | {r['gpus']} | {r['tp']} | {r['pp']} | {r['measured']:.4g} | "
               f"{r['modelled']:.4g} | {r['ratio']:.2f} |" for r in by["llama-3"]]
-    lines += ["", "Peak memory of a 1.1 B Llama shape trained on one H200 (our measurement; stack pytorch):", "",
+    lines += ["", "Peak memory of Llama shapes trained on one H200 (our measurements; stack pytorch):", "",
               "| id | set | micro-batch | measured GiB | modelled GiB | ratio |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['id']} | {r['set']} | {r['micro_batch']} | {r['measured']:.2f} | {r['modelled']:.2f} | "
               f"{r['ratio']:.2f} |" for r in by["memory"]]
