@@ -273,7 +273,8 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.active(total - bubble)
     energy.static(total)
     breakdown = {"compute_s": m * stage_layers * (c.layer_fwd_s + bwd_kernels) + m * ends,
-                 "tp_communication_s": m * stage_layers * (4.0 + recompute_comm) * tp_collective,
+                 "tp_communication_s": m * stage_layers * (layer_fwd + layer_bwd - 3.0 * a2a - c.layer_fwd_s
+                                                           - bwd_kernels),      # exposed
                  "ep_communication_s": m * stage_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
