@@ -161,7 +161,8 @@ def test_cross_entropy_beats_random_and_finds_the_best_training_strategy(problem
     assert cem.best_score >= fixed.evaluate(np.array(X))[1].max() - 1e-9
     assert cem.best == sorted(cem.best)                                 # best-so-far never falls
     strategy, it, _ = fastest(training.cfg, training.system, 16, 128, 4096, dict(recompute="none", zero=0))
-    best = cross_entropy(env_rollout(training), 4, training.width, iterations=8, population=24, seed=1)
+    # population 32: the two best layouts (interleave 8 at micro-batch 2 or 1) are 0.25 % apart
+    best = cross_entropy(env_rollout(training), 4, training.width, iterations=8, population=32, seed=1)
     assert best.best_score == pytest.approx(-it.iteration_s, rel=1e-12)
 
 

@@ -12,14 +12,17 @@ from dse.system.collectives import ring_allreduce_s
 from dse.system.prepare import prepare_step
 from dse.training import Strategy, iteration, load_system
 from dse.training.iteration import layer_costs
+from dse.training.stacks import STACKS
+from dse.training.systems import stack_chiplet_changes
 from workloads.training import model_flops
 
 A100_STUDY = {
     "name": "train_a100",
     "workload": {"model": "llama-2-7b", "phase": "train", "batch": 1, "context": 2048, "precision": "bf16"},
     "training": {"global_batch": 64, "recompute": "none", "zero": 1},
-    # the GPU of dse train's dgx-a100-80gb: a100-like at Megatron-LM 2021's GEMM efficiency, 5 HBM2e stacks
-    "hardware": {"chiplets": [{"name": "gpu", "preset": "a100-like", "max_efficiency": 0.622}],
+    # the GPU of dse train's dgx-a100-80gb: a100-like at the megatron-core stack's GEMM efficiency, 5 HBM2e stacks
+    "hardware": {"chiplets": [{"name": "gpu", "preset": "a100-like", "max_efficiency": stack_chiplet_changes(
+        "a100-like", STACKS["megatron-core"])["max_efficiency"]}],
                  "memory": [{"kind": "hbm2e", "stacks": [5, 5]}],
                  "package": {"mesh": {"rows": [1, 1], "cols": [1, 1]}, "link": "ucie-advanced"}},
     "system": {"preset": "dgx-a100-80gb", "parallel": {"replicas": [8]}},
@@ -65,6 +68,7 @@ def test_iteration_composes_the_forward_pipeline_by_hand(tiny_dict):
     over the package's HBM (ZeRO-1: a replica's share)."""
     d = _train_dict(tiny_dict, recompute="full", zero=1)
     d["workload"]["tokens"] = 1e9
+    d["workload"]["attention"] = "unfused"            # fused adds half the attention core's share (below)
     d["system"] = {"preset": "dgx-a100-80gb", "parallel": {"pipeline": [2], "replicas": [2]}}
     study = dse.Study.from_dict(d)
     p = dse.prepare(study)

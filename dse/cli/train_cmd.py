@@ -14,6 +14,7 @@ from ..training import Strategy, check, iteration, load_system
 from ..study.schema.carbon import CarbonSpec
 from ..training.footprint import to_train
 from ..training.search import fastest
+from ..training.stacks import DEFAULT, load_stack, stack_names
 from .common import cli
 
 MAX_TOKENS = 1e16
@@ -24,6 +25,9 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @cli.command("train")
 @click.argument("model")
 @click.option("--system", "system_name", required=True, help="system preset (dgx-a100-80gb, dgx-h100-80gb) or YAML")
+@click.option("--stack", default=DEFAULT, show_default=True,
+              help=f"training software: {' | '.join(stack_names())} (dse/training/stacks.py)")
+@click.option("--attention", help="fused (FlashAttention: no scores kept) | unfused; default: the stack's")
 @click.option("--devices", type=int, required=True, help="devices (GPUs) in all")
 @click.option("--tp", type=int, help="tensor-parallel degree")
 @click.option("--pp", type=int, help="pipeline-parallel degree")
@@ -43,12 +47,14 @@ PRECISIONS = ("bf16", "fp16", "fp8")
               help="electricity the system runs on: a grid of ACT's table (usa, europe, coal, ...) or g CO2e/kWh")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
-def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave, recompute,
+def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave,
+              recompute,
               sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, search_, as_json):
     """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
     training iteration of MODEL (a preset or a config.json) on SYSTEM."""
     cfg = workloads.load_model(model)
-    system = load_system(system_name)
+    software = load_stack(stack)
+    system = load_system(system_name, stack=stack)
     if not 1 <= devices <= MAX_DEVICES:
         raise StudyError(f"must be a whole number from 1 to {MAX_DEVICES:,}, got {devices}", key="--devices")
     if tokens is not None and not 0 < tokens <= MAX_TOKENS:
@@ -57,7 +63,7 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
     if precision not in PRECISIONS:
         raise StudyError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}", key="--precision")
     base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision,
-                overlap_grad_reduce=overlap_grad_reduce)
+                overlap_grad_reduce=overlap_grad_reduce, attention=attention or software.attention)
     if search_:
         strategy, it, tried = fastest(cfg, system, devices, global_batch, seq, base)
     else:
@@ -68,7 +74,8 @@ def train_cmd(model, system_name, devices, tp, pp, dp, ep, global_batch, micro_b
                             interleave=interleave, **base)
         check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices, cfg.kv_heads)
         it, tried = iteration(cfg, system, strategy), 1
-    out = {"model": cfg.name, "system": system.name, "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
+    out = {"model": cfg.name, "system": system.name, "stack": software.name, "attention": strategy.attention,
+           "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
            "dp": strategy.dp, "ep": strategy.ep, "micro_batch": strategy.micro_batch,
            "interleave": strategy.interleave, **it.as_dict(), "strategies_tried": tried}
     if tokens is not None:

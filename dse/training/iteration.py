@@ -7,8 +7,14 @@ Model (each term's source in its function):
   overhead, routed experts in grouped kernels: dse.model.grouped; the host's issue time bounds a layer
   when it issues ahead, else floors each kernel). The
   backward pass costs twice the forward (a data-gradient and a weight-gradient GEMM per forward GEMM;
-  Narayanan et al. SC'21, section 5.1); full recomputation adds a forward, selective recomputation the
+  Narayanan et al. SC'21, section 5.1), except a fused attention core (FlashAttention, the default):
+  its backward recomputes the scores, 5 matrix products against the forward's 2, 2.5 x the forward
+  (Dao, FlashAttention-2, 2023, section 4.1), and its forward is one kernel that keeps the scores on
+  chip (dse.model.tables' grouping); full recomputation adds a forward, selective recomputation the
   attention core (Korthikanti et al. MLSys'23).
+* The software stack (dse.training.stacks) scales the chiplet's GEMM efficiency and says whether the
+  tensor-parallel collectives run behind the layer's GEMMs (Transformer Engine's overlap: a layer pass
+  then takes the longer of its kernels and its collectives).
 * Tensor parallelism: two all-reduces of the layer's activations per forward, two per backward (and two
   per recomputed forward), or as many reduce-scatter + all-gather pairs with sequence parallelism: a
   ring inside the node (systems.py, alpha-beta).
@@ -22,9 +28,9 @@ Model (each term's source in its function):
   parameters against 2 x; Rajbhandari et al. SC'20, section 7). With ``overlap_grad_reduce``
   (Megatron-LM's bucketed reduction) the all-reduce runs behind the last micro-batch's backward and
   only what is longer is exposed.
-* Memory: weights, gradients and optimizer state (ZeRO), activations of the micro-batches in flight
-  (p of them on the first stage under 1F1B, times 1 + (p - 1)/(p v) interleaved; Korthikanti et al.
-  section 4.2.3), and the last stage's logits.
+* Memory (dse.training.memory): weights, gradients and optimizer state (ZeRO) as the stack holds them,
+  activations of the micro-batches in flight (p of them on the first stage under 1F1B, times
+  1 + (p - 1)/(p v) interleaved; Korthikanti et al. section 4.2.3), and the last stage's logits.
 * Energy (dse.training.energy): the same kernels' compute, SRAM and HBM energy, the bytes each device
   sends per collective times the energy per byte of the level it crosses, the Adam step's HBM traffic,
   and the chiplet's static power over the iteration.
@@ -39,15 +45,19 @@ import numpy as np
 import arch
 import workloads
 from arch.roofline import kernel_times_s
-from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
+from workloads.training import model_flops
 
 from ..model.grouped import CERTAIN
+from ..model.tables import by_kernel, first_rows, kernels_of
 from .energy import DeviceEnergy, ring_bytes
+from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
+from .stacks import DEFAULT, STACKS
 from .strategy import Strategy
 from .systems import TrainingSystem
 
 ATTENTION_CORE = ("attn_score", "softmax", "attn_context")
 ADAM_BYTES_PER_PARAM = 28.0      # read fp32 master, m, v (12) and the 16-bit gradient (2); write 12 + 16-bit weights
+FUSED_BACKWARD = 2.5             # a fused attention core's backward / forward (FlashAttention-2, section 4.1)
 
 
 @dataclass
@@ -95,16 +105,17 @@ class LayerCosts:
 
 def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy) -> LayerCosts:
     """Forward kernel times of one micro-batch on one device (module docstring)."""
+    fused = s.attention == "fused"
     wl = workloads.extract_transformer(cfg, phase="train", batch=s.micro_batch, context=s.seq,
-                                       precision=s.precision, tp=s.tp, routing={"distribution": "uniform"})
+                                       precision=s.precision, tp=s.tp, routing={"distribution": "uniform"},
+                                       fused_attention=fused)
     ops = wl.ops
     mine = ops["unit"].map(lambda u: not u.rpartition(".tp")[1] or u.endswith(".tp0")).to_numpy(bool)
-    ops = ops[mine]
+    ops = ops[mine].sort_values("unit", kind="stable")
     ch = system.chiplet
     costs = arch.op_costs(ops, [ch], s.precision)
     ahead = ch.dispatch_mode == "ahead"
-    kt = kernel_times_s(costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps,
-                        1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, 0.0 if ahead else ch.dispatch_s)
+    kt = _kernel_times(ops, costs, system, fused, 0.0 if ahead else ch.dispatch_s)
     prob = ops["prob"].to_numpy(float)
     layers = ops["layers"].to_numpy(float)
     in_layer = ops["layer"].to_numpy() >= 0
@@ -122,7 +133,8 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
     issue_s = ch.dispatch_s if ahead else 0.0      # a host issuing ahead: a layer takes max(device, host)
     device_s = float((kt * per_layer)[in_layer].sum()) + launches * ch.kernel_overhead_s
-    host_s = (float(per_layer[in_layer & ~expert].sum()) + launches) * issue_s
+    issued = kt > 0 if fused else np.ones(len(kt), dtype=bool)     # a fused core is issued once
+    host_s = (float(per_layer[in_layer & ~expert & issued].sum()) + launches) * issue_s
     return LayerCosts(layer_fwd_s=max(device_s, host_s),
                       attention_core_fwd_s=float((kt * per_layer)[core_ops].sum()),
                       ends_fwd_s=float((kt * weight)[~in_layer].sum()),
@@ -132,6 +144,30 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
                       layer_fwd_j=float((kj * per_layer)[in_layer].sum()),
                       attention_core_fwd_j=float((kj * per_layer)[core_ops].sum()),
                       ends_fwd_j=float((kj * weight)[~in_layer].sum()))
+
+
+def _kernel_times(ops, costs, system: TrainingSystem, fused: bool, dispatch_s: float) -> np.ndarray:
+    """Each operator row's kernel time (arch.roofline); with fused attention a unit's Q.K^T, softmax and
+    P.V are one kernel (dse.model.tables.kernels_of) over their summed compute, each matrix product taking
+    its unmasked share of its full-tile time, and traffic: the kernel's time sits on its first row."""
+    ch = system.chiplet
+    compute, dram = costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps
+    if not fused:
+        return kernel_times_s(compute, dram, 1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, dispatch_s)
+    kernel = kernels_of(ops["name"].to_numpy(), ops["unit"].to_numpy(), True)
+    in_kernel = np.diff(np.r_[-1, kernel]) == 0
+    in_kernel[np.flatnonzero(in_kernel) - 1] = True
+    full = 2.0 * ops["M"].to_numpy(float) * ops["N"].to_numpy(float) * ops["K"].to_numpy(float) * \
+        np.maximum(ops["batch"].to_numpy(float), 1.0)
+    matrix = (ops["engine"].to_numpy() == "matrix") & (full > 0) & in_kernel
+    useful = np.where(matrix, ops["flops"].to_numpy(float) / np.where(matrix, full, 1.0), 1.0)
+    first = first_rows(kernel)
+    steps = costs.overlap_steps[first, 0]
+    per_kernel = kernel_times_s(by_kernel(kernel, compute * useful), by_kernel(kernel, dram), 1.0 / steps,
+                                ch.kernel_overhead_s, dispatch_s)
+    out = np.zeros(len(ops))
+    out[first] = per_kernel
+    return out
 
 
 def _grouped_launches(expert_ops, ep: int, n_layers: int) -> float:
@@ -157,6 +193,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
               ) -> Iteration:
     """One training iteration (module docstring)."""
     c = costs or layer_costs(cfg, system, s)
+    stack = system.stack or STACKS[DEFAULT]
     node = system.gpus_per_node
     abytes = workloads.bytes_per_element(s.precision)
     h, L = cfg.hidden, cfg.layers
@@ -176,8 +213,14 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     if s.ep > 1:      # dispatch and combine all-to-all of the routed tokens' activations, each way
         a2a_bytes = 2.0 * (s.ep - 1) / s.ep * act * cfg.top_k
         a2a = a2a_bytes / fabric_bus + 2.0 * system.fabric.sync_latency_s
-    layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
-    layer_bwd = 2.0 * c.layer_fwd_s + recompute_fwd + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
+    core_extra = (FUSED_BACKWARD - 2.0) if s.attention == "fused" else 0.0    # the fused backward's recompute
+    bwd_kernels = 2.0 * c.layer_fwd_s + core_extra * c.attention_core_fwd_s + recompute_fwd
+    if stack.tp_overlap:          # collectives behind the GEMMs: the longer of the two
+        layer_fwd = max(c.layer_fwd_s, 2.0 * tp_collective) + a2a
+        layer_bwd = max(bwd_kernels, (2.0 + recompute_comm) * tp_collective) + 2.0 * a2a
+    else:
+        layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
+        layer_bwd = bwd_kernels + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
     stage_layers = L / s.pp
     ends = 3.0 * c.ends_fwd_s                    # forward and backward of the LM head (and embedding)
     micro = stage_layers * (layer_fwd + layer_bwd) + ends
@@ -208,19 +251,20 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     total = pipeline + grads + optimizer
 
     # --- memory ---
-    per_layer = activation_bytes_per_layer(s.seq, s.micro_batch, h, cfg.heads, s.tp, s.sequence_parallel,
-                                           s.recompute)
+    tokens_mb = s.micro_batch * s.seq
+    per_layer = tokens_mb * activation_bytes_per_token_layer(
+        cfg, s.seq, s.tp, s.sequence_parallel, s.recompute, s.attention, stack.residual_bytes, stack.eager)
     in_flight = min(s.pp, m) * (1.0 + (s.pp - 1) / (s.pp * v) if v > 1 else 1.0)
-    logits = s.micro_batch * s.seq * cfg.vocab / s.tp * 4.0           # fp32 logits of the last stage
-    mem = (params * optimizer_bytes_per_param(s.zero, s.dp) + stage_layers * per_layer * in_flight
-           + logits)
+    logits = tokens_mb * logits_bytes_per_token(cfg, s.tp, stack.logit_bytes, stack.residual_bytes)
+    mem = device_bytes(params, stack, s.zero, s.dp, stage_layers * per_layer * in_flight, logits)
 
     tokens = s.global_batch * s.seq
     flops, flops_no_recompute = _flops(cfg, s, c)
     tflops = flops / total / s.devices / 1e12
     mfu = flops_no_recompute / total / s.devices / system.chiplet.peak_flops(s.precision)
     tp_count = m * stage_layers * (4.0 + recompute_comm)
-    energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + recompute_fwd_j) + 3.0 * c.ends_fwd_j))
+    energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + core_extra * c.attention_core_fwd_j + recompute_fwd_j)
+                        + 3.0 * c.ends_fwd_j))
     energy.send("tp_communication_j", tp_count * ring_bytes(s.tp, act), inter_node=s.tp > node)
     energy.send("ep_communication_j", m * stage_layers * 3.0 * a2a_bytes, inter_node=False)
     energy.send("pp_communication_j", m * 2.0 * v * p2p_bytes if s.pp > 1 else 0.0, inter_node=inter_node)
@@ -228,8 +272,9 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
     energy.active(total - bubble)
     energy.static(total, waiting=bubble)
-    breakdown = {"compute_s": m * stage_layers * (3.0 * c.layer_fwd_s + recompute_fwd) + m * ends,
-                 "tp_communication_s": m * stage_layers * (4.0 + recompute_comm) * tp_collective,
+    breakdown = {"compute_s": m * stage_layers * (c.layer_fwd_s + bwd_kernels) + m * ends,
+                 "tp_communication_s": m * stage_layers * (layer_fwd + layer_bwd - 3.0 * a2a - c.layer_fwd_s
+                                                           - bwd_kernels),      # exposed
                  "ep_communication_s": m * stage_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}

@@ -8,17 +8,20 @@ with the formulas of dse.training.iteration (sources there):
 
 * a pipeline stage's forward time ``t`` is the period of the system's forward pipeline (its slowest
   stage with its expert all-to-alls and hand-offs: tokens per micro-batch x replicas / throughput);
-  backward costs 2t, recomputation adds t (full) or the attention core's FLOP share of t (selective);
+  backward costs 2t (a fused attention core, ``workload.attention: fused``, the default for training:
+  2.5 x its FLOP share of t, FlashAttention-2's recomputed scores), recomputation adds t (full) or the
+  attention core's FLOP share of t (selective);
 * 1F1B over P stages with m = global_batch / (batch x replicas) micro-batches per replica:
   ``(m + P - 1) (3 + r) t``; the replicas are the data-parallel ranks: a ring all-reduce of each
   package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
   the network otherwise (dse.system.collectives; 1.5 x the bytes under ZeRO-3, exposed only beyond the
   last backward with ``overlap_grad_reduce``); then Adam streams 28 bytes per parameter (fp32 master,
   moments; over the replicas with ZeRO >= 1) through the package's HBM;
-* memory per package: parameters (dense over P, routed experts over P x E) at ZeRO's bytes per
-  parameter, activations of the micro-batches in flight (Korthikanti et al.) and the last stage's fp32
-  logits, against the package's HBM and DDR (``capacity_short_bytes``: the search's memory constraint,
-  never less than the forward pass's own shortfall of a chiplet's weights beyond its HBM and the DDR);
+* memory per package (dse.training.memory, the megatron-core stack's accounting): parameters (dense over
+  P, routed experts over P x E) at ZeRO's bytes per parameter, activations of the micro-batches in flight
+  (no attention scores when fused) and the last stage's fp32 logits, against the package's HBM and DDR
+  (``capacity_short_bytes``: the search's memory constraint, never less than the forward pass's own
+  shortfall of a chiplet's weights beyond its HBM and the DDR);
 * energy: the forward's dynamic energy per token x (3 + r) for every token of the iteration, static
   power over the iteration, gradient bytes x the level's energy per byte, Adam's HBM bytes;
 * MFU: Megatron-LM's model FLOPs (GPT models' closed form, otherwise 3 x the trace's forward FLOPs)
@@ -38,7 +41,7 @@ import numpy as np
 
 import memory
 import workloads
-from workloads.training import activation_bytes_per_layer, model_flops, optimizer_bytes_per_param
+from workloads.training import model_flops
 
 from ..model.phases import Phase
 from ..model.prepare import Prepared
@@ -49,7 +52,9 @@ from ..system.layout import Layout, layout_of
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
-from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE
+from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE, FUSED_BACKWARD
+from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
+from .stacks import STACKS
 
 #: columns a training study adds to the system's (units in the names)
 TRAINING_METRICS = ["iteration_s", "mfu", "memory_per_device_bytes", "bubble_s", "dp_communication_s",
@@ -58,7 +63,7 @@ METRICS = SYSTEM_METRICS + TRAINING_METRICS
 BUDGET = ("time_to_train_s", "energy_to_train_j", "carbon_to_train_kg")
 T = {name: i for i, name in enumerate(METRICS)}
 GRADIENT_BYTES = 2.0            # 16-bit gradients (mixed precision, Micikevicius et al. 2018)
-LOGIT_BYTES = 4.0               # fp32 logits of the last stage
+STACK = STACKS["megatron-core"]   # the memory accounting of a study's training software
 
 
 def prepare_training(study: Study) -> Prepared:
@@ -78,7 +83,10 @@ class TrainingEvaluator(PhaseEvaluator):
         w, t = study.workload, study.training
         cfg = workloads.load_model(w.model)
         self.cfg, self.batch, self.seq, self.global_batch = cfg, w.batch, w.context, t.global_batch
-        self.recompute_share = {"none": 0.0, "full": 1.0, "selective": _attention_core_share(tables)}[t.recompute]
+        core = _attention_core_share(tables)
+        self.recompute_share = {"none": 0.0, "full": 1.0, "selective": core}[t.recompute]
+        self.fused = w.attention == "fused"
+        self.backward_extra = (FUSED_BACKWARD - 2.0) * core if self.fused else 0.0
         self.element_bytes = workloads.bytes_per_element(w.precision)
         wl = tables.workload          # parameters counted once (a tied LM head shares the embedding's)
         self.expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
@@ -142,7 +150,7 @@ class TrainingEvaluator(PhaseEvaluator):
         training = self.study.training
         with np.errstate(divide="ignore", invalid="ignore"):
             stage_s = np.where(ok, self.batch * self.seq * R / np.where(ok, row[:, C["throughput_tok_s"]], 1.0), np.inf)
-            passes = 3.0 + self.recompute_share
+            passes = 3.0 + self.recompute_share + self.backward_extra
             pipeline_s = (m + P - 1) * passes * stage_s
             params = self.dense_params / P + self.expert_params / (P * E)
             grads_bytes = params * GRADIENT_BYTES
@@ -156,10 +164,12 @@ class TrainingEvaluator(PhaseEvaluator):
             tokens = self.global_batch * self.seq
 
             cfg = self.cfg
-            activations = activation_bytes_per_layer(self.seq, self.batch, cfg.hidden, cfg.heads, 1, False,
-                                                     training.recompute)
-            mem = (params * optimizer_bytes_per_param(training.zero, R)
-                   + activations * cfg.layers / P * min(P, m) / E + self.batch * self.seq * cfg.vocab * LOGIT_BYTES)
+            tokens_mb = self.batch * self.seq
+            activations = tokens_mb * activation_bytes_per_token_layer(
+                cfg, self.seq, 1, False, training.recompute, "fused" if self.fused else "unfused",
+                STACK.residual_bytes, STACK.eager)
+            mem = device_bytes(params, STACK, training.zero, R, activations * cfg.layers / P * min(P, m) / E,
+                               tokens_mb * logits_bytes_per_token(cfg, 1, STACK.logit_bytes, STACK.residual_bytes))
 
             dynamic_j_per_token = sum(row[:, C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
                                                               "energy_network_j_per_token"))

@@ -14,6 +14,7 @@ from workloads.training import RECOMPUTE
 from ..errors import StudyError
 
 MAX_DEGREE = 1 << 20
+ATTENTION = ("fused", "unfused")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Strategy:
     zero: int = 0                    # ZeRO stage 0-3 over the data-parallel ranks
     precision: str = "bf16"
     overlap_grad_reduce: bool = False   # Megatron-LM's --overlap-grad-reduce
+    attention: str = "fused"         # fused (FlashAttention: no scores kept, recomputed in the backward) | unfused
 
     @property
     def devices(self) -> int:
@@ -57,6 +59,8 @@ def check(s: Strategy, layers: int, heads: int, ffn_width: int, experts: int, de
             raise StudyError(f"must be a whole number from 1 to {MAX_DEGREE:,}, got {value}", key=flag)
     if s.recompute not in RECOMPUTE:
         raise StudyError(f"unknown value {s.recompute!r}; allowed: {', '.join(RECOMPUTE)}", key="--recompute")
+    if s.attention not in ATTENTION:
+        raise StudyError(f"unknown value {s.attention!r}; allowed: {', '.join(ATTENTION)}", key="--attention")
     if s.zero not in (0, 1, 2, 3):
         raise StudyError(f"must be 0, 1, 2 or 3, got {s.zero}", key="--zero")
     if heads % s.tp:

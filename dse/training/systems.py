@@ -20,6 +20,7 @@ import noc
 
 from ..errors import StudyError
 from ..system import hardware
+from .stacks import DEFAULT, TrainingStack, load_stack
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class TrainingSystem:
     network_latency_s: float          # alpha of one step of a collective between nodes
     network_efficiency: float
     network_energy_j_per_byte: float  # NICs, cables and switches a byte crosses between two nodes
+    stack: TrainingStack | None = None   # the training software (dse.training.stacks); None: megatron-core
 
     @property
     def memory_bytes(self) -> float:
@@ -56,12 +58,9 @@ class TrainingSystem:
 #: Efficiencies: 8 x A100 nccl-tests all-reduce busbw 234.9 GB/s at 16 GiB = 0.78 of 300 (S. Bekman,
 #: ml-engineering network/README.md); InfiniBand HDR all-reduce across nodes reaches about 0.9 of line
 #: rate (L). 8 x H100 ring busbw 370 GB/s = 0.82 of 450 (NVIDIA/nccl issue 1455).
-#: dgx-a100-80gb also sets the effective GEMM efficiency of Megatron-LM's 2021 training software (fp16,
-#: CUDA 11; the elementwise kernels of training the operator trace leaves out are folded in): 0.622,
-#: fitted to two rows of Narayanan et al.'s Table 1 (39.1 B and 145.6 B parameters); the other eight
-#: rows validate it (tests/test_training.py, docs/training.md).
+#: The training software's GEMM efficiency is the stack's (dse/training/stacks.py), not the system's.
 TRAINING_SOFTWARE = {
-    "dgx-a100-80gb": dict(data_rate_gbps=3.186, fabric_efficiency=0.78, network_efficiency=0.9, max_efficiency=0.622),
+    "dgx-a100-80gb": dict(data_rate_gbps=3.186, fabric_efficiency=0.78, network_efficiency=0.9),
     "dgx-h100-80gb": dict(data_rate_gbps=5.24, fabric_efficiency=0.82, network_efficiency=0.9),
 }
 
@@ -92,11 +91,11 @@ def system_names() -> list[str]:
     return sorted(PRESETS)
 
 
-def load_system(name_or_path: str, flag: str = "--system") -> TrainingSystem:
+def load_system(name_or_path: str, flag: str = "--system", stack: str = DEFAULT) -> TrainingSystem:
     """A preset by name or a YAML file of the preset's keys (any may be left out when ``preset:`` names
-    one to start from)."""
+    one to start from), running the training software ``stack`` (dse.training.stacks)."""
     if name_or_path in PRESETS:
-        return build_system(name_or_path, PRESETS[name_or_path], flag)
+        return build_system(name_or_path, PRESETS[name_or_path], flag, stack)
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         raise StudyError(f"unknown system {name_or_path!r}; presets: {', '.join(system_names())}, or a system YAML",
@@ -111,10 +110,22 @@ def load_system(name_or_path: str, flag: str = "--system") -> TrainingSystem:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise StudyError(f"{path}: unknown key {unknown[0]!r}; allowed: preset, {', '.join(sorted(KEYS))}", key=flag)
-    return build_system(path.stem, {**base, **data}, flag)
+    return build_system(path.stem, {**base, **data}, flag, stack)
 
 
-def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
+def stack_chiplet_changes(chiplet: str, stack: TrainingStack) -> dict:
+    """The chiplet preset's GEMM efficiencies (overall and per precision) scaled by the stack's factor."""
+    spec = arch.preset_spec(chiplet)
+    if "max_efficiency" not in spec:
+        return {}
+    per_precision = {"fp8": spec["max_efficiency"], **(spec.get("precision_efficiency") or {})}
+    return {"max_efficiency": min(1.0, spec["max_efficiency"] * stack.gemm_factor),
+            "precision_efficiency": {p: min(1.0, e * (stack.fp8_factor if p == "fp8" else stack.gemm_factor))
+                                     for p, e in per_precision.items()}}
+
+
+def build_system(name: str, spec: dict, flag: str, stack: str = DEFAULT) -> TrainingSystem:
+    """The system of ``spec`` running ``stack``; chiplet keys the spec gives are taken as they are."""
     missing = sorted(KEYS - CHIPLET_KEYS - set(spec))
     if missing:
         raise StudyError(f"system {name!r} needs {', '.join(missing)}", key=flag)
@@ -130,7 +141,9 @@ def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
         if isinstance(spec[key], bool) or not isinstance(spec[key], int) or not 1 <= spec[key] <= 64:
             raise StudyError(f"system {name!r}: {key} must be a whole number from 1 to 64", key=flag)
     try:
-        changes = {k: spec[k] for k in CHIPLET_KEYS if k in spec}
+        software = load_stack(stack, "--stack")
+        changes = {**stack_chiplet_changes(spec["chiplet"], software),
+                   **{k: spec[k] for k in CHIPLET_KEYS if k in spec}}
         chiplet = arch.preset(spec["chiplet"], **changes)
         hbm = memory.memory_preset(spec["hbm"], {"data_rate_gbps": spec["data_rate_gbps"]})
         fabric = noc.link_tech(spec["fabric"])
@@ -142,4 +155,4 @@ def build_system(name: str, spec: dict, flag: str) -> TrainingSystem:
                           network_Bps=spec["network_gbps"] * 1e9 / 8.0,
                           network_latency_s=spec["network_latency_us"] * 1e-6,
                           network_efficiency=float(spec["network_efficiency"]),
-                          network_energy_j_per_byte=spec["network_energy_pj_per_bit"] * 8e-12)
+                          network_energy_j_per_byte=spec["network_energy_pj_per_bit"] * 8e-12, stack=software)

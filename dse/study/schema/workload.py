@@ -142,7 +142,8 @@ class WorkloadSpec(StrictModel):
         None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
     attention: Literal["fused", "unfused"] = Field("unfused", description=(
         "unfused: Q.K^T, softmax and P.V are kernels of their own; fused: one kernel keeping the scores on "
-        "chip and skipping masked blocks (FlashAttention; docs/workloads.md)"))
+        "chip and skipping masked blocks (FlashAttention; docs/workloads.md); default fused in phase "
+        "train (every current training stack; dse/training/memory.py), unfused otherwise"))
     per_layer: bool = False
     tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
         "phase train: the training run's token budget (time, energy and carbon to train)"))
@@ -150,6 +151,14 @@ class WorkloadSpec(StrictModel):
         1, description="tensor-parallel shards of the model's dense units")
     expert_tp: bool = Field(False, description="shard routed experts tp ways too (TensorRT-LLM's MoE TP)")
     routing: RoutingSpec = RoutingSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _training_attention(cls, data):
+        """Training defaults to fused attention (FlashAttention stores no scores; docs/training.md)."""
+        if isinstance(data, dict) and "attention" not in data and data.get("phase") == "train":
+            return {**data, "attention": "fused"}
+        return data
 
     @model_validator(mode="after")
     def _model_or_ensemble(self):
