@@ -4,19 +4,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
-
 from ..errors import StudyError
 from ..model.characterize import characterize
 from ..model.prepare import prepare
 from ..results.plots import plot_roofline
 from ..study.spec import load_study
 from .common import cli
+from .output import Col, compiling, print_table
 
 OUT_FORMATS = (".csv", ".parquet")
-SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisation", "memory_utilisation",
-         "energy_j", "power_w", "visit_prob", "best_by_latency", "best_by_energy")
+SHOWN = (Col("unit", "unit", "text", left=True), Col("chiplet", "chiplet", "text", left=True),
+         Col("hbm_stacks", "HBM"), Col("time_s", "time", "s"), Col("bound", "bound", "text", left=True),
+         Col("compute_utilisation", "compute", "frac"), Col("memory_utilisation", "memory", "frac"),
+         Col("energy_j", "energy", "J"), Col("power_w", "power", "W"), Col("peak_power_w", "power", "W"),
+         Col("visit_prob", "visits", "frac"), Col("best_by_latency", "fastest", "text", left=True),
+         Col("best_by_energy", "least energy", "text", left=True))
 
 
 @cli.command("characterize")
@@ -39,7 +41,8 @@ def characterize_cmd(study_file, out, fmt, plot_path):
             raise StudyError(f"folder {Path(path).parent} does not exist", key=flag)
         if Path(path).is_dir():
             raise StudyError(f"{path} is a folder; give a file name", key=flag)
-    table = characterize(prepare(load_study(study_file)))
+    with compiling("characterize"):
+        table = characterize(prepare(load_study(study_file)))
     if out:
         if out.endswith(".csv"):
             table.to_csv(out, index=False)
@@ -52,9 +55,6 @@ def characterize_cmd(study_file, out, fmt, plot_path):
     elif fmt == "json":
         click.echo(table.to_json(orient="records"))
     else:
-        shown = Table(title=f"{len(table)} rows: units x chiplet kinds")
-        for c in SHOWN:
-            shown.add_column(c, justify="left" if c in ("unit", "chiplet", "bound") else "right")
-        for row in table[list(SHOWN)].itertuples(index=False):
-            shown.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
-        Console().print(shown)
+        print_table(table, [c for c in SHOWN if c.key in table.columns], keep=2,
+                    title=f"{len(table)} rows: units x chiplet kinds",
+                    caption="compute, memory: utilisation; visits: share of steps that run the unit")

@@ -10,6 +10,7 @@ import arch
 from arch import systolic as S
 
 from .common import FiniteFloat, cli
+from .output import compiles
 
 POSITIVE = FiniteFloat(0, open_min=True)
 
@@ -61,6 +62,7 @@ def _print(report: dict) -> None:
 @click.option("--precision", type=click.Choice(arch.precisions()), default="bf16", show_default=True,
               help="Operand precision (with --chiplet).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@compiles("gemm")
 def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, chiplet, precision, as_json):
     """Cost one GEMM (M x K) @ (K x N): on an R x C systolic array (--rows, --cols) or a preset chiplet."""
     if chiplet is not None:

@@ -16,6 +16,7 @@ from ..model.tables import build_workload
 from ..study.schema.limits import BATCH, CONTEXT, COPIES, SEED
 from ..study.spec import load_study
 from .common import FiniteFloat, cli
+from .output import compiles
 
 SUMMARY_ROWS = [("total_params", "parameters", 1e9, "B"), ("active_params_per_token", "active per token", 1e9, "B"),
                 ("kv_cache_bytes_per_token", "KV cache per token", 1024, "KiB"),
@@ -58,6 +59,7 @@ def _plain(value):
               help="Write Chakra execution traces (ASTRA-sim) to this folder.")
 @click.option("--npus", type=click.IntRange(1, COPIES.limit), default=1, show_default=True,
               help="NPUs of the Chakra traces.")
+@compiles("workload")
 def workload(model, phase, batch, context, precision, tp, per_layer, distribution, zipf_s, alpha, trace, seed, fmt,
              ops_out, scalesim, chakra, npus) -> None:
     """Operator trace of one step of MODEL: a preset (dse models), a HuggingFace config.json, or a
