@@ -34,7 +34,11 @@ def test_report_has_no_object_dumps_or_hbm_of_nothing(written):
     assert "routing: uniform (seed: 0)" in md
     for dump in ("distribution=", "trace=None", "=None", "alpha=1.0"):
         assert dump not in md
-    assert not [line for line in md.splitlines() if " / 0 |" in line]
+    for table in md.split("| slot (row, col) |")[1:]:             # each per-chiplet table
+        lines = ("| slot (row, col) |" + table).split("\n\n")[0].splitlines()
+        column = [c.strip() for c in lines[0].split("|")].index("stored / HBM [GiB]")
+        cells = [[c.strip() for c in line.split("|")][column] for line in lines[2:]]
+        assert cells and not [c for c in cells if c.endswith(" / 0")], cells
     assert memory_text(10.5, 0.0) == "10.5 / no HBM" and memory_text(1.5, 16.0) == "1.5 / 16"
 
 

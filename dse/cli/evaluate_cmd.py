@@ -60,8 +60,8 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
                           "package's replica re-maps onto its survivors)", out=out)
     where = "package 0 of the system, its own step" if design.system else "the package"
     shown = chiplets.assign(units=[_cell(u) for u in chiplets["units"]])
-    print_table(shown, CHIPLET_COLUMNS, keep=2, out=out,
-                title=f"per chiplet of {where} (kept if lost: throughput kept when this chiplet fails)")
+    print_table(shown, CHIPLET_COLUMNS, keep=2, out=out, title=f"per chiplet of {where}",
+                caption="kept if lost: throughput kept when this chiplet fails")
     if len(links):
         print_table(links, [Col("failed_link", "failed link", "text", left=True), Col("latency_s", "latency", "s"),
                             Col("retained_frac", "kept", "frac"), Col("all_served", "all served", "text")],

@@ -100,7 +100,7 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
         prepared = prepare(study)
         compile_done()              # the progress bar's spinner takes over until the first generation
         result = _search(study, prepared, console, total, done, seed, resume_dir, state_dir, out, workers, scheduler,
-                         trust_checkpoint, "compiling the models (first run only), then searching" if cold else
+                         trust_checkpoint, "searching (the models compile first)" if cold else
                          "searching")
     out = write_results(result, out)
     checkpoint.remove(state_dir)
