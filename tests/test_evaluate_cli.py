@@ -47,7 +47,7 @@ def test_json_holds_every_metric_and_one_row_per_chiplet(dse_cli, tiny_path, tmp
 def test_table_output(dse_cli, tiny_path, tmp_path, prepared):
     code, out, err = dse_cli("evaluate", tiny_path, "--design", _write(tmp_path, _design(prepared)))
     assert code == 0, err
-    assert "latency_s" in out and "retained_if_lost" in out
+    assert "latency_s" in out and "kept if lost" in out
 
 
 def test_link_failures_are_listed_when_the_study_asks(dse_cli, tiny_dict, tmp_path, prepared):

@@ -215,6 +215,9 @@ def read_config(model: str) -> tuple[dict, str, str]:
             cfg = json.loads(path.read_text())
         except OSError as exc:
             raise WorkloadError(f"cannot read model config {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise WorkloadError(f"{path} is not a text file: a model is a preset name or a HuggingFace "
+                                "config.json (UTF-8 JSON)") from None
         except json.JSONDecodeError as exc:
             raise WorkloadError(f"{path} is not valid JSON: {exc}") from None
         return cfg, path.parent.name or path.stem, str(path)

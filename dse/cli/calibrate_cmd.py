@@ -14,6 +14,7 @@ from arch import calibrate as C
 
 from .common import cli, fail
 from .safe_write import check_replace, write_text
+from .output import compiles
 
 MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to one chip
 
@@ -31,6 +32,7 @@ MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to on
 @click.option("--out", type=click.Path(dir_okay=False), help="write the calibrated chiplet as YAML for a study")
 @click.option("--force", is_flag=True, help="replace --out even if dse did not write it")
 @click.option("--json", "as_json", is_flag=True, help="print the fit and every row as JSON")
+@compiles("calibrate")
 def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out, force, as_json):
     """Fit a preset chiplet's efficiency, memory efficiency, kernel overhead and dispatch time to measured
     GEMM latencies (scipy least squares on log ratios), print each row's error and write a chiplet a study

@@ -4,20 +4,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
-
 from ..errors import StudyError
 from ..model.characterize import characterize
 from ..model.prepare import prepare
 from ..results.plots import plot_roofline
 from ..study.spec import load_study
 from .common import cli
+from .output import Col, compiling, print_table
 from .safe_write import check_replace, replacing
 
 OUT_FORMATS = (".csv", ".parquet")
-SHOWN = ("unit", "chiplet", "hbm_stacks", "time_s", "bound", "compute_utilisation", "memory_utilisation",
-         "energy_j", "mean_power_w", "visit_prob", "best_by_latency", "best_by_energy")
+SHOWN = (Col("unit", "unit", "text", left=True), Col("chiplet", "chiplet", "text", left=True),
+         Col("hbm_stacks", "HBM"), Col("time_s", "time", "s"), Col("bound", "bound", "text", left=True),
+         Col("compute_utilisation", "compute", "frac"), Col("memory_utilisation", "memory", "frac"),
+         Col("energy_j", "energy", "J"), Col("mean_power_w", "mean power", "W"),
+         Col("visit_prob", "visits", "frac"), Col("best_by_latency", "fastest", "text", left=True),
+         Col("best_by_energy", "least energy", "text", left=True))
 
 
 @cli.command("characterize")
@@ -38,7 +40,8 @@ def characterize_cmd(study_file, out, fmt, plot_path, force):
         if Path(path).suffix not in suffixes:
             raise StudyError(f"{path}: the file name must end in {' or '.join(suffixes)}", key=flag)
         check_replace(path, flag, force)
-    table = characterize(prepare(load_study(study_file)))
+    with compiling("characterize"):
+        table = characterize(prepare(load_study(study_file)))
     if out:
         with replacing(out, "--out", force) as tmp:
             if out.endswith(".csv"):
@@ -53,9 +56,6 @@ def characterize_cmd(study_file, out, fmt, plot_path, force):
     elif fmt == "json":
         click.echo(table.to_json(orient="records"))
     else:
-        shown = Table(title=f"{len(table)} rows: units x chiplet kinds")
-        for c in SHOWN:
-            shown.add_column(c, justify="left" if c in ("unit", "chiplet", "bound") else "right")
-        for row in table[list(SHOWN)].itertuples(index=False):
-            shown.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
-        Console().print(shown)
+        print_table(table, [c for c in SHOWN if c.key in table.columns], keep=2,
+                    title=f"{len(table)} rows: units x chiplet kinds",
+                    caption="compute, memory: utilisation; visits: share of steps that run the unit")

@@ -6,8 +6,6 @@ import math
 
 import click
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
 from ..model.breakdown import chiplet_table
 from ..results.folder import read_design
@@ -16,6 +14,12 @@ from ..study.spec import load_study
 from ..system.metrics import mean_power_w, reported_metrics
 from ..system.prepare import prepare
 from .common import cli
+from .output import Col, compiles, console, print_pairs, print_table
+
+CHIPLET_COLUMNS = [Col("slot", "slot"), Col("kind", "kind", "text", left=True), Col("hbm_stacks", "HBM"),
+                   Col("n_units", "units"), Col("stored_GiB", "stored", "GiB"), Col("busy_share", "busy", "frac"),
+                   Col("sent_MB", "sent", "MB"), Col("received_MB", "received", "MB"),
+                   Col("retained_if_lost", "kept if lost", "frac"), Col("units", "units held", "text", left=True)]
 
 
 @cli.command("evaluate")
@@ -23,7 +27,8 @@ from .common import cli
 @click.option("--design", "design_file", required=True, type=click.Path(dir_okay=False),
               help="Design YAML (the form of results/<study>/designs/<id>.yaml).")
 @click.option("--json", "as_json", is_flag=True,
-              help="One JSON object: feasible, reasons, metrics, chiplets, failures.")
+              help="One JSON object: feasible, reasons, metrics, chiplets, cost, failures.")
+@compiles("evaluate")
 def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     """Evaluate the design in DESIGN under STUDY_FILE: latency, energy, area, cost, fault tolerance, what
     each chiplet holds and does, and the verdict: feasible or not and why, judged as `dse run` judges it."""
@@ -54,41 +59,26 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
             "metrics": {k: _plain(v) for k, v in metrics.items()},
             "chiplets": _records(chiplets), "link_failures": _records(links), "cost": cost, **extra}, indent=1))
         return
-    console = Console(width=max(Console().width, 150))     # the per-chiplet table is wide
-    table = Table(title=f"{design_file} under study '{study.name}'")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for name, value in metrics.items():
-        table.add_row(name, f"{value:.5g}")
-    console.print(table)
-    console.print(_cost_table(cost))
-    console.print(f"feasible: {'yes' if verdict.feasible else 'no'}", soft_wrap=True)
+    out = console()
+    print_pairs(metrics.items(), title=f"{design_file} under study '{study.name}'", out=out)
+    print_table(_cost_rows(cost), COST_COLUMNS, out=out,
+                title=f"cost of {cost['packages']} package(s) on {cost['packaging']}, bonding yield "
+                      f"{cost['bond_yield_per_die']:g} per die (Chiplet Actuary)")
+    out.print(f"feasible: {'yes' if verdict.feasible else 'no'}", soft_wrap=True)
     for line in verdict.reasons:
-        console.print(f"  - {line}", soft_wrap=True)
+        out.print(f"  - {line}", soft_wrap=True)
     if packages is not None:
-        per_package = Table(title=f"per package failure (system of {int(metrics['packages'])} packages: the "
-                                  "failed package's replica re-maps onto its survivors)")
-        for c in packages.columns:
-            per_package.add_column(c, justify="right")
-        for _, row in packages.iterrows():
-            per_package.add_row(*[_cell(v) for v in row])
-        console.print(per_package)
+        print_table(packages, [Col(c, c, "text" if packages[c].dtype == object else "") for c in packages.columns],
+                    title=f"per package failure (system of {int(metrics['packages'])} packages: the failed "
+                          "package's replica re-maps onto its survivors)", out=out)
     where = "package 0 of the system, its own step" if design.system else "the package"
-    per_chip = Table(title=f"per chiplet of {where} (retained_if_lost: throughput kept when this chiplet fails)")
-    columns = ["slot", "kind", "hbm_stacks", "n_units", "stored_GiB", "busy_share", "sent_MB", "received_MB",
-               "retained_if_lost", "units"]
-    for c in columns:
-        per_chip.add_column(c, justify="left" if c in ("kind", "units") else "right")
-    for _, row in chiplets.iterrows():
-        per_chip.add_row(*[_cell(row[c]) for c in columns])
-    console.print(per_chip)
+    shown = chiplets.assign(units=[_cell(u) for u in chiplets["units"]])
+    print_table(shown, CHIPLET_COLUMNS, keep=2, out=out, title=f"per chiplet of {where}",
+                caption="kept if lost: throughput kept when this chiplet fails")
     if len(links):
-        per_link = Table(title="per link failure (faults.links: the link's traffic detours)")
-        for c in ("failed_link", "latency_s", "retained_frac", "all_served"):
-            per_link.add_column(c, justify="right")
-        for _, row in links.iterrows():
-            per_link.add_row(*[_cell(row[c]) for c in ("failed_link", "latency_s", "retained_frac", "all_served")])
-        console.print(per_link)
+        print_table(links, [Col("failed_link", "failed link", "text", left=True), Col("latency_s", "latency", "s"),
+                            Col("retained_frac", "kept", "frac"), Col("all_served", "all served", "text")],
+                    title="per link failure (faults.links: the link's traffic detours)", out=out)
 
 
 COST_LABELS = {"cost_dies_usd": "known-good dies", "cost_memory_usd": "HBM stacks and DDR",
@@ -115,18 +105,16 @@ def _cost_parts(prepared, design, metrics) -> dict:
             **{k: _plain(float(v)) for k, v in parts.items()}, "cost_usd": _plain(float(parts.sum()))}
 
 
-def _cost_table(cost: dict) -> Table:
-    table = Table(title=f"cost of {cost['packages']} package(s) on {cost['packaging']}, bonding yield "
-                        f"{cost['bond_yield_per_die']:g} per die (Chiplet Actuary)")
-    table.add_column("part")
-    table.add_column("cost $", justify="right")
-    table.add_column("share", justify="right")
+COST_COLUMNS = [Col("part", "part", "text", left=True), Col("cost_usd", "cost", "$"),
+                Col("share", "share", "frac")]
+
+
+def _cost_rows(cost: dict) -> list[dict]:
+    """One row per part of the cost (None: infinite, a package that never assembles)."""
     total = cost["cost_usd"]
-    for key, label in COST_LABELS.items():
-        value = cost[key]
-        share = "" if value is None or not total else f"{value / total:.1%}"
-        table.add_row(label, "inf" if value is None else f"{value:,.2f}", share)
-    return table
+    return [{"part": label, "cost_usd": math.inf if cost[key] is None else cost[key],
+             "share": cost[key] / total if cost[key] is not None and total else math.nan}
+            for key, label in COST_LABELS.items()]
 
 
 def _records(frame) -> list[dict]:

@@ -5,6 +5,7 @@ import click
 
 from ..exports import FORMATS, export_design
 from .common import cli
+from .output import compiles
 
 
 @cli.command("export")
@@ -13,6 +14,7 @@ from .common import cli
 @click.option("--to", "fmt", required=True, type=click.Choice(sorted(FORMATS)), help="Tool to export to.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: RESULTS_DIR/exports/<design>/<format>).")
+@compiles("export")
 def export(results_dir: str, design_id: str, fmt: str, out_dir: str | None) -> None:
     """Write design DESIGN of RESULTS_DIR as input files of another tool (README says which version)."""
     files = export_design(results_dir, design_id, fmt, out_dir)

@@ -15,6 +15,7 @@ import click
 
 from ..validation import common, energy, gpu, h200, serving, training
 from .common import cli
+from .output import compiles
 
 SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "training": training, "h200": h200}
 WIDTH = 80
@@ -26,6 +27,7 @@ GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))
 @click.option("--suite", type=click.Choice([*SUITES, "all"]), default="all", show_default=True,
               help="which suite of published measurements to compare against")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document instead of the tables")
+@compiles("fidelity")
 def fidelity_cmd(suite: str, as_json: bool) -> None:
     """Compare the model against the published measurements of dse.validation: GPU step latency, serving
     energy and power, serving latency, training throughput and time, one measured H200."""

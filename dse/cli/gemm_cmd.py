@@ -20,6 +20,7 @@ from arch import systolic as S
 from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
 from ..validation.gpu import GPUS
 from .common import FiniteFloat, cli
+from .output import compiles
 
 POSITIVE = FiniteFloat(0, open_min=True)
 
@@ -111,6 +112,7 @@ def _print(report: dict) -> None:
 @click.option("--channels", type=click.IntRange(1, DDR_CHANNELS.limit), default=None,
               help="DDR / LPDDR channels (with --chiplet).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@compiles("gemm")
 def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, chiplet, precision,
          memory_kind, stacks, channels, as_json):
     """Cost one GEMM (M x K) @ (K x N): on an R x C systolic array (--rows, --cols) or a preset chiplet

@@ -10,6 +10,7 @@ import memory
 
 from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
 from .common import cli
+from .output import compiles
 
 #: utilisations at which the loaded (M/D/1) latency is reported
 UTILISATIONS = (0.5, 0.8, 0.95)
@@ -106,6 +107,7 @@ def _text(r: dict) -> list[str]:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a preset number (data-file units), e.g. --set capacity_gib=24")
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON in SI units")
+@compiles("memory")
 def memory_cmd(kind: str | None, stacks: int | None, channels: int | None, overrides: tuple[str, ...],
                as_json: bool) -> None:
     """Bandwidth (peak, streaming, scattered), capacity, latency and energy of a memory preset.

@@ -10,6 +10,7 @@ import noc
 
 from ..study.schema.limits import MESH_SIDE
 from .common import FiniteFloat, cli
+from .output import compiles
 
 MAX_SIDE = MESH_SIDE.limit     # route tables grow with chiplets squared: the study's cap
 
@@ -72,6 +73,7 @@ def noc_figures(rows: int, cols: int, topology: str = "mesh", traffic: str = "un
 @click.option("--packet-size", type=click.IntRange(1, 1024), default=1, show_default=True, help="Flits per packet.")
 @click.option("--routing", type=click.Choice(list(noc.ALGORITHMS)), default="xy", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@compiles("noc")
 def noc_command(rows, cols, topology, traffic, injection, router_latency, link_latency, packet_size, routing, as_json):
     """Average hops, latency, saturation throughput and bisection of a mesh or torus.
 

@@ -9,10 +9,10 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from ..model.objectives import OBJECTIVE_COLUMNS
 from ..results.folder import prepare_results_target, write_results
@@ -22,11 +22,25 @@ from ..search.loop import GenerationReport
 from ..study.spec import load_study
 from ..system.prepare import prepare
 from .common import cli
+from .output import Col, compile_done, compiling, print_table
 
-HEADERS = {"design_id": "design", "n_chiplets": "chiplets", "hbm_stacks": "HBM", "ddr_channels": "DDR",
-           "latency_s": "latency s", "throughput_tok_s": "tok/s", "energy_j_per_token": "J/token",
-           "area_mm2": "area mm²", "cost_usd": "cost $", "fault_tolerance_frac": "fault tol.",
-           "carbon_g_per_token": "g CO2e/token", "packages": "packages"}
+HEADERS = {"design_id": ("design", "text"), "n_chiplets": ("chiplets", ""), "hbm_stacks": ("HBM", ""),
+           "ddr_channels": ("DDR", ""), "latency_s": ("latency", "s"), "throughput_tok_s": ("throughput", "tok/s"),
+           "energy_j_per_token": ("energy", "J/token"), "area_mm2": ("area", "mm²"), "cost_usd": ("cost", "$"),
+           "fault_tolerance_frac": ("fault tol.", "frac"), "carbon_g_per_token": ("carbon", "g/token"),
+           "packages": ("packages", "")}
+#: units of other metric columns, by the end of their names
+SUFFIXES = (("_frac", "frac"), ("_s", "s"), ("_w", "W"), ("_j", "J"), ("_rps", "req/s"))
+
+
+def _column(name: str) -> Col:
+    """A summary column: its short header and unit (HEADERS, else read from the end of its name)."""
+    if name in HEADERS:
+        return Col(name, *HEADERS[name])
+    for suffix, unit in SUFFIXES:
+        if name.endswith(suffix):
+            return Col(name, name[: -len(suffix)], unit)
+    return Col(name, name)
 
 
 @cli.command("run")
@@ -82,10 +96,23 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
                           f" dse run --resume {out} would have continued it)")
             checkpoint.remove(state_dir)
     console.print(f"study [bold]{study.name}[/]: extracting {study.workload.label} ({study.workload.phase})")
-    prepared = prepare(study)
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("searching (first run compiles the models)", total=total, completed=done)
+    with compiling("run", console) as cold:
+        prepared = prepare(study)
+        compile_done()              # the progress bar's spinner takes over until the first generation
+        result = _search(study, prepared, console, total, done, seed, resume_dir, state_dir, out, workers, scheduler,
+                         trust_checkpoint, "searching (the models compile first)" if cold else
+                         "searching")
+    out = write_results(result, out)
+    checkpoint.remove(state_dir)
+    _print_summary(result, out)
+
+
+def _search(study, prepared, console, total, done, seed, resume_dir, state_dir, out, workers, scheduler, trust,
+            description):
+    """The search under a progress bar (the hypervolume of the front, the front's size)."""
+    with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(description, total=total, completed=done)
 
         def show(report: GenerationReport) -> None:
             progress.update(task, completed=report.generation + 1, total=report.total,
@@ -93,32 +120,25 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
 
         try:
             if resume_dir is not None:
-                result = resume_study(state_dir, on_generation=show, prepared=prepared, workers=workers,
-                                      scheduler=scheduler, trust=trust_checkpoint)
+                return resume_study(state_dir, on_generation=show, prepared=prepared, workers=workers,
+                                    scheduler=scheduler, trust=trust)
             else:
-                result = run_study(study, seed=seed, prepared=prepared, on_generation=show, checkpoint_dir=state_dir,
-                                   workers=workers, scheduler=scheduler)
+                return run_study(study, seed=seed, prepared=prepared, on_generation=show, checkpoint_dir=state_dir,
+                                 workers=workers, scheduler=scheduler)
         except KeyboardInterrupt:
             if (state_dir / checkpoint.STATE_FILE).exists():
                 click.echo(f"the search state is saved; continue with: dse run --resume {out}", err=True)
             raise
-    out = write_results(result, out)
-    checkpoint.remove(state_dir)
-    _print_summary(result, out)
 
 
 def _print_summary(result, out: Path) -> None:
     console = Console()
     ev = result.evaluations
-    table = Table(title=f"Pareto front of '{result.study.name}' ({len(result.pareto)} designs)")
     columns = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
         (["packages"] if result.study.system is not None else []) + \
         [OBJECTIVE_COLUMNS[o] for o in result.study.search.objectives]
-    for c in columns:
-        table.add_column(HEADERS.get(c, c), justify="right")
-    for _, row in result.pareto.head(12).iterrows():
-        table.add_row(*[f"{row[c]:.4g}" if isinstance(row[c], float) else str(row[c]) for c in columns])
-    console.print(table)
+    print_table(result.pareto.head(12), [_column(c) for c in columns], out=console,
+                title=f"Pareto front of '{result.study.name}' ({len(result.pareto)} designs)")
     if len(result.pareto) > 12:
         console.print(f"... {len(result.pareto) - 12} more in pareto.csv")
     if result.convergence is not None and len(result.convergence):

@@ -6,8 +6,6 @@ import json
 import math
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from ..errors import StudyError
 from ..model.prepare import prepare
@@ -19,6 +17,7 @@ from ..serving.steps import StepTable
 from ..study.spec import load_study
 from ..system.hardware import fabric_level, fabric_names, network_level, network_names
 from .common import cli
+from .output import compiles, print_pairs
 
 KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
         "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
@@ -43,6 +42,7 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
               help="what carries the KV caches with --disaggregate: a fabric or network of dse/system/data/systems.yaml")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
+@compiles("serve")
 def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
               scheduler, max_batch, disaggregate, kv_link, seed, as_json):
     """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
@@ -60,8 +60,12 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         output_len = study.serving.output_len if output_len is None else output_len
         if request_rate is None and max_concurrency is None:
             request_rate = study.serving.request_rate
-    if (dataset is None) == (input_len is None or output_len is None):
-        raise StudyError("give --input-len and --output-len, or --dataset", key="--dataset")
+    if dataset is not None and (input_len is not None or output_len is not None):
+        raise StudyError("give --input-len and --output-len, or --dataset, not both", key="--dataset")
+    if dataset is None and (input_len is None or output_len is None):
+        missing = "--input-len" if input_len is None else "--output-len"
+        raise StudyError("the requests' lengths are missing: give --input-len and --output-len (tokens of every "
+                         "prompt and output), or --dataset FILE, or a study with a serving section", key=missing)
     if request_rate is not None and max_concurrency is not None:
         raise StudyError("give --request-rate or --max-concurrency, not both", key="--max-concurrency")
     for flag, value, high in (("--max-batch", max_batch, 65536), ("--max-concurrency", max_concurrency, 65536),
@@ -94,11 +98,8 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     if as_json:
         click.echo(json.dumps(metrics))
         return
-    table = Table(title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}", show_header=False)
-    for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]:
-        value = metrics[key]
-        table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
-    Console().print(table)
+    print_pairs([(key, metrics[key]) for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]],
+                title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}")
 
 
 def _pools(text: str | None, max_concurrency) -> tuple[int, int] | None:

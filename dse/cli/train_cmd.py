@@ -4,8 +4,6 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 import workloads
 
@@ -16,6 +14,7 @@ from ..training.footprint import to_train
 from ..training.search import fastest
 from ..training.stacks import DEFAULT, load_stack, stack_names
 from .common import cli
+from .output import compiles, number, print_pairs
 
 MAX_TOKENS = 1e16
 MAX_DEVICES = 131_072        # above the largest GPU clusters built (about 100,000 GPUs); keeps --search's divisor scan short
@@ -47,6 +46,7 @@ PRECISIONS = ("bf16", "fp16", "fp8")
               help="electricity the system runs on: a grid of ACT's table (usa, europe, coal, ...) or g CO2e/kWh")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
+@compiles("train")
 def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave,
               recompute,
               sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, search_, as_json):
@@ -83,19 +83,15 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, glo
     if as_json:
         click.echo(json.dumps(out, default=float))
         return
-    table = Table(title=f"{cfg.name} on {devices} x {system.chiplet.name} ({system.name})", show_header=False)
+    rows = []
     for key, value in out.items():
-        if key == "breakdown":
-            for part, seconds in value.items():
-                table.add_row(f"  {part}", f"{seconds:.4g} s ({seconds / it.iteration_s:.1%})")
-            continue
-        if key == "energy_breakdown":
-            for part, joules in value.items():
-                table.add_row(f"  {part}", f"{joules:.4g} J ({joules / it.energy_j:.1%})")
-            continue
-        text = f"{value:.4g}" if isinstance(value, float) else str(value)
-        table.add_row(key, text)
-    Console().print(table)
+        if key in ("breakdown", "energy_breakdown"):
+            unit, whole = ("s", it.iteration_s) if key == "breakdown" else ("J", it.energy_j)
+            rows += [(f"  {part}", f"{number(part_value)} {unit} ({part_value / whole:.1%})")
+                     for part, part_value in value.items()]
+        else:
+            rows.append((key, value))
+    print_pairs(rows, title=f"{cfg.name} on {devices} x {system.chiplet.name} ({system.name})")
 
 
 def _grid(value: str) -> str | float:

@@ -6,10 +6,12 @@ import click
 from ..study.spec import load_study
 from ..system.prepare import prepare
 from .common import cli
+from .output import compiles
 
 
 @cli.command("validate")
 @click.argument("study_file", type=click.Path(dir_okay=False))
+@compiles("validate")
 def validate(study_file: str) -> None:
     """Check STUDY_FILE: schema, names, the model, and that its workload extracts."""
     study = load_study(study_file)

@@ -17,6 +17,7 @@ from ..model.tables import build_workload
 from ..study.schema.limits import BATCH, CONTEXT, COPIES, SEED
 from ..study.spec import load_study
 from .common import FiniteFloat, cli
+from .output import compiles
 from .safe_write import check_replace, marker, replacing, replacing_in_folder
 
 #: file names --ops-out writes (workloads.write_ops)
@@ -64,6 +65,7 @@ def _plain(value):
 @click.option("--npus", type=click.IntRange(1, COPIES.limit), default=1, show_default=True,
               help="NPUs of the Chakra traces.")
 @click.option("--force", is_flag=True, help="Replace files dse did not write (--ops-out, --scalesim, --chakra's).")
+@compiles("workload")
 def workload(model, phase, batch, context, precision, tp, per_layer, distribution, zipf_s, alpha, trace, seed, fmt,
              ops_out, scalesim, chakra, npus, force) -> None:
     """Operator trace of one step of MODEL: a preset (dse models), a HuggingFace config.json, or a

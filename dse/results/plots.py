@@ -285,8 +285,10 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         held = chip.units.split() if chip.units else []
         kind_label = chip.kind.replace("[", "\n[", 1) if len(chip.kind) > 14 else chip.kind   # variants wrap
         ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}", ha="left", va="top", fontsize=8, weight="bold")
-        ax.text(x0 + 0.05, y0 + 0.05, f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB\n"
-                f"busy {100 * chip.busy_share:.0f}% of the step", ha="left", va="bottom", fontsize=7)
+        memory = (f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB" if chip.hbm_stacks else
+                  f"no HBM: {chip.stored_GiB:.3g} GiB stored")
+        ax.text(x0 + 0.05, y0 + 0.05, f"{memory}\nbusy {100 * chip.busy_share:.0f}% of the step", ha="left",
+                va="bottom", fontsize=7)
         ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds, one_group) or "(no units)",
                 ha="center", va="center", fontsize=7)
     peak = float(util.max()) if len(util) else 0.0
@@ -408,10 +410,11 @@ def plot_roofline(table: pd.DataFrame) -> Figure:
         y = rows["flops"] / rows["time_s"]
         grid = np.logspace(np.log10(x.min() / 4), np.log10(x.max() * 4), 64)
         peak = float(rows["peak_flops"].iloc[0])
-        for bw in sorted(set(rows["bandwidth_Bps"])):
-            ax.plot(grid, np.minimum(peak, bw * grid), color="0.4", lw=1.2)
-            ax.annotate(f"{bw / 1e12:.2g} TB/s", (grid[0], bw * grid[0]), fontsize=7, color="0.4")
-        ax.axhline(peak, color="0.2", ls="--", lw=1.0)
+        styles = iter(["-", "-.", ":", (0, (5, 1))])
+        for bw in sorted(set(rows["bandwidth_Bps"])):       # ceilings named in the legend, not over the lines
+            ax.plot(grid, np.minimum(peak, bw * grid), color="0.4", lw=1.2, ls=next(styles, "-"),
+                    label=f"memory {bw / 1e12:.3g} TB/s")
+        ax.axhline(peak, color="0.2", ls="--", lw=1.0, label=f"peak {peak / 1e12:.3g} TFLOP/s")
         for unit_kind, part in rows.groupby("unit_kind", sort=False):
             ax.scatter(x[part.index], y[part.index], s=18, color=colours[unit_kind], label=unit_kind)
         ax.legend(fontsize=7, loc="lower right")

@@ -105,6 +105,26 @@ def system_lines(study, prepared) -> list[str]:
             f"{study.carbon.lifetime_years:g}-year lifetime at {100 * study.carbon.utilisation:g} % use (ACT)."]
 
 
+#: the fields of each routing distribution that shape it (the others are ignored by it)
+ROUTING_FIELDS = {"uniform": (), "zipf": ("s",), "dirichlet": ("alpha",), "trace": ("trace",)}
+
+
+def routing_words(routing) -> str:
+    """The expert routing in words: ``routing: zipf (s: 0.5, seed: 0)``, only the fields its distribution
+    reads (the seed where it draws, the inter-layer affinity when set)."""
+    r = routing.model_dump() if hasattr(routing, "model_dump") else dict(routing)
+    kind = r.get("distribution", "uniform")
+    fields = list(ROUTING_FIELDS.get(kind, ())) + (["seed"] if kind != "trace" else []) + \
+        (["affinity"] if r.get("affinity") else [])
+    shown = [f"{k}: {Path(r[k]).name if k == 'trace' else _fmt(r[k])}" for k in fields if r.get(k) is not None]
+    return f"routing: {kind}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def memory_text(stored_gib: float, hbm_gib: float) -> str:
+    """What a chiplet stores against its HBM, ``10.5 / 16`` GiB, or ``10.5 / no HBM`` without stacks."""
+    return f"{stored_gib:.3g} / {hbm_gib:.3g}" if hbm_gib > 0 else f"{stored_gib:.3g} / no HBM"
+
+
 def inputs_section(result, prepared) -> list[str]:
     s = result.study
     w, hw = s.workload, s.hardware
@@ -114,10 +134,7 @@ def inputs_section(result, prepared) -> list[str]:
     for u in t.unit_names:
         kinds[graph.nodes[u]["kind"]] = kinds.get(graph.nodes[u]["kind"], 0) + 1
     routing = getattr(w, "routing", None)
-    routing_text = ""
-    if routing is not None:
-        r = routing.model_dump() if hasattr(routing, "model_dump") else dict(routing)
-        routing_text = ", routing " + " ".join(f"{k}={v}" for k, v in r.items())
+    routing_text = f", {routing_words(routing)}" if routing is not None else ""
     lines = ["## What was explored", "",
              f"- **Workload**: `{w.model}`, {w.phase}, batch {w.batch}, context {w.context} tokens, "
              f"{w.precision}{routing_text}; {t.tokens_per_step} tokens per step. It is cut into "
@@ -224,7 +241,7 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
         "kind": chips["kind"], "units held": chips["units"].replace("", "-"),
-        "stored / HBM [GiB]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
+        "stored / HBM [GiB]": [memory_text(a, b) for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
         "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
         "compute [% of step]": 100 * chips["compute_s"] / latency,
         "sent / received [MB per step]": [f"{a:.3g} / {b:.3g}" for a, b in zip(chips["sent_MB"],
