@@ -1,0 +1,138 @@
+"""The runtime loop of one design through a scenario, before anything is costed: window by window, the
+policy sees the state (dse.runtime.policies), its moves are priced (dse.runtime.migration), and each
+window is cut where the failed chiplets change into segments, each with the mapping it serves, the
+share of expert selections it can serve, and the time it serves (less migration stalls).
+
+A failure takes effect at its time; policies act at window starts on what the last window observed.
+Until one acts, a failed chiplet's units with a surviving copy are served by it, and units with none go
+unserved: their selections are lost (a non-expert unit lost: nothing is served). The step of a
+segment is the package evaluator's re-mapped design (`Evaluator.remapped`), which still costs the lost
+units' work on a survivor: an upper bound on the degraded step. A repaired chiplet comes back with its
+weights (the repair time includes reloading them); a spare returns to the pool when the chiplet it
+stood in for is repaired."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..study.space import Design
+from .failures import change_times, failed_at, outages
+from .mapping import ExpertGroups, imbalance, moved_copies, relabelled, with_placement
+from .migration import NO_MOVE, MigrationModel, MoveCost
+from .policies import PolicyState
+from .popularity import window_perms
+from .scenario import Scenario
+
+
+@dataclass
+class Segment:
+    """Part of a window with one mapping and one failed set: ``design`` the design to cost at the study's
+    popularity (None: nothing survives), ``selected`` the share of expert selections it serves, ``serve_s``
+    the serving time (the segment's length less migration stalls), ``offered_tps`` offered tokens/s."""
+
+    window: int
+    length_s: float
+    serve_s: float
+    design: Design | None
+    selected: float
+    offered_tps: float | None
+    failed: frozenset[int]
+
+
+@dataclass
+class WindowPlan:
+    t_s: float
+    length_s: float
+    move: MoveCost
+    imbalance: float
+    segments: list[Segment] = field(default_factory=list)
+
+
+def lost_selections(placement: dict[str, list[int]], failed: frozenset[int], groups: ExpertGroups,
+                    perm: list[np.ndarray], experts: set[str]) -> float:
+    """Share of expert selections that land on units with no live copy (1 if a non-expert unit has none)."""
+    orphans = {u for u, s in placement.items() if s and all(x in failed for x in s)}
+    if orphans - experts:
+        return 1.0
+    lost = total = 0.0
+    for names, q, p in zip(groups.names, groups.q, perm):
+        qa = q[p]
+        total += qa.sum()
+        lost += sum(qa[i] for i, n in enumerate(names) if n in orphans)
+    return lost / total if total else 0.0
+
+
+class Planner:
+    """Runs one design through a scenario under a policy (module docstring)."""
+
+    def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy):
+        self.ev, self.tables, self.scenario, self.policy = package_evaluator, tables, scenario, policy
+        self.package_spec, self.max_copies = package_spec, max_copies
+        self.groups = ExpertGroups.from_tables(tables)
+        self.experts = {n for g in self.groups.names for n in g}
+        sc = scenario
+        self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
+
+    def offered(self, t: float) -> float | None:
+        load = self.scenario.load
+        if load.tokens_per_s is None:
+            return None
+        if load.kind == "diurnal":
+            return load.tokens_per_s * (1 + load.amplitude * np.sin(2 * np.pi * t / load.period_s))
+        return load.tokens_per_s
+
+    def effective(self, design: Design, placement, failed: frozenset[int], w: int) -> tuple[Design | None, float]:
+        """The design a segment costs (relabelled to window ``w``'s popularity) and its served selections."""
+        if not any(s in failed for slots in placement.values() for s in slots):
+            return relabelled(with_placement(design, placement), self.groups, self.perms[w]), 1.0
+        lost = lost_selections(placement, failed, self.groups, self.perms[w], self.experts)
+        remapped = self.ev.remapped(with_placement(design, placement), sorted(failed))
+        if remapped is None:
+            return None, 0.0
+        return relabelled(remapped, self.groups, self.perms[w]), 1.0 - lost
+
+    def plan(self, design: Design) -> list[WindowPlan]:
+        """Every window of ``design`` through the scenario (module docstring)."""
+        sc = self.scenario
+        n = design.rows * design.cols
+        outs = outages(sc.failures, n, sc.horizon_s)
+        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale)
+        placement = {u: list(s) for u, s in design.placement.items()}
+        spares, replaced, last_change, carry = sc.failures.spares, set(), -np.inf, 0.0
+        throttle = sc.migration.mode == "throttle"
+        out = []
+        for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
+            down = failed_at(outs, t0)
+            for slot in [s for s in replaced if s not in down]:      # repaired: its spare returns
+                replaced.discard(slot)
+                spares += 1
+            state = PolicyState(w, t0, design, placement, frozenset(down - replaced),
+                                self.perms[max(w - 1, 0)], self.groups, spares, self.ev, self.max_copies, last_change)
+            decision = self.policy.decide(state)
+            move = NO_MOVE
+            if decision is not None:
+                moves = moved_copies(placement, decision.placement)
+                for r in decision.revive:
+                    moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
+                move = mig.cost(moves, state.failed)
+                placement = {u: list(s) for u, s in decision.placement.items()}
+                replaced |= decision.revive
+                spares -= len(decision.revive)
+                if move.moves:
+                    last_change = t0
+            busy = carry + (move.time_s / sc.migration.share if throttle else move.time_s)
+            carry = max(0.0, busy - length)
+            live = frozenset(down - replaced)
+            plan = WindowPlan(t0, length, move, imbalance({u: [x for x in s if x not in live] for u, s in
+                                                           placement.items()}, self.groups, self.perms[w], n))
+            edges = [t0] + change_times(outs, t0, t0 + length) + [t0 + length]
+            for a, b in zip(edges[:-1], edges[1:]):
+                failed = frozenset(failed_at(outs, a) - replaced)
+                overlap = max(0.0, min(b, t0 + busy) - a)
+                lost = overlap * (sc.migration.share if throttle else 1.0)
+                eff, selected = self.effective(design, placement, failed, w)
+                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)), failed))
+            out.append(plan)
+        return out
+
