@@ -29,7 +29,8 @@ from .scenario import Scenario
 class Segment:
     """Part of a window with one mapping and one failed set: ``design`` the design to cost at the study's
     popularity (None: nothing survives), ``selected`` the share of expert selections it serves, ``serve_s``
-    the serving time (the segment's length less migration stalls), ``offered_tps`` offered tokens/s."""
+    the serving time (the segment's length less migration stalls), ``offered_tps`` offered tokens/s,
+    ``failed`` the chiplets down and not stood in for by a spare."""
 
     window: int
     length_s: float
@@ -38,6 +39,7 @@ class Segment:
     selected: float
     offered_tps: float | None
     failed: frozenset[int]
+    down: frozenset[int]            # chiplets down, those a spare stands in for included
 
 
 @dataclass
@@ -128,11 +130,13 @@ class Planner:
                                                            placement.items()}, self.groups, self.perms[w], n))
             edges = [t0] + change_times(outs, t0, t0 + length) + [t0 + length]
             for a, b in zip(edges[:-1], edges[1:]):
-                failed = frozenset(failed_at(outs, a) - replaced)
+                down_now = failed_at(outs, a)
+                failed = frozenset(down_now - replaced)
                 overlap = max(0.0, min(b, t0 + busy) - a)
                 lost = overlap * (sc.migration.share if throttle else 1.0)
                 eff, selected = self.effective(design, placement, failed, w)
-                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)), failed))
+                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
+                                             failed, down_now))
             out.append(plan)
         return out
 

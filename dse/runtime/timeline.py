@@ -85,7 +85,7 @@ def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenar
         served = demand = lat_time = lat_sum = 0.0
         lats, failed = [], set()
         for seg in win.segments:
-            failed |= seg.failed
+            failed |= seg.down
             if seg.design is None:
                 demand += (seg.offered_tps or 0.0) * seg.length_s
                 continue

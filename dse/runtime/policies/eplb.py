@@ -32,7 +32,8 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int) -> list[list[int]]:
     content: list[list[int]] = [[] for _ in range(bins)]
     weight = np.zeros(bins)
     for w, e in items:
-        ok = [b for b in range(bins) if len(content[b]) < room and e not in content[b]]
+        ok = [b for b in range(bins) if len(content[b]) < room and e not in content[b]] or \
+            [b for b in range(bins) if e not in content[b]]
         b = min(ok, key=lambda b: (weight[b], len(content[b])))
         content[b].append(e)
         weight[b] += w
@@ -52,11 +53,12 @@ def match(content: list[list[int]], chiplets: list[int], held: dict[int, set[int
 
 
 def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: list[np.ndarray],
-              failed: frozenset[int], max_copies: int) -> dict[str, list[int]]:
-    """The placement re-packed from the observed popularity (module docstring); non-expert units stay."""
+              failed: frozenset[int], max_copies: int, home: dict[str, list[int]] | None = None) -> dict[str, list[int]]:
+    """The placement re-packed from the observed popularity (module docstring); non-expert units stay.
+    ``home``: the design's own placement, whose chiplets a layer may also return to (once repaired)."""
     out = {u: list(s) for u, s in placement.items()}
     for names, q, perm in zip(groups.names, groups.q, observed):
-        chips = sorted({s for n in names for s in placement[n] if s not in failed})
+        chips = sorted({s for n in names for s in placement[n] + (home or {}).get(n, []) if s not in failed})
         if not chips:
             continue
         load = q[perm]

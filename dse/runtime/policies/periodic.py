@@ -21,4 +21,5 @@ class PeriodicPolicy:
         base = survivors_placement(state)
         if base is None:
             return None
-        return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies))
+        return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
+                                  state.design.placement))

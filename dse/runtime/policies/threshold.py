@@ -23,5 +23,6 @@ class ThresholdPolicy:
             return None
         seen = imbalance(base, state.groups, state.observed, state.chiplets)
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
-            return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies))
+            return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
+                                  state.design.placement))
         return Decision(base) if base is not state.placement else None
