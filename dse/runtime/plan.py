@@ -3,7 +3,9 @@ policy sees the state (dse.runtime.policies), its moves are priced (dse.runtime.
 window is cut where the failed chiplets change into segments, each with the mapping it serves, the
 share of expert selections it can serve, and the time it serves (less migration stalls).
 
-A failure takes effect at its time; policies act at window starts on what the last window observed.
+A failure takes effect at its time; policies act at window starts on what the last window observed,
+once the last move has landed (a move stalls serving, or streams in the background while the old
+mapping serves: dse.runtime.scenario.MigrationSpec).
 Until one acts, a failed chiplet's units with a surviving copy are served by it, and units with none go
 unserved: their selections are lost (a non-expert unit lost: nothing is served). The step of a
 segment is the package evaluator's re-mapped design (`Evaluator.remapped`), which still costs the lost
@@ -100,43 +102,88 @@ class Planner:
         n = design.rows * design.cols
         outs = outages(sc.failures, n, sc.horizon_s)
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale)
-        placement = {u: list(s) for u, s in design.placement.items()}
-        spares, replaced, last_change, carry = sc.failures.spares, set(), -np.inf, 0.0
-        throttle = sc.migration.mode == "throttle"
+        run = RunState({u: list(s) for u, s in design.placement.items()}, sc.failures.spares)
         out = []
         for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
             down = failed_at(outs, t0)
-            for slot in [s for s in replaced if s not in down]:      # repaired: its spare returns
-                replaced.discard(slot)
-                spares += 1
-            state = PolicyState(w, t0, design, placement, frozenset(down - replaced),
-                                self.perms[max(w - 1, 0)], self.groups, spares, self.ev, self.max_copies, last_change)
-            decision = self.policy.decide(state)
+            run.settle(t0)
+            for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
+                run.replaced.discard(slot)
+                run.spares += 1
             move = NO_MOVE
-            if decision is not None:
-                moves = moved_copies(placement, decision.placement)
-                for r in decision.revive:
-                    moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
-                move = mig.cost(moves, state.failed)
-                placement = {u: list(s) for u, s in decision.placement.items()}
-                replaced |= decision.revive
-                spares -= len(decision.revive)
-                if move.moves:
-                    last_change = t0
-            busy = carry + (move.time_s / sc.migration.share if throttle else move.time_s)
-            carry = max(0.0, busy - length)
-            live = frozenset(down - replaced)
-            plan = WindowPlan(t0, length, move, imbalance({u: [x for x in s if x not in live] for u, s in
-                                                           placement.items()}, self.groups, self.perms[w], n))
-            edges = [t0] + change_times(outs, t0, t0 + length) + [t0 + length]
+            if t0 >= run.move_end:          # a policy acts once the last move has landed
+                move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig)
+            plan = WindowPlan(t0, length, move, 1.0)
+            edges = sorted({t0, t0 + length, *change_times(outs, t0, t0 + length)}
+                           | ({run.move_end} if t0 < run.move_end < t0 + length else set()))
             for a, b in zip(edges[:-1], edges[1:]):
+                run.settle(a)
                 down_now = failed_at(outs, a)
-                failed = frozenset(down_now - replaced)
-                overlap = max(0.0, min(b, t0 + busy) - a)
-                lost = overlap * (sc.migration.share if throttle else 1.0)
-                eff, selected = self.effective(design, placement, failed, w)
+                failed = frozenset(down_now - run.replaced)
+                lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) if run.stall else 0.0
+                eff, selected = self.effective(design, run.serving, failed, w)
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
                                              failed, down_now))
+            live = plan.segments[-1].failed
+            plan.imbalance = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
+                                       self.groups, self.perms[w], n)
             out.append(plan)
         return out
 
+    def act(self, run: "RunState", design: Design, w: int, t0: float, failed: frozenset[int],
+            mig: MigrationModel) -> MoveCost:
+        """Ask the policy at window ``w``'s start; price and start the move it decides."""
+        state = PolicyState(w, t0, design, run.placement, failed, self.perms[max(w - 1, 0)], self.groups,
+                            run.spares, self.ev, self.max_copies, run.last_change)
+        decision = self.policy.decide(state)
+        if decision is None:
+            return NO_MOVE
+        moves = moved_copies(run.placement, decision.placement)
+        for r in decision.revive:
+            moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
+        move = mig.cost(moves, failed)
+        run.start(t0, move.time_s, self.scenario.migration, {u: list(s) for u, s in decision.placement.items()},
+                  set(decision.revive))
+        if move.moves:
+            run.last_change = t0
+        return move
+
+
+@dataclass
+class RunState:
+    """The runtime's mapping as it changes: ``placement`` the policy's latest, ``serving`` the one serving
+    (the old one while a background move is in flight), spares in use (``replaced``: slots a spare stands
+    in for) and left, and the move in flight (``move_start``..``move_end``; ``stall``: serving stops)."""
+
+    placement: dict[str, list[int]]
+    spares: int
+    serving: dict[str, list[int]] | None = None
+    replaced: set = field(default_factory=set)
+    pending_revive: set = field(default_factory=set)
+    move_start: float = 0.0
+    move_end: float = 0.0
+    stall: bool = False
+    last_change: float = -np.inf
+
+    def __post_init__(self):
+        self.serving = self.serving or self.placement
+
+    def start(self, t0: float, time_s: float, spec, placement: dict, revive: set) -> None:
+        """A move of ``time_s`` at full bandwidth starts at ``t0``: a stall (serving stops until it lands;
+        the new mapping serves after it) or in the background at ``spec.share`` of the bandwidth (the old
+        mapping serves until it lands)."""
+        self.stall = spec.mode == "stall"
+        self.move_start = t0
+        self.move_end = t0 + (time_s if self.stall else time_s / spec.share)
+        self.placement = placement
+        self.spares -= len(revive)
+        self.pending_revive = revive
+        if self.stall:
+            self.settle(self.move_end)
+
+    def settle(self, t: float) -> None:
+        """At ``t``: a landed move's mapping serves and its spares stand in."""
+        if t >= self.move_end:
+            self.serving = self.placement
+            self.replaced |= self.pending_revive
+            self.pending_revive = set()
