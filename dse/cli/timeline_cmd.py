@@ -45,7 +45,7 @@ def timeline(study_file: str, design_file: str, scenario_file: str, policy: str,
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
-    title = f"{Path(design_file).name}: scenario '{scenario.name}', policy {policy}, {len(result.windows)} windows"
+    title = f"{Path(design_file).name}: '{scenario.name}', {policy}, {len(result.windows)} windows"
     click.echo(title if len(title) <= 80 else title[:77] + "...")
     for line in table_rows(result):
         click.echo(line)
