@@ -47,43 +47,68 @@ class ExpertGroups:
 
 
 def with_placement(design: Design, placement: dict[str, list[int]]) -> Design:
-    """``design`` with another unit placement (same package)."""
+    """``design`` with another unit placement (same package; the placement's lists are shared, never
+    changed in place)."""
     return dataclasses.replace(design, chiplets=list(design.chiplets), hbm_stacks=list(design.hbm_stacks),
-                               placement={u: list(s) for u, s in placement.items()})
+                               placement=dict(placement))
 
 
 def relabelled(design: Design, groups: ExpertGroups, perm: list[np.ndarray]) -> Design:
     """The design that, at the study's popularity, costs what ``design`` costs at popularity ``perm``."""
-    placement = {u: list(s) for u, s in design.placement.items()}
+    placement = dict(design.placement)
     for names, p in zip(groups.names, perm):
         for i, name in enumerate(names):
-            placement[names[p[i]]] = list(design.placement[name])
+            placement[names[p[i]]] = design.placement[name]
     return with_placement(design, placement)
 
 
-def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-                  chiplets: int) -> np.ndarray:
-    """``[G, chiplets]``: expected tokens-selections per token each chiplet serves of each layer (a copy of
-    an expert takes an equal share of its tokens), at popularity ``perm``."""
-    out = np.zeros((len(groups.names), chiplets))
-    for g, (names, q, p) in enumerate(zip(groups.names, groups.q, perm)):
+def perm_key(perm: list[np.ndarray]) -> bytes:
+    """A popularity relabelling as a hashable key."""
+    return np.concatenate(perm).astype(np.int32).tobytes() if perm else b""
+
+
+def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> tuple[np.ndarray, ...]:
+    """Every expert copy of ``placement``: (layer, expert index over all layers, chiplet, share of the
+    expert's tokens)."""
+    g_idx, e_idx, slot, share = [], [], [], []
+    base = 0
+    for g, names in enumerate(groups.names):
         for i, name in enumerate(names):
             where = placement[name]
-            for s in where:
-                out[g, s] += q[p[i]] / len(where)
-    return out
+            for x in where:
+                g_idx.append(g)
+                e_idx.append(base + i)
+                slot.append(x)
+                share.append(1.0 / len(where))
+        base += len(names)
+    return np.array(g_idx, np.int64), np.array(e_idx, np.int64), np.array(slot, np.int64), np.array(share)
+
+
+def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
+                  chiplets: int, copies: tuple[np.ndarray, ...] | None = None) -> np.ndarray:
+    """``[G, chiplets]``: expected selections per token each chiplet serves of each layer (a copy of an
+    expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
+    placement when known."""
+    g_idx, e_idx, slot, share = copies if copies is not None else copy_arrays(placement, groups)
+    sizes = [len(n) for n in groups.names]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    q_now = np.concatenate(groups.q)[np.concatenate([p + o for p, o in zip(perm, offsets)])] if sizes else np.zeros(0)
+    G = len(sizes)
+    flat = np.bincount(g_idx * chiplets + slot, weights=q_now[e_idx] * share, minlength=G * chiplets)
+    return flat.reshape(G, chiplets)
 
 
 def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-              chiplets: int) -> float:
+              chiplets: int, copies: tuple[np.ndarray, ...] | None = None) -> float:
     """Mean over MoE layers of max / mean load of the chiplets holding the layer's experts (1: balanced)."""
-    loads = chiplet_loads(placement, groups, perm, chiplets)
-    ratios = []
-    for row in loads:
-        held = row[row > 0]
-        if held.size:
-            ratios.append(held.max() / held.mean())
-    return float(np.mean(ratios)) if ratios else 1.0
+    loads = chiplet_loads(placement, groups, perm, chiplets, copies)
+    held = loads > 0
+    count = held.sum(axis=1)
+    rows = count > 0
+    if not rows.any():
+        return 1.0
+    ratio = loads[rows].max(axis=1) / (loads[rows].sum(axis=1) / count[rows])
+    return float(ratio.mean())
 
 
 def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[tuple[str, int, list[int]]]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..study.space import Design
 from .failures import change_times, failed_at, outages
-from .mapping import ExpertGroups, imbalance, moved_copies, relabelled, with_placement
+from .mapping import ExpertGroups, copy_arrays, imbalance, moved_copies, perm_key, relabelled, with_placement
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
 from .popularity import window_perms
@@ -42,6 +42,7 @@ class Segment:
     offered_tps: float | None
     failed: frozenset[int]
     down: frozenset[int]            # chiplets down, those a spare stands in for included
+    key: tuple = ()                 # (mapping version, popularity, failed): equal keys, equal designs
 
 
 @dataclass
@@ -77,6 +78,9 @@ class Planner:
         self.experts = {n for g in self.groups.names for n in g}
         sc = scenario
         self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
+        self.perm_keys = [perm_key(p) for p in self.perms]
+        self.cache: dict = {}
+        self.copies: dict = {}
 
     def offered(self, t: float) -> float | None:
         load = self.scenario.load
@@ -103,6 +107,7 @@ class Planner:
         outs = outages(sc.failures, n, sc.horizon_s)
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale)
         run = RunState({u: list(s) for u, s in design.placement.items()}, sc.failures.spares)
+        self.cache, self.copies = {}, {}
         out = []
         for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
             down = failed_at(outs, t0)
@@ -121,12 +126,20 @@ class Planner:
                 down_now = failed_at(outs, a)
                 failed = frozenset(down_now - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) if run.stall else 0.0
-                eff, selected = self.effective(design, run.serving, failed, w)
+                key = (run.version, self.perm_keys[w], failed)
+                if key not in self.cache:
+                    self.cache[key] = self.effective(design, run.serving, failed, w)
+                eff, selected = self.cache[key]
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
-                                             failed, down_now))
+                                             failed, down_now, key))
             live = plan.segments[-1].failed
-            plan.imbalance = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
-                                       self.groups, self.perms[w], n)
+            if live:
+                plan.imbalance = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
+                                           self.groups, self.perms[w], n)
+            else:
+                if run.version not in self.copies:
+                    self.copies = {run.version: copy_arrays(run.serving, self.groups)}
+                plan.imbalance = imbalance(run.serving, self.groups, self.perms[w], n, self.copies[run.version])
             out.append(plan)
         return out
 
@@ -164,6 +177,7 @@ class RunState:
     move_end: float = 0.0
     stall: bool = False
     last_change: float = -np.inf
+    version: int = 0                # counts the mappings that have served
 
     def __post_init__(self):
         self.serving = self.serving or self.placement
@@ -184,6 +198,8 @@ class RunState:
     def settle(self, t: float) -> None:
         """At ``t``: a landed move's mapping serves and its spares stand in."""
         if t >= self.move_end:
+            if self.serving is not self.placement:
+                self.version += 1
             self.serving = self.placement
             self.replaced |= self.pending_revive
             self.pending_revive = set()

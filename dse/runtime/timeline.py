@@ -37,10 +37,6 @@ class Timeline:
         return {"scenario": self.scenario, "policy": self.policy, "windows": self.windows, "totals": self.totals}
 
 
-def _key(design: Design) -> tuple:
-    return tuple((u, tuple(s)) for u, s in sorted(design.placement.items()))
-
-
 def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: str = "static",
                   every_s: float | None = None, bound: float | None = None) -> list[Timeline]:
     """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``."""
@@ -58,16 +54,17 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
         tables.append(package.tables)
     unique: dict[tuple, int] = {}
     todo: list[Design] = []
-    for plan in plans:
+    for i, plan in enumerate(plans):
         for window in plan:
             for seg in window.segments:
-                if seg.design is not None and _key(seg.design) not in unique:
-                    unique[_key(seg.design)] = len(todo)
+                if seg.design is not None and (i, seg.key) not in unique:
+                    unique[(i, seg.key)] = len(todo)
                     todo.append(seg.design)
     metrics = evaluator.design_metrics(todo, with_faults=False) if todo else np.zeros((0, len(evaluator.columns)))
     cols = [evaluator.columns.index(c) for c in NEEDED]
     step = {k: metrics[i, cols] for k, i in unique.items()}
-    return [summarise(plan, step, t.tokens_per_step, scenario, policy) for plan, t in zip(plans, tables)]
+    return [summarise(plan, {k: v for (j, k), v in step.items() if j == i}, t.tokens_per_step, scenario, policy)
+            for i, (plan, t) in enumerate(zip(plans, tables))]
 
 
 def run_timeline(prepared, design: Design, scenario: Scenario, policy: str = "static",
@@ -89,7 +86,7 @@ def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenar
             if seg.design is None:
                 demand += (seg.offered_tps or 0.0) * seg.length_s
                 continue
-            latency, p99, e_tok = step[_key(seg.design)]
+            latency, p99, e_tok = step[seg.key]
             rate = tokens_per_step / latency
             cap = rate * seg.selected * seg.serve_s
             if seg.offered_tps is None:
