@@ -4,13 +4,16 @@ budget (each extra copy to the expert with the highest load per copy), then *pac
 chiplets by load (heaviest first onto the least loaded chiplet with room, a chiplet holding at most
 ceil(copies / chiplets) of the layer and never two copies of one expert). Neighbours stay close: a layer's
 copies stay on the live chiplets that already hold the layer (near its attention and its hand-offs).
-Packed bins are then matched to those chiplets to keep as many copies where they are as possible, so a
+Packed bins are then matched to those chiplets to keep as many copies where they are as possible
+(an assignment problem), so a
 rebalance moves only what it must."""
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from ..mapping import ExpertGroups
 
@@ -28,28 +31,39 @@ def replicate(load: np.ndarray, copies: int, cap: int) -> np.ndarray:
 def pack(load: np.ndarray, r: np.ndarray, bins: int) -> list[list[int]]:
     """Each bin's experts: copies heaviest first onto the least loaded bin with room (balanced packing)."""
     room = math.ceil(int(r.sum()) / bins)
-    items = sorted(((load[e] / r[e], e) for e in range(len(load)) for _ in range(r[e])), reverse=True)
+    order = np.argsort(-(load / r), kind="stable")
     content: list[list[int]] = [[] for _ in range(bins)]
-    weight = np.zeros(bins)
-    for w, e in items:
-        ok = [b for b in range(bins) if len(content[b]) < room and e not in content[b]] or \
-            [b for b in range(bins) if e not in content[b]]
-        b = min(ok, key=lambda b: (weight[b], len(content[b])))
-        content[b].append(e)
-        weight[b] += w
+    heap = [(0.0, 0, b) for b in range(bins)]          # (load, copies, bin): the least loaded first
+    for e in order:
+        w = load[e] / r[e]
+        for _ in range(r[e]):
+            skipped = []
+            while heap and e in content[heap[0][2]]:
+                skipped.append(heapq.heappop(heap))
+            if not heap:                                # only bins holding e have room: the least loaded
+                weight, n, b = skipped.pop(0)
+            else:
+                weight, n, b = heapq.heappop(heap)
+            content[b].append(int(e))
+            if n + 1 < room:
+                heapq.heappush(heap, (weight + w, n + 1, b))
+            for item in skipped:
+                heapq.heappush(heap, item)
     return content
 
 
 def match(content: list[list[int]], chiplets: list[int], held: dict[int, set[int]]) -> dict[int, int]:
-    """Bin -> chiplet, greedily by the copies already in place (``held``: chiplet -> experts it holds)."""
-    pairs = sorted(((len(set(c) & held.get(s, set())), b, s) for b, c in enumerate(content)
-                    for s in chiplets), reverse=True)
-    out, used = {}, set()
-    for _, b, s in pairs:
-        if b not in out and s not in used:
-            out[b] = s
-            used.add(s)
-    return out
+    """Bin -> chiplet keeping the most copies in place (``held``: chiplet -> experts it holds): the
+    assignment problem, solved exactly (scipy's linear_sum_assignment)."""
+    experts = 1 + max([e for c in content for e in c] + [e for h in held.values() for e in h] + [0])
+    B = np.zeros((len(content), experts), np.int64)      # integers: no BLAS threads for a small product
+    H = np.zeros((len(chiplets), experts), np.int64)
+    for b, c in enumerate(content):
+        B[b, c] = 1
+    for j, s in enumerate(chiplets):
+        H[j, list(held.get(s, ()))] = 1
+    bins, chips = linear_sum_assignment(B @ H.T, maximize=True)
+    return {int(b): chiplets[j] for b, j in zip(bins, chips)}
 
 
 def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: list[np.ndarray],
