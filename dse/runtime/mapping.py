@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -67,9 +68,17 @@ def perm_key(perm: list[np.ndarray]) -> bytes:
     return np.concatenate(perm).astype(np.int32).tobytes() if perm else b""
 
 
-def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> tuple[np.ndarray, ...]:
-    """Every expert copy of ``placement``: (layer, expert index over all layers, chiplet, share of the
-    expert's tokens)."""
+class Copies(NamedTuple):
+    """Every expert copy of a placement, one entry each."""
+
+    layer: np.ndarray       # the copy's MoE layer (group)
+    expert: np.ndarray      # its expert's index over all layers
+    slot: np.ndarray        # its chiplet
+    share: np.ndarray       # its share of the expert's tokens (1 / copies)
+
+
+def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> Copies:
+    """Every expert copy of ``placement`` (`Copies`)."""
     g_idx, e_idx, slot, share = [], [], [], []
     base = 0
     for g, names in enumerate(groups.names):
@@ -81,25 +90,25 @@ def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> tuple[
                 slot.append(x)
                 share.append(1.0 / len(where))
         base += len(names)
-    return np.array(g_idx, np.int64), np.array(e_idx, np.int64), np.array(slot, np.int64), np.array(share)
+    return Copies(np.array(g_idx, np.int64), np.array(e_idx, np.int64), np.array(slot, np.int64), np.array(share))
 
 
 def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-                  chiplets: int, copies: tuple[np.ndarray, ...] | None = None) -> np.ndarray:
+                  chiplets: int, copies: Copies | None = None) -> np.ndarray:
     """``[G, chiplets]``: expected selections per token each chiplet serves of each layer (a copy of an
     expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
     placement when known."""
-    g_idx, e_idx, slot, share = copies if copies is not None else copy_arrays(placement, groups)
+    c = copies if copies is not None else copy_arrays(placement, groups)
     sizes = [len(n) for n in groups.names]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     q_now = np.concatenate(groups.q)[np.concatenate([p + o for p, o in zip(perm, offsets)])] if sizes else np.zeros(0)
     G = len(sizes)
-    flat = np.bincount(g_idx * chiplets + slot, weights=q_now[e_idx] * share, minlength=G * chiplets)
+    flat = np.bincount(c.layer * chiplets + c.slot, weights=q_now[c.expert] * c.share, minlength=G * chiplets)
     return flat.reshape(G, chiplets)
 
 
 def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-              chiplets: int, copies: tuple[np.ndarray, ...] | None = None) -> float:
+              chiplets: int, copies: Copies | None = None) -> float:
     """Mean over MoE layers of max / mean load of the chiplets holding the layer's experts (1: balanced)."""
     loads = chiplet_loads(placement, groups, perm, chiplets, copies)
     held = loads > 0
