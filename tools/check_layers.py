@@ -2,7 +2,7 @@
 
 Rules (docs/architecture.md):
 - ``dse`` is layered; a module may import its own layer and the layers below it, never one above:
-  ``cli -> exports -> results -> rl -> search -> validation -> serving -> training -> system -> model -> study
+  ``cli -> exports -> results -> rl -> search -> runtime -> validation -> serving -> training -> system -> model -> study
   -> errors`` (then the base packages).
   The facade (``dse/__init__.py``, ``dse/__main__.py``, ``dse/jit_cache.py``) may import any layer;
   no module of a layer imports the facade.
@@ -33,7 +33,7 @@ import networkx as nx
 
 PACKAGES = ("dse", "workloads", "arch", "memory", "noc")
 BASE = ("workloads", "arch", "memory", "noc")
-LAYERS = ("errors", "study", "model", "system", "training", "serving", "validation", "search", "rl", "results", "exports", "cli")    # bottom to top
+LAYERS = ("errors", "study", "model", "system", "training", "serving", "validation", "runtime", "search", "rl", "results", "exports", "cli")    # bottom to top
 FACADE = ("dse", "dse.__main__", "dse.jit_cache")
 MAX_LINES = 450
 MAX_FUNCTION_LINES = 120

@@ -1,0 +1,54 @@
+"""``dse timeline``: one design through a scenario of popularity drift and failures under a runtime
+policy (dse.runtime, docs/runtime.md): per window latency, throughput, imbalance, migrations; totals."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..results.folder import read_design
+from ..runtime import POLICIES, load_scenario, run_timeline
+from ..runtime.report import table_rows, totals_rows, write_folder
+from ..study.spec import load_study
+from ..system.prepare import prepare
+from .common import FiniteFloat, cli, fail
+
+
+@cli.command("timeline")
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--design", "design_file", required=True, type=click.Path(dir_okay=False),
+              help="Design YAML (the form of results/<study>/designs/<id>.yaml).")
+@click.option("--scenario", "scenario_file", required=True, type=click.Path(dir_okay=False),
+              help="Scenario YAML: horizon, windows, popularity drift, load, failures (docs/runtime.md).")
+@click.option("--policy", type=click.Choice(list(POLICIES)), default="static", show_default=True,
+              help="How the runtime re-maps experts.")
+@click.option("--every", "every_s", type=FiniteFloat(0.0, open_min=True), default=None,
+              help="Seconds between rebalances (periodic: default 600; threshold: the least gap).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: windows and totals.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the plots over time (PNG, SVG), a page and the JSON.")
+def timeline(study_file: str, design_file: str, scenario_file: str, policy: str, every_s: float | None,
+             as_json: bool, out_dir: str | None) -> None:
+    """DESIGN under STUDY_FILE through SCENARIO: each window's step costed by the study's evaluator."""
+    study = load_study(study_file)
+    design = read_design(design_file, strict=True)
+    scenario = load_scenario(scenario_file)
+    prepared = prepare(study)
+    prepared.check_design(design, source=design_file)
+    result = run_timeline(prepared, design, scenario, policy, every_s)
+    if out_dir is not None:
+        try:
+            write_folder(result, out_dir, study.name, design_file)
+        except (FileExistsError, OSError) as exc:
+            fail(str(exc) if isinstance(exc, FileExistsError) else f"--out: cannot write {out_dir}: {exc}")
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    title = f"{Path(design_file).name}: '{scenario.name}', {policy}, {len(result.windows)} windows"
+    click.echo(title if len(title) <= 80 else title[:77] + "...")
+    for line in table_rows(result):
+        click.echo(line)
+    click.echo("")
+    for line in totals_rows(result):
+        click.echo(line)

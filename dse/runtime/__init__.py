@@ -1,0 +1,12 @@
+"""A design through time (`dse timeline`, docs/runtime.md): a scenario of expert popularity drift, offered
+load and failures (scenario.py, popularity.py, failures.py), policies that re-map experts as it unfolds
+(policies/: static, periodic, threshold, on-failure), what a move costs (migration.py), and the timeline
+itself (timeline.py): every window's step costed by the study's own evaluator, all windows of a design in
+one population call."""
+from __future__ import annotations
+
+from .policies import POLICIES, make_policy
+from .scenario import Scenario, load_scenario
+from .timeline import Timeline, run_timeline
+
+__all__ = ["POLICIES", "Scenario", "Timeline", "load_scenario", "make_policy", "run_timeline"]

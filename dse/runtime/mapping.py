@@ -1,0 +1,130 @@
+"""A design's expert mapping as the runtime sees it: the experts of each MoE layer (a group), what
+each chiplet carries of a layer's tokens, the imbalance a router's counters would show, popularity as a
+relabelling of the study's experts, and the copies one mapping moves against another.
+
+Popularity drift keeps each layer's popularity shape and moves which experts carry it (dse.runtime.
+popularity): window w's popularity is ``q_w[i] = q[perm_w[i]]`` with ``q`` the study's per-token
+selection probabilities (`EvalTables.unit_selection`). Since a layer's experts are identical units
+except for their popularity, costing mapping D at ``q_w`` is costing, at the study's own popularity,
+the design that puts expert ``perm_w[i]`` where D puts expert ``i`` (`relabelled`): the study's evaluator,
+unchanged, prices every window, and all windows are one population."""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import NamedTuple
+
+import numpy as np
+
+from ..model.tables import UNIT_KINDS, EvalTables
+from ..study.space import Design
+
+EXPERT = UNIT_KINDS.index("expert")
+
+
+@dataclasses.dataclass
+class ExpertGroups:
+    """The routed experts of a study by MoE layer: ``names[g]`` the unit names of group g in expert
+    order, ``q[g]`` their per-token selection probabilities, ``weight_bytes[g]`` each one's weights."""
+
+    names: list[list[str]]
+    q: list[np.ndarray]
+    weight_bytes: list[np.ndarray]
+
+    @classmethod
+    def from_tables(cls, tables: EvalTables) -> "ExpertGroups":
+        groups: dict[str, list[int]] = defaultdict(list)
+        for u, (name, kind) in enumerate(zip(tables.unit_names, tables.unit_kind)):
+            if kind == EXPERT:
+                groups[name.rpartition(".")[0]].append(u)
+        idx = list(groups.values())
+        return cls(names=[[tables.unit_names[u] for u in g] for g in idx],
+                   q=[np.asarray(tables.unit_selection[g], float) for g in idx],
+                   weight_bytes=[np.asarray(tables.unit_capacity_bytes[g], float) for g in idx])
+
+    def identity(self) -> list[np.ndarray]:
+        """The study's own popularity: no expert relabelled."""
+        return [np.arange(len(n)) for n in self.names]
+
+
+def with_placement(design: Design, placement: dict[str, list[int]]) -> Design:
+    """``design`` with another unit placement (same package; the placement's lists are shared, never
+    changed in place)."""
+    return dataclasses.replace(design, chiplets=list(design.chiplets), hbm_stacks=list(design.hbm_stacks),
+                               placement=dict(placement))
+
+
+def relabelled(design: Design, groups: ExpertGroups, perm: list[np.ndarray]) -> Design:
+    """The design that, at the study's popularity, costs what ``design`` costs at popularity ``perm``."""
+    placement = dict(design.placement)
+    for names, p in zip(groups.names, perm):
+        for i, name in enumerate(names):
+            placement[names[p[i]]] = design.placement[name]
+    return with_placement(design, placement)
+
+
+def perm_key(perm: list[np.ndarray]) -> bytes:
+    """A popularity relabelling as a hashable key."""
+    return np.concatenate(perm).astype(np.int32).tobytes() if perm else b""
+
+
+class Copies(NamedTuple):
+    """Every expert copy of a placement, one entry each."""
+
+    layer: np.ndarray       # the copy's MoE layer (group)
+    expert: np.ndarray      # its expert's index over all layers
+    slot: np.ndarray        # its chiplet
+    share: np.ndarray       # its share of the expert's tokens (1 / copies)
+
+
+def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> Copies:
+    """Every expert copy of ``placement`` (`Copies`)."""
+    g_idx, e_idx, slot, share = [], [], [], []
+    base = 0
+    for g, names in enumerate(groups.names):
+        for i, name in enumerate(names):
+            where = placement[name]
+            for x in where:
+                g_idx.append(g)
+                e_idx.append(base + i)
+                slot.append(x)
+                share.append(1.0 / len(where))
+        base += len(names)
+    return Copies(np.array(g_idx, np.int64), np.array(e_idx, np.int64), np.array(slot, np.int64), np.array(share))
+
+
+def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
+                  chiplets: int, copies: Copies | None = None) -> np.ndarray:
+    """``[G, chiplets]``: expected selections per token each chiplet serves of each layer (a copy of an
+    expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
+    placement when known."""
+    c = copies if copies is not None else copy_arrays(placement, groups)
+    sizes = [len(n) for n in groups.names]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    q_now = np.concatenate(groups.q)[np.concatenate([p + o for p, o in zip(perm, offsets)])] if sizes else np.zeros(0)
+    G = len(sizes)
+    flat = np.bincount(c.layer * chiplets + c.slot, weights=q_now[c.expert] * c.share, minlength=G * chiplets)
+    return flat.reshape(G, chiplets)
+
+
+def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
+              chiplets: int, copies: Copies | None = None) -> float:
+    """Mean over MoE layers of max / mean load of the chiplets holding the layer's experts (1: balanced)."""
+    loads = chiplet_loads(placement, groups, perm, chiplets, copies)
+    held = loads > 0
+    count = held.sum(axis=1)
+    rows = count > 0
+    if not rows.any():
+        return 1.0
+    ratio = loads[rows].max(axis=1) / (loads[rows].sum(axis=1) / count[rows])
+    return float(ratio.mean())
+
+
+def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[tuple[str, int, list[int]]]:
+    """Copies ``new`` places where ``old`` had none: (unit, destination slot, slots it can be copied
+    from: the unit's copies in ``old``)."""
+    out = []
+    for unit, slots in new.items():
+        before = old.get(unit, [])
+        out.extend((unit, s, list(before)) for s in slots if s not in before)
+    return out

@@ -1,0 +1,84 @@
+"""What moving experts costs: their weight bytes over the package's modelled bandwidths, the time the
+moves take and their energy (docs/runtime.md).
+
+A copy placed on chiplet d is copied from a live copy of the unit on chiplet s when there is one: read
+from s's memory, carried over the package network's shortest route (hops of the study's link), written to
+d's memory; the move's bandwidth is the slowest of the link and the two memories (HBM: sustained
+bandwidth per stack x stacks, `EvalTables.hbm_bw_Bps`; a chiplet without HBM keeps weights in DDR). A
+unit with no live copy (its chiplet failed) is reloaded from the package's DDR (or, without DDR, from
+the host over one link). Energy per byte: the source memory's read, each hop's link and router energy
+(`noc.LinkTech.hop_energy_j_per_byte`), the destination memory's write (the memories' energy per byte).
+Moves into different chiplets run in parallel; moves into one chiplet follow each other: the moves take
+the longest chiplet's total. ``bandwidth_scale`` scales every bandwidth (a what-if knob)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+
+from ..model.tables import EvalTables
+from ..study.schema.package import PackageSpec
+from ..study.space import Design
+
+
+class MoveCost(NamedTuple):
+    bytes: float
+    time_s: float
+    energy_j: float
+    moves: int
+
+
+NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)
+
+
+class MigrationModel:
+    """Prices moves of unit copies within one design's package (module docstring)."""
+
+    def __init__(self, tables: EvalTables, package: PackageSpec, design: Design, bandwidth_scale: float = 1.0):
+        self.tables, self.design, self.scale = tables, design, bandwidth_scale
+        self.unit = {u: i for i, u in enumerate(tables.unit_names)}
+        graph = package.network(design.rows, design.cols).to_networkx()
+        self.hops = dict(nx.all_pairs_shortest_path_length(graph))
+        self.link = tables.link
+
+    def memory(self, slot: int) -> tuple[float, float]:
+        """(bandwidth B/s, energy J/B) of the memory holding weights on chiplet ``slot``."""
+        stacks = self.design.hbm_stacks[slot]
+        if stacks and self.tables.hbm is not None:
+            return stacks * self.tables.hbm_bw_Bps, self.tables.hbm.energy_j_per_byte
+        return self.ddr()
+
+    def ddr(self) -> tuple[float, float]:
+        """(bandwidth, energy per byte) of the package's DDR; without DDR the host over one link."""
+        if self.design.ddr_channels and self.tables.ddr is not None:
+            return self.design.ddr_channels * self.tables.ddr_bw_Bps, self.tables.ddr.energy_j_per_byte
+        return self.link.bandwidth_Bps, 0.0
+
+    def copy_cost(self, nbytes: float, dest: int, source: int | None) -> tuple[float, float]:
+        """(time s, energy J) of ``nbytes`` copied to chiplet ``dest`` from ``source`` (None: reloaded)."""
+        bw_d, e_d = self.memory(dest)
+        if source is None:
+            bw_s, e_s = self.ddr()
+            hops = 1
+        else:
+            bw_s, e_s = self.memory(source)
+            hops = self.hops[source][dest]
+        bw = min(bw_s, bw_d, self.link.bandwidth_Bps if hops else np.inf) * self.scale
+        return nbytes / bw, nbytes * (e_s + hops * self.link.hop_energy_j_per_byte + e_d)
+
+    def cost(self, moves: list[tuple[str, int, list[int]]], failed: frozenset[int] = frozenset()) -> MoveCost:
+        """The cost of ``moves`` (dse.runtime.mapping.moved_copies), copying from the nearest live copy."""
+        if not moves:
+            return NO_MOVE
+        per_dest: dict[int, float] = {}
+        total_b = total_e = 0.0
+        for unit, dest, sources in moves:
+            nbytes = float(self.tables.unit_capacity_bytes[self.unit[unit]])
+            live = [s for s in sources if s not in failed and s != dest]
+            source = min(live, key=lambda s: self.hops[s][dest]) if live else None
+            t, e = self.copy_cost(nbytes, dest, source)
+            per_dest[dest] = per_dest.get(dest, 0.0) + t
+            total_b += nbytes
+            total_e += e
+        return MoveCost(total_b, max(per_dest.values()), total_e, len(moves))

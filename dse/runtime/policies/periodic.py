@@ -1,0 +1,25 @@
+"""``periodic``: every ``every_s`` seconds, re-place each layer's experts from the last window's observed
+loads, EPLB-style (dse.runtime.policies.eplb: replicate, pack, keep neighbours close); failed chiplets'
+units first move to survivors (the evaluator's re-mapping)."""
+from __future__ import annotations
+
+from .base import Decision, PolicyState, survivors_placement
+from .eplb import rebalance
+
+DEFAULT_EVERY_S = 600.0
+
+
+class PeriodicPolicy:
+    name = "periodic"
+
+    def __init__(self, every_s: float | None = None, bound: float | None = None):
+        self.every_s = every_s or DEFAULT_EVERY_S
+
+    def decide(self, state: PolicyState) -> Decision | None:
+        if state.window == 0 or state.t_s - state.last_change_s < self.every_s - 1e-9:
+            return None
+        base = survivors_placement(state)
+        if base is None:
+            return None
+        return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
+                                  state.design.placement))

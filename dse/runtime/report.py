@@ -1,0 +1,90 @@
+"""A timeline's figures: plots over time (PNG and SVG) and a page (Markdown) in the report's style,
+written into a folder of `dse timeline --out` (docs/runtime.md)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .timeline import Timeline  # noqa: E402
+
+#: the file that marks a folder as written by `dse timeline` (others' folders are not written into)
+MARKER = ".dse-timeline"
+PANELS = (("tokens_per_s", "served tokens/s"), ("latency_s", "step latency (s)"),
+          ("imbalance", "max/mean chiplet load"), ("migration_bytes", "migrated (GB)"),
+          ("served_frac", "served fraction"))
+
+
+def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
+    """The windows as a text table of at most 80 columns (every window, or ``limit`` evenly spread)."""
+    head = f"{'t (s)':>9} {'latency (s)':>12} {'tokens/s':>11} {'imbal.':>7} {'moves':>6} " \
+           f"{'moved (GB)':>10} {'served':>7} {'failed':>8}"
+    windows = timeline.windows
+    step = max(1, -(-len(windows) // limit))
+    rows = [head]
+    for w in windows[::step]:
+        failed = ",".join(c.split()[-1] for c in w["failed_components"]) or "-"
+        rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.4g} {w['tokens_per_s']:>11.4g} {w['imbalance']:>7.3f} "
+                    f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.3g} {w['served_frac']:>7.3f} "
+                    f"{failed[:8]:>8}")
+    return rows
+
+
+def totals_rows(timeline: Timeline) -> list[str]:
+    """The totals, one per line (units in the names)."""
+    return [f"{k:<22} {v:.6g}" for k, v in timeline.totals.items()]
+
+
+def plot(timeline: Timeline, path_stem: Path) -> list[Path]:
+    """The windows' figures over time in one column of panels, as ``<stem>.png`` and ``<stem>.svg``."""
+    t = [w["t_s"] / 60 for w in timeline.windows]
+    fig, axes = plt.subplots(len(PANELS), 1, figsize=(7, 1.7 * len(PANELS)), sharex=True)
+    for ax, (key, label) in zip(axes, PANELS):
+        values = [w[key] / 1e9 if key == "migration_bytes" else w[key] for w in timeline.windows]
+        if key == "migration_bytes":
+            ax.bar(t, values, width=0.8 * (t[1] - t[0]) if len(t) > 1 else 0.8)
+        else:
+            ax.step(t, values, where="post")
+        for i, w in enumerate(timeline.windows):
+            if w["failed_components"]:
+                ax.axvspan(t[i], t[i] + (t[1] - t[0] if len(t) > 1 else 1), color="tab:red", alpha=0.08, lw=0)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("time (min)")
+    axes[0].set_title(f"scenario '{timeline.scenario}', policy {timeline.policy} (red: a chiplet down)", fontsize=9)
+    fig.tight_layout()
+    out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
+    for p in out:
+        fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def page(timeline: Timeline, study: str, design: str) -> str:
+    """The timeline's page (Markdown): what was run, the totals, the figure, the windows."""
+    lines = [f"# Timeline of {design} under study '{study}'", "",
+             f"Scenario '{timeline.scenario}', policy `{timeline.policy}` (docs/runtime.md).", "",
+             "| total | value |", "|---|---|"]
+    lines += [f"| {k} | {v:.6g} |" for k, v in timeline.totals.items()]
+    lines += ["", "![timeline](timeline.svg)", "", "```", *table_rows(timeline, limit=10_000), "```", ""]
+    return "\n".join(lines)
+
+
+def write_folder(timeline: Timeline, out: str | Path, study: str, design: str) -> list[Path]:
+    """Write the plots, the page and the JSON into ``out`` (created; a folder holding files that
+    `dse timeline` did not write is refused: a `FileExistsError`)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
+        raise FileExistsError(f"--out: {out} exists and was not written by dse timeline; choose another folder")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by dse timeline\n")
+    written = plot(timeline, out / "timeline")
+    for name, text in (("timeline.md", page(timeline, study, design)),
+                       ("timeline.json", json.dumps(timeline.to_dict(), indent=1))):
+        (out / name).write_text(text)
+        written.append(out / name)
+    return written

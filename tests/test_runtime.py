@@ -1,0 +1,145 @@
+"""dse.runtime and `dse timeline` (issue 36): a design through popularity drift, migration and failures."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import DATA
+from dse.runtime import run_timeline
+from dse.runtime.mapping import ExpertGroups, relabelled
+from dse.runtime.migration import MigrationModel
+from dse.runtime.scenario import scenario_from_dict
+from dse.study.spec import load_study
+from dse.system.prepare import prepare
+
+STUDY = DATA / "timeline_study.yaml"
+ROTATE = {"drift": "rotate", "rate_per_s": 1 / 300}
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return prepare(load_study(STUDY))
+
+
+@pytest.fixture(scope="module")
+def design(prepared):
+    return prepared.evaluator.designs(prepared.space.seeds[:1])[0]
+
+
+@pytest.fixture
+def files(tmp_path, design):
+    def write(scenario: dict):
+        d, s = tmp_path / "design.yaml", tmp_path / "scenario.yaml"
+        d.write_text(yaml.safe_dump(design.to_dict(), sort_keys=False))
+        s.write_text(yaml.safe_dump(scenario, sort_keys=False))
+        return d, s
+    return write
+
+
+def scenario(**keys):
+    return scenario_from_dict({"horizon_s": 3600, "window_s": 60, **keys})
+
+
+def test_steady_windows_equal_dse_evaluate(dse_cli, files):
+    d, s = files({"horizon_s": 600, "window_s": 60})
+    code, out, _ = dse_cli("evaluate", STUDY, "--design", d, "--json")
+    assert code == 0
+    latency = json.loads(out)["metrics"]["latency_s"]
+    code, out, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert len(result["windows"]) == 10
+    assert set(result["windows"][0]) >= {"t_s", "latency_s", "tokens_per_s", "imbalance", "migrations",
+                                         "migration_bytes", "failed_components", "served_frac"}
+    assert set(result["totals"]) == {"tokens_served", "mean_latency_s", "p99_latency_s", "availability",
+                                     "migration_bytes", "migration_energy_j", "energy_j_per_token"}
+    for w in result["windows"]:
+        assert w["latency_s"] == pytest.approx(latency, rel=1e-12)
+        assert w["served_frac"] == 1.0 and w["migrations"] == 0
+    assert result["totals"]["tokens_served"] == pytest.approx(600 * 4 * 1024 / latency, rel=1e-9)
+
+
+def test_drift_is_the_evaluator_at_the_moved_popularity(prepared, design):
+    """A window's step is the evaluator's: a rotation of popularity costs what the relabelled design costs."""
+    groups = ExpertGroups.from_tables(prepared.tables)
+    perm = [(np.arange(len(n)) + 3) % len(n) for n in groups.names]
+    tl = run_timeline(prepared, design, scenario(horizon_s=120, popularity={"drift": "rotate", "rate_per_s": 3 / 60}))
+    expected = prepared.evaluator.evaluate_designs([relabelled(design, groups, perm)])["latency_s"].iloc[0]
+    assert tl.windows[1]["latency_s"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_one_migration_by_hand(prepared, design):
+    """One expert copied from chiplet 0 to chiplet 5 of a 2 x 3 mesh: 3 hops."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    unit = "L0-31.e1"
+    nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
+    cost = model.cost([(unit, 5, [0])])
+    stacks = design.hbm_stacks
+    bw = min(stacks[0] * t.hbm_bw_Bps, stacks[5] * t.hbm_bw_Bps, t.link.bandwidth_Bps)
+    energy = nbytes * (2 * t.hbm.energy_j_per_byte + 3 * (t.link.energy_j_per_byte + t.link.router_energy_j_per_byte))
+    assert (cost.bytes, cost.moves) == (nbytes, 1)
+    assert cost.time_s == pytest.approx(nbytes / bw, rel=1e-12)
+    assert cost.energy_j == pytest.approx(energy, rel=1e-12)
+
+
+def test_periodic_beats_static_until_migration_is_slow(prepared, design):
+    static = run_timeline(prepared, design, scenario(popularity=ROTATE), "static").totals["tokens_served"]
+    gains = []
+    for scale in (1.0, 1e-2, 1e-3, 1e-4):
+        tl = run_timeline(prepared, design, scenario(popularity=ROTATE, migration={"bandwidth_scale": scale}),
+                          "periodic", every_s=60)
+        gains.append(tl.totals["tokens_served"] / static)
+    assert gains[0] > 1.2
+    assert all(a > b for a, b in zip(gains, gains[1:]))
+    assert gains[-1] < 1.0          # moves so slow that static wins (docs/runtime.md: the crossover)
+
+
+def test_failure_lowers_throughput_until_the_policy_acts(prepared, design):
+    # chiplet 4 holds the only copy of an expert: its selections go unserved under static
+    assert [u for u, s in design.placement.items() if s == [4]]
+    fail = {"events": [{"t_s": 1830, "chiplet": 4}], "spares": 1}
+    static = run_timeline(prepared, design, scenario(failures=fail), "static").windows
+    recover = run_timeline(prepared, design, scenario(failures=fail), "on-failure").windows
+    before = static[29]["tokens_per_s"]
+    assert static[30]["tokens_per_s"] < before and all(w["tokens_per_s"] < 0.97 * before for w in static[31:])
+    assert all(w["served_frac"] < 1 for w in static[31:])
+    assert recover[30]["tokens_per_s"] < before
+    assert recover[31]["migrations"] > 0 and recover[31]["failed_components"] == ["chiplet 4"]
+    assert all(w["tokens_per_s"] >= 0.95 * before for w in recover[32:])
+
+
+def test_threshold_and_random_walk(prepared, design):
+    tl = run_timeline(prepared, design, scenario(popularity={"drift": "random_walk", "rate_per_s": 0.01, "seed": 3}),
+                      "threshold")
+    assert sum(w["migrations"] for w in tl.windows) > 0
+    assert max(w["imbalance"] for w in tl.windows[1:]) > 1.0
+
+
+@pytest.mark.parametrize("scenario_doc, key", [
+    ({"horizon_s": 60, "window_s": 120}, "window_s"),
+    ({"horizon_s": 600, "window_s": 60, "drift": "rotate"}, "drift"),
+    ({"horizon_s": 600, "window_s": 60, "failures": {"events": [{"t_s": 1, "chiplet": 99}]}}, "chiplet"),
+    ({"horizon_s": 600, "window_s": 60, "popularity": {"rate_per_s": float("nan")}}, "rate_per_s"),
+])
+def test_bad_scenario_one_line_exit_2(dse_cli, files, scenario_doc, key):
+    d, s = files(scenario_doc)
+    code, out, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s)
+    assert code == 2 and err.count("\n") == 1 and key in err and err.startswith("error:")
+
+
+def test_table_fits_and_out_folder(dse_cli, files, tmp_path):
+    d, s = files({"horizon_s": 600, "window_s": 60, "popularity": ROTATE})
+    out_dir = tmp_path / "tl"
+    code, out, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--policy", "periodic",
+                             "--every", "60", "--out", out_dir)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert {p.name for p in out_dir.iterdir()} >= {"timeline.png", "timeline.svg", "timeline.md", "timeline.json"}
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "keep.txt").write_text("not ours")
+    code, _, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--out", tmp_path / "other")
+    assert code == 2 and "--out" in err
