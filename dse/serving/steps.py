@@ -153,3 +153,55 @@ def step_energy_j(steps, phase: str, batch: float, context: float) -> float:
     """Joules of one step from ``steps`` (a `StepTable`, or anything with ``prefill`` and ``decode``: NaN)."""
     energy = getattr(steps, f"{phase}_energy", None)
     return energy(batch, context) if energy is not None else float("nan")
+
+
+#: context (tokens) at which a pass's fixed part is read off the decode steps (the grid's smallest)
+PASS_CONTEXT = 128.0
+
+
+def pass_fixed(steps, joules: bool = False) -> float:
+    """W of `mixed_step`: seconds (joules) of a pass over no tokens, the decode steps of 1 and 4 sequences
+    at `PASS_CONTEXT` extended affinely to none (within [0, the step of one])."""
+    decode = (lambda b, c: step_energy_j(steps, "decode", b, c)) if joules else steps.decode   # noqa: E731
+    one, four = decode(1, PASS_CONTEXT), decode(4, PASS_CONTEXT)
+    return min(max(one - (four - one) / 3.0, 0.0), one)
+
+
+def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: float, prefix: float = 0.0,
+               joules: bool = False, fixed: float | None = None) -> float:
+    """Seconds (or with ``joules`` joules) of one forward pass over a mixed batch: ``decodes`` sequences
+    decoding one token each at a mean ``context``, and ``prompts`` prompt pieces of ``tokens`` tokens each,
+    whose first token follows ``prefix`` tokens already in the KV cache (chunked prefill's earlier chunks,
+    or a cached prefix). The pass reads the weights and pays its kernels' overheads once (vLLM V1,
+    SGLang, Sarathi-Serve run the decodes and the chunks as one batch: projections and experts see
+    decodes + prompts x tokens rows, attention runs per sequence).
+
+    From ``steps`` (``decode(batch, context)``, ``prefill(batch, context)``): W, the pass over no tokens
+    (weights and overheads: the decode steps of 1 and 4 sequences at `PASS_CONTEXT` extended affinely
+    to none); D = decode(decodes, context) (W when no decodes); the pieces alone C = prefill(prompts,
+    tokens), after a prefix at least prefill(prompts, prefix + tokens) - prefill(prompts, prefix) (the
+    marginal of extending the prompts: their tokens and their attention over the prefix, the weights read
+    at both ends and so left out). The mixed pass is D + C - W and no less than either part alone: the
+    kernels' roofline (max of compute and memory) reads the weights once for both; where the chunk is
+    compute bound the decodes' weight reads hide under it (their own compute is then left out: a decode
+    step of a few hundred sequences is bound by its reads). Pure decodes give D, a pure prefill without
+    prefix C, as the steps do; on affine steps (dse.serving.analytic) a chunk adds p0 - W + pk c / P,
+    as the closed form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``: W when known
+    (`pass_fixed`: a simulation reads it once)."""
+    if joules:
+        decode = lambda b, c: step_energy_j(steps, "decode", b, c)          # noqa: E731
+        prefill = lambda b, c: step_energy_j(steps, "prefill", b, c)        # noqa: E731
+    else:
+        decode, prefill = steps.decode, steps.prefill
+    if decodes <= 0 and (prompts <= 0 or tokens <= 0):
+        return 0.0
+    fixed = pass_fixed(steps, joules) if fixed is None else fixed
+    d = decode(decodes, context) if decodes > 0 else fixed
+    if prompts <= 0 or tokens <= 0:
+        return d
+    c = prefill(prompts, tokens)
+    if prefix >= 1.0:
+        c = max(c, prefill(prompts, prefix + tokens) - prefill(prompts, prefix))
+    if decodes <= 0:
+        return c
+    return max(d + c - fixed, d, c)
