@@ -21,7 +21,7 @@ import numpy as np
 
 from .kv_cache import BLOCK, KvCache, blocks
 from .requests import Requests
-from .steps import mixed_step, pass_fixed
+from .steps import mixed_step, pass_fixed, token_compute_s
 
 
 def prompt_keys(r: Requests, i: int) -> list:
@@ -44,6 +44,7 @@ class Server:
                  cache: KvCache, chunk_tokens: int):
         self.r, self.steps, self.chunked, self.cache, self.chunk = r, steps, chunked, cache, chunk_tokens
         self.fixed_s, self.fixed_j = pass_fixed(steps), pass_fixed(steps, joules=True)
+        self.per_token = token_compute_s(steps)
         n = len(r)
         self.concurrency = concurrency
         self.limit = min(max_batch, concurrency or max_batch)
@@ -165,7 +166,7 @@ class Server:
         sizes = (n, float(self.computed[decodes].sum()) / n + 1.0 if n else 0.0, k,
                  float(tokens[piece].sum()) / k if k else 0.0, float(self.computed[pieces].sum()) / k if k else 0.0)
         t0, e0 = self.t, self.energy
-        self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s)
+        self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token)
         self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j)
         self.computed[running] += tokens
         produced = running[self.computed[running] >= self.target[running]]

@@ -157,6 +157,8 @@ def step_energy_j(steps, phase: str, batch: float, context: float) -> float:
 
 #: context (tokens) at which a pass's fixed part is read off the decode steps (the grid's smallest)
 PASS_CONTEXT = 128.0
+#: prompt length (tokens) at which a token's compute is read off the prefill steps (1 and 4 such prompts)
+TOKEN_CONTEXT = 512.0
 
 
 def pass_fixed(steps, joules: bool = False) -> float:
@@ -167,8 +169,14 @@ def pass_fixed(steps, joules: bool = False) -> float:
     return min(max(one - (four - one) / 3.0, 0.0), one)
 
 
+def token_compute_s(steps) -> float:
+    """a of `mixed_step`: seconds a token adds to a compute-bound pass, the prefill of 4 prompts of
+    `TOKEN_CONTEXT` tokens less that of 1, per token (their attention within 512 tokens included)."""
+    return max((steps.prefill(4, TOKEN_CONTEXT) - steps.prefill(1, TOKEN_CONTEXT)) / (3.0 * TOKEN_CONTEXT), 0.0)
+
+
 def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: float, prefix: float = 0.0,
-               joules: bool = False, fixed: float | None = None) -> float:
+               joules: bool = False, fixed: float | None = None, per_token: float | None = None) -> float:
     """Seconds (or with ``joules`` joules) of one forward pass over a mixed batch: ``decodes`` sequences
     decoding one token each at a mean ``context``, and ``prompts`` prompt pieces of ``tokens`` tokens each,
     whose first token follows ``prefix`` tokens already in the KV cache (chunked prefill's earlier chunks,
@@ -176,18 +184,19 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
     SGLang, Sarathi-Serve run the decodes and the chunks as one batch: projections and experts see
     decodes + prompts x tokens rows, attention runs per sequence).
 
-    From ``steps`` (``decode(batch, context)``, ``prefill(batch, context)``): W, the pass over no tokens
-    (weights and overheads: the decode steps of 1 and 4 sequences at `PASS_CONTEXT` extended affinely
-    to none); D = decode(decodes, context) (W when no decodes); the pieces alone C = prefill(prompts,
-    tokens), after a prefix at least prefill(prompts, prefix + tokens) - prefill(prompts, prefix) (the
-    marginal of extending the prompts: their tokens and their attention over the prefix, the weights read
-    at both ends and so left out). The mixed pass is D + C - W and no less than either part alone: the
-    kernels' roofline (max of compute and memory) reads the weights once for both; where the chunk is
-    compute bound the decodes' weight reads hide under it (their own compute is then left out: a decode
-    step of a few hundred sequences is bound by its reads). Pure decodes give D, a pure prefill without
-    prefix C, as the steps do; on affine steps (dse.serving.analytic) a chunk adds p0 - W + pk c / P,
-    as the closed form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``: W when known
-    (`pass_fixed`: a simulation reads it once)."""
+    From ``steps`` (``decode(batch, context)``, ``prefill(batch, context)``): D = decode(decodes, context);
+    the pieces alone C = prefill(prompts, tokens), after a prefix at least prefill(prompts, prefix + tokens)
+    - prefill(prompts, prefix) (the marginal of extending the prompts: their tokens and their attention
+    over the prefix); W, the pass over no tokens (weights and overheads, `pass_fixed`); a, a token's
+    compute in a compute-bound pass (`token_compute_s`). The projections of m tokens take max(W, a m)
+    (the kernels' roofline), the rest of a step (attention, KV reads) adds to it, so the pass is
+    max(W, a (d + T)) + (D - max(W, a d)) + (C - max(W, a T)), T the pieces' tokens, and no less than
+    either part alone: where both parts are bound by the weights' reads it reads them once (D + C - W);
+    where the batch is compute bound the decodes' tokens add their compute. Energy adds up: D + C - W
+    (the weights read once). Pure decodes give D, a pure prefill without prefix C, as the steps do; on
+    affine steps (dse.serving.analytic) bound by the weights a chunk adds p0 - W + pk c / P, as the closed
+    form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``, ``per_token``: W and a when
+    known (a simulation reads them once)."""
     if joules:
         decode = lambda b, c: step_energy_j(steps, "decode", b, c)          # noqa: E731
         prefill = lambda b, c: step_energy_j(steps, "prefill", b, c)        # noqa: E731
@@ -204,4 +213,9 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
         c = max(c, prefill(prompts, prefix + tokens) - prefill(prompts, prefix))
     if decodes <= 0:
         return c
-    return max(d + c - fixed, d, c)
+    if joules:
+        return max(d + c - fixed, d, c)
+    a = token_compute_s(steps) if per_token is None else per_token
+    chunk = prompts * tokens
+    rest = max(d - max(fixed, a * decodes), 0.0) + max(c - max(fixed, a * chunk), 0.0)
+    return max(max(fixed, a * (decodes + chunk)) + rest, d, c)
