@@ -167,7 +167,8 @@ class Server:
                  float(tokens[piece].sum()) / k if k else 0.0, float(self.computed[pieces].sum()) / k if k else 0.0)
         t0, e0 = self.t, self.energy
         self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token)
-        self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j)
+        self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j, per_token=self.per_token,
+                                  fixed_s=self.fixed_s)
         self.computed[running] += tokens
         produced = running[self.computed[running] >= self.target[running]]
         if self.cache.caching:

@@ -176,7 +176,8 @@ def token_compute_s(steps) -> float:
 
 
 def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: float, prefix: float = 0.0,
-               joules: bool = False, fixed: float | None = None, per_token: float | None = None) -> float:
+               joules: bool = False, fixed: float | None = None, per_token: float | None = None,
+               fixed_s: float | None = None) -> float:
     """Seconds (or with ``joules`` joules) of one forward pass over a mixed batch: ``decodes`` sequences
     decoding one token each at a mean ``context``, and ``prompts`` prompt pieces of ``tokens`` tokens each,
     whose first token follows ``prefix`` tokens already in the KV cache (chunked prefill's earlier chunks,
@@ -192,11 +193,12 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
     (the kernels' roofline), the rest of a step (attention, KV reads) adds to it, so the pass is
     max(W, a (d + T)) + (D - max(W, a d)) + (C - max(W, a T)), T the pieces' tokens, and no less than
     either part alone: where both parts are bound by the weights' reads it reads them once (D + C - W);
-    where the batch is compute bound the decodes' tokens add their compute. Energy adds up: D + C - W
-    (the weights read once). Pure decodes give D, a pure prefill without prefix C, as the steps do; on
+    where the batch is compute bound the decodes' tokens add their compute. Energy adds up, the weights
+    read once, D + C - W, plus the time the pass lasts beyond the two parts less W's at the power of the
+    pass over no tokens (W's joules over its seconds: the chips stay busy while the compute runs). Pure decodes give D, a pure prefill without prefix C, as the steps do; on
     affine steps (dse.serving.analytic) bound by the weights a chunk adds p0 - W + pk c / P, as the closed
-    form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``, ``per_token``: W and a when
-    known (a simulation reads them once)."""
+    form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``, ``per_token``, ``fixed_s``:
+    W (in the figure asked for), a and W in seconds when known (a simulation reads them once)."""
     if joules:
         decode = lambda b, c: step_energy_j(steps, "decode", b, c)          # noqa: E731
         prefill = lambda b, c: step_energy_j(steps, "prefill", b, c)        # noqa: E731
@@ -213,9 +215,13 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
         c = max(c, prefill(prompts, prefix + tokens) - prefill(prompts, prefix))
     if decodes <= 0:
         return c
-    if joules:
-        return max(d + c - fixed, d, c)
     a = token_compute_s(steps) if per_token is None else per_token
+    if joules:
+        w_s = pass_fixed(steps) if fixed_s is None else fixed_s
+        seconds = lambda *sizes: mixed_step(steps, *sizes, fixed=w_s, per_token=a)      # noqa: E731
+        beyond = seconds(decodes, context, prompts, tokens, prefix) - seconds(decodes, context, 0, 0.0) - \
+            seconds(0, 0.0, prompts, tokens, prefix) + w_s
+        return max(d + c - fixed + (fixed / w_s * beyond if w_s > 0 else 0.0), d, c)
     chunk = prompts * tokens
     rest = max(d - max(fixed, a * decodes), 0.0) + max(c - max(fixed, a * chunk), 0.0)
     return max(max(fixed, a * (decodes + chunk)) + rest, d, c)
