@@ -27,8 +27,8 @@ def test_active_energy_is_the_fit_of_its_calibration_run():
 
 
 def test_serving_runs_against_mlenergy_h100_runs():
-    # all 38: power 0.75-1.19 (18.4 % geomean; 3.5-5.4x low without the active power), output throughput
-    # 13.6 %, median inter-token latency 18.9 %, energy per output token 26.6 % (docs/validation.md)
+    # all 38: power 0.75-1.19 (18.0 % geomean; 3.5-5.4x low without the active power), output throughput
+    # 16.7 %, median inter-token latency 18.2 %, energy per output token 34.4 % (docs/serving.md, issue 39)
     cases = [c for c in energy_validation.load_cases() if c["set"] == "validation" and c["batch"] in (16, 64)]
     rows = energy_validation.table(cases)
     print("\n" + energy_validation.markdown(rows))

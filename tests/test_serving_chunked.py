@@ -16,10 +16,12 @@ from dse.serving.closed_form.token_backlog import backlog_wait, md1_over
 from dse.serving.requests import synthetic
 from dse.serving.simulate import simulate
 
-# d1, slope, p0, pk (s), prompt, output, max_batch, chunk tokens
-SETTINGS = [(0.010, 1e-4, 0.002, 0.001, 512, 128, 256, 2048),          # prompts share an iteration
-            (0.020, 5e-4, 0.001, 0.0013, 256, 64, 256, 512),            # two prompts overflow a chunk
-            (0.015, 1e-4, 0.005, 0.030, 4096, 128, 32, 512)]            # a prompt spans eight iterations
+# d1, slope, p0, pk (s), prompt, output, max_batch, chunk tokens; a prefill reads the weights too: p0 is at
+# least the pass's fixed part d1 - slope, and a chunk in a mixed pass adds p0 - (d1 - slope) + pk c / P
+# (dse.serving.steps.mixed_step; the chunk's fixed parts 2, 1 and 5 ms)
+SETTINGS = [(0.010, 1e-4, 0.0119, 0.001, 512, 128, 256, 2048),         # prompts share an iteration
+            (0.020, 5e-4, 0.0205, 0.0013, 256, 64, 256, 512),           # two prompts overflow a chunk
+            (0.015, 1e-4, 0.0199, 0.030, 4096, 128, 32, 512)]           # a prompt spans eight iterations
 
 
 def _model(setting, rate):

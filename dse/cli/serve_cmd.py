@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+from typing import NamedTuple
 
 import click
 
 from ..errors import StudyError
 from ..model.prepare import prepare
 from ..results.folder import read_design
-from ..serving.requests import from_file, synthetic
+from ..serving.requests import from_file, shared_prefixes, synthetic
 from ..serving.disaggregated import simulate_disaggregated
 from ..serving.simulate import CHUNK_TOKENS, SCHEDULERS, simulate
 from ..serving.steps import StepTable
+from ..study.schema.serving import GPU_MEMORY_UTILIZATION
 from ..study.spec import load_study
 from ..system.hardware import fabric_level, fabric_names, network_level, network_names
 from .common import cli
@@ -22,7 +24,7 @@ from .output import compiles, print_pairs
 KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
         "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
         "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms", "energy_j_per_output_token",
-        "mean_power_w")
+        "mean_power_w", "prefix_hit_rate", "preemptions")
 
 
 @cli.command("serve")
@@ -35,7 +37,19 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 @click.option("--max-concurrency", type=int, help="requests in flight at most (all arrive at once)")
 @click.option("--num-prompts", type=int, default=1000, show_default=True)
 @click.option("--scheduler", help=f"{' | '.join(SCHEDULERS)} (default: the serving study's, else continuous)")
-@click.option("--max-batch", type=int, default=256, show_default=True, help="sequences in a batch at most")
+@click.option("--max-num-seqs", "--max-batch", "max_batch", type=int, default=256, show_default=True,
+              help="sequences in a batch at most (vLLM's max_num_seqs; --max-batch: the same)")
+@click.option("--max-num-batched-tokens", "chunk_tokens", type=int,
+              help="tokens an iteration computes at most under chunked prefill (vLLM's; default: the serving "
+              f"study's chunk_tokens, else {CHUNK_TOKENS})")
+@click.option("--gpu-memory-utilization", "utilization", type=float,
+              help="share of the design's memory for weights and KV cache (vLLM's; default: the serving study's, "
+              f"else {GPU_MEMORY_UTILIZATION})")
+@click.option("--enable-prefix-caching", "prefix_caching", is_flag=True, default=None,
+              help="keep computed prompt blocks for later prompts (vLLM's automatic prefix caching; LRU)")
+@click.option("--prefix-len", type=int, help="tokens of a shared prefix every prompt starts with")
+@click.option("--num-prefixes", type=int, help="shared prefixes, each prompt one of them (default 1)")
+@click.option("--num-distinct-prompts", type=int, help="prompts drawn cyclically from this many distinct ones")
 @click.option("--disaggregate", metavar="P:D", help="serve on P prefill and D decode copies of the design, the KV "
               "caches sent between them (Splitwise, DistServe); --scheduler does not apply")
 @click.option("--kv-link", default="infiniband-ndr", show_default=True,
@@ -44,7 +58,8 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
 @click.option("--json", "as_json", is_flag=True)
 @compiles("serve")
 def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_rate, max_concurrency, num_prompts,
-              scheduler, max_batch, disaggregate, kv_link, seed, as_json):
+              scheduler, max_batch, chunk_tokens, utilization, prefix_caching, prefix_len, num_prefixes,
+              num_distinct_prompts, disaggregate, kv_link, seed, as_json):
     """Serve requests on one design of a study: a discrete-event simulation of the scheduler, each
     iteration's time and energy from the study's own step model (TTFT, TPOT, ITL, throughput, energy per
     output token, mean power). A serving study's
@@ -54,7 +69,11 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         raise StudyError("dse serve simulates one package; this study describes a system of packages (its serving "
                          "objectives come from `dse run` with workload.phase: serve)", key="system")
     scheduler = scheduler or (study.serving.scheduler if study.serving is not None else "continuous")
-    chunk_tokens = study.serving.chunk_tokens if study.serving is not None else CHUNK_TOKENS
+    sv = study.serving
+    chunk_tokens = chunk_tokens if chunk_tokens is not None else sv.chunk_tokens if sv is not None else CHUNK_TOKENS
+    utilization = utilization if utilization is not None else \
+        sv.gpu_memory_utilization if sv is not None else GPU_MEMORY_UTILIZATION
+    prefix = _prefix_options(sv, prefix_caching, prefix_len, num_prefixes, num_distinct_prompts)
     if study.serving is not None and dataset is None:
         input_len = study.serving.input_len if input_len is None else input_len
         output_len = study.serving.output_len if output_len is None else output_len
@@ -68,23 +87,30 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
                          "prompt and output), or --dataset FILE, or a study with a serving section", key=missing)
     if request_rate is not None and max_concurrency is not None:
         raise StudyError("give --request-rate or --max-concurrency, not both", key="--max-concurrency")
-    for flag, value, high in (("--max-batch", max_batch, 65536), ("--max-concurrency", max_concurrency, 65536),
-                              ("--seed", seed, 2**32 - 1)):
+    if not (math.isfinite(utilization) and 0 < utilization <= 1):
+        raise StudyError(f"must be a share of memory in (0, 1], got {utilization}", key="--gpu-memory-utilization")
+    for flag, value, high in (("--max-num-seqs", max_batch, 65536), ("--max-concurrency", max_concurrency, 65536),
+                              ("--max-num-batched-tokens", chunk_tokens, 10**7), ("--seed", seed, 2**32 - 1)):
         if value is not None and not (0 if flag == "--seed" else 1) <= value <= high:
             raise StudyError(f"must be a whole number up to {high:,}, got {value}", key=flag)
     if request_rate is not None and not (math.isfinite(request_rate) and request_rate > 0):
         raise StudyError(f"must be a positive number, got {request_rate}", key="--request-rate")
     pools = _pools(disaggregate, max_concurrency)
+    if pools and prefix.caching:
+        raise StudyError("prefix caching is simulated on one server, not with --disaggregate",
+                         key="--enable-prefix-caching")
     link = _kv_link(kv_link) if pools else None
     prepared = prepare(study)
     design = read_design(design_file)
     prepared.check_design(design, source=design_file)
     reqs = (from_file(dataset, num_prompts, request_rate, seed) if dataset else
             synthetic(num_prompts, input_len, output_len, request_rate, seed))
+    if prefix.shaped:
+        reqs = shared_prefixes(reqs, prefix.prefix_len, prefix.num_prefixes, prefix.num_distinct_prompts)
     batch = min(max_batch, max_concurrency or max_batch, len(reqs))
     longest = int((reqs.prompt + reqs.output).max())
     steps = StepTable.build(prepared, design, batch, longest)
-    kv = _kv_capacity_tokens(prepared, design)
+    kv = _kv_capacity_tokens(prepared, design, utilization)
     if pools:
         per_token = prepared.tables.workload.summary.get("kv_cache_bytes_per_token", 0.0)
         out = simulate_disaggregated(reqs, steps, steps, pools[0], pools[1], per_token, link.alpha_s,
@@ -92,7 +118,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         scheduler = f"disaggregated {pools[0]}:{pools[1]} over {kv_link}"
     else:
         out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
-                       kv_capacity_tokens=kv, chunk_tokens=chunk_tokens)
+                       kv_capacity_tokens=kv, chunk_tokens=chunk_tokens, prefix_caching=prefix.caching)
     metrics = out.metrics()
     metrics["kv_cache_tokens"] = kv
     if as_json:
@@ -126,14 +152,37 @@ def _kv_link(name: str):
     raise StudyError(f"unknown link {name!r}; allowed: {', '.join(fabric_names() + network_names())}", key="--kv-link")
 
 
-def _kv_capacity_tokens(prepared, design) -> float:
-    """Tokens of KV cache the design holds: its HBM and DDR less the model's weights, over the KV bytes of
-    one token (all layers)."""
+class PrefixOptions(NamedTuple):
+    """The requests' prefix structure and whether the server caches prefixes."""
+    caching: bool
+    prefix_len: int
+    num_prefixes: int
+    num_distinct_prompts: int | None
+
+    @property
+    def shaped(self) -> bool:
+        return bool(self.prefix_len) or self.num_distinct_prompts is not None
+
+
+def _prefix_options(sv, caching, prefix_len, num_prefixes, num_distinct) -> PrefixOptions:
+    """The flags, else the serving study's keys (vLLM's default: prefix caching off here, as the issue asks)."""
+    pick = lambda flag, key, default: flag if flag is not None else (getattr(sv, key) if sv is not None  # noqa: E731
+                                                                      else default)
+    return PrefixOptions(caching=bool(pick(caching, "enable_prefix_caching", False)),
+                         prefix_len=int(pick(prefix_len, "prefix_len", 0)),
+                         num_prefixes=int(pick(num_prefixes, "num_prefixes", 1)),
+                         num_distinct_prompts=pick(num_distinct, "num_distinct_prompts", None))
+
+
+def _kv_capacity_tokens(prepared, design, utilization: float = 1.0) -> float:
+    """Tokens of KV cache the design holds: ``utilization`` of its HBM and DDR (vLLM's
+    gpu_memory_utilization: the share for weights and KV cache) less the model's weights, over the KV
+    bytes of one token (all layers)."""
     t = prepared.tables
     hbm = sum(design.hbm_stacks) * (t.hbm.capacity_bytes if t.hbm else 0.0)
     ddr = design.ddr_channels * (t.ddr.capacity_bytes if t.ddr else 0.0)
     per_token = t.workload.summary.get("kv_cache_bytes_per_token", 0.0)
-    free = hbm + ddr - float(t.unit_capacity_bytes.sum())
+    free = utilization * (hbm + ddr) - float(t.unit_capacity_bytes.sum())
     if per_token <= 0:
         return math.inf
     if free <= 0:

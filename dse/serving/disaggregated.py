@@ -12,6 +12,10 @@ A discrete-event simulation (heapq) of ``prefill_instances`` + ``decode_instance
 * it joins the decode instance holding the fewest sequences whose KV cache has room, at that instance's
   next iteration; a decode instance runs iterations of all its sequences (one token each) back to back.
 
+Each pool's step is a forward pass of dse.serving.steps.mixed_step (no pass mixes the phases here: a
+prefill pass is the prefill, a decode pass the decode, as in the colocated simulation). A decode
+instance reserves a request's prompt and output tokens when it takes it.
+
 Latencies use vLLM benchmark_serving's definitions (dse.serving.simulate.Outcome).
 """
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 from ..errors import StudyError
 from .requests import Requests
 from .simulate import Outcome
-from .steps import step_energy_j
+from .steps import mixed_step
 
 
 class Event(NamedTuple):
@@ -80,8 +84,9 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
                 tokens += r.prompt[waiting[0]]
                 batch.append(waiting.popleft())
             free_prefill -= 1
-            push(t + prefill_steps.prefill(len(batch), float(np.mean(r.prompt[batch]))), "prefilled", batch)
-            energy += step_energy_j(prefill_steps, "prefill", len(batch), float(np.mean(r.prompt[batch])))
+            sizes = (0, 0.0, len(batch), float(np.mean(r.prompt[batch])))
+            push(t + mixed_step(prefill_steps, *sizes), "prefilled", batch)
+            energy += mixed_step(prefill_steps, *sizes, joules=True)
 
     def place(t):
         while ready:
@@ -102,8 +107,8 @@ def simulate_disaggregated(r: Requests, prefill_steps, decode_steps, prefill_ins
         nonlocal energy
         busy[d] = True
         ctx = float(np.mean(r.prompt[running[d]] + generated[running[d]]))
-        push(t + decode_steps.decode(len(running[d]), ctx), "decoded", (d, list(running[d])))
-        energy += step_energy_j(decode_steps, "decode", len(running[d]), ctx)
+        push(t + mixed_step(decode_steps, len(running[d]), ctx, 0, 0.0), "decoded", (d, list(running[d])))
+        energy += mixed_step(decode_steps, len(running[d]), ctx, 0, 0.0, joules=True)
 
     while events:
         event = heapq.heappop(events)

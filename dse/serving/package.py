@@ -13,7 +13,11 @@ turns them into the serving columns:
 * ``goodput_req_s``: requests per second meeting both SLOs at that rate;
 * ``max_rate_at_slo_req_s``: the largest rate whose p99 TTFT and TPOT meet the SLOs;
 * ``saturation_req_s``: the largest rate with a steady state; ``kv_cache_tokens``: the KV cache the
-  design's memory holds beside the weights (it and ``max_batch`` bound the sequences in flight).
+  design's memory holds beside the weights, within ``gpu_memory_utilization`` of it (vLLM's; it and
+  ``max_batch`` bound the sequences in flight).
+
+With ``enable_prefix_caching`` every prompt's cached share (``ServingSpec.cached_tokens``) is not prefilled:
+the prefill's per-prompt work scales with the uncached share.
 
 A system's replicas each serve an equal share of the requests; a replica's step is the system's step
 latency (its pipeline stages in sequence, one batch in flight: a conservative bound for pipelines).
@@ -99,12 +103,14 @@ class ServingEvaluator(PhaseEvaluator):
         return self._serve(base, steps, [layout_of(d) for d in designs], packages.stacks, packages.ddr)
 
     def kv_cache_tokens(self, stacks: np.ndarray, ddr: np.ndarray, packages_per_replica: np.ndarray) -> np.ndarray:
-        """Tokens of KV cache a replica holds: its packages' HBM and DDR less the model's weights, over the
-        KV bytes of one token (all layers); inf for a model without a KV cache."""
+        """Tokens of KV cache a replica holds: the serving section's gpu_memory_utilization of its packages'
+        HBM and DDR less the model's weights, over the KV bytes of one token (all layers); inf for a model
+        without a KV cache."""
         t = self.tables
         memory = np.asarray(stacks).sum(axis=1) * (t.hbm.capacity_bytes if t.hbm else 0.0) + \
             np.asarray(ddr) * (t.ddr.capacity_bytes if t.ddr else 0.0)
-        free = np.maximum(memory * packages_per_replica - self.weight_bytes, 0.0)
+        share = self.study.serving.gpu_memory_utilization
+        free = np.maximum(share * memory * packages_per_replica - self.weight_bytes, 0.0)
         return free / self.kv_bytes_per_token if self.kv_bytes_per_token > 0 else np.full(len(free), math.inf)
 
     def steps_of(self, design) -> tuple[AffineSteps, float, int]:
@@ -119,6 +125,8 @@ class ServingEvaluator(PhaseEvaluator):
                     math.inf)
         steps = AffineSteps.from_points(at["decode_1"], float(base), sv.max_batch, at["prefill_1"], at["prefill_ref"],
                                         min(REF_PROMPTS, sv.max_batch), sv.input_len)
+        computed = uncached_share(sv)
+        steps = dataclasses.replace(steps, pk=steps.pk * computed, prompt=steps.prompt * computed)
         return steps, n_max, layout.replicas
 
     def _serve(self, base: np.ndarray, steps: dict, layouts, stacks, ddr) -> np.ndarray:
@@ -138,10 +146,12 @@ class ServingEvaluator(PhaseEvaluator):
             slope = np.maximum((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else np.zeros(len(d1))
             pk = np.maximum((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1.copy()
         p0 = np.maximum(p1 - pk, 0.0)
+        pk = pk * uncached_share(sv)                       # a cached prefix is not computed again
         rates = np.asarray(sv.request_rate / replicas, float)
         if sv.scheduler == "chunked":
-            cf = chunked_prefill(rates, d1, slope, p0, pk, float(sv.input_len), float(sv.output_len),
-                                 float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
+            cf = chunked_prefill(rates, d1, slope, p0, pk, float(sv.input_len - sv.cached_tokens),
+                                 float(sv.output_len), float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3,
+                                 sv.slo.tpot_ms * 1e-3)
         else:
             cf = continuous_batching(rates, d1, slope, p0, pk, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
                                      sv.slo.tpot_ms * 1e-3)
@@ -152,6 +162,12 @@ class ServingEvaluator(PhaseEvaluator):
             out[:, S[name]] *= replicas
         out[:, S["kv_cache_tokens"]] = kv
         return out
+
+
+def uncached_share(sv) -> float:
+    """The share of a prompt computed when prefix caching finds ``sv.cached_tokens`` of it (the serving
+    section's): a prompt's prefill work (pk) scales with it; the KV cache still holds the whole prompt."""
+    return (sv.input_len - sv.cached_tokens) / sv.input_len
 
 
 def request_rate_over(metrics: pd.DataFrame, study: Study) -> np.ndarray:

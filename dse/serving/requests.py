@@ -25,11 +25,16 @@ MAX_TOKENS = 10_000_000
 
 @dataclass(frozen=True)
 class Requests:
-    """``n`` requests as arrays: arrival time (s), prompt tokens, output tokens."""
+    """``n`` requests as arrays: arrival time (s), prompt tokens, output tokens; optionally which of the
+    distinct prompts each is (``prompt_id``: equal ids, equal prompts; None: all differ) and which shared
+    prefix of ``prefix_len`` tokens its prompt starts with (``prefix_id``; None: none)."""
 
     arrival_s: np.ndarray
     prompt: np.ndarray
     output: np.ndarray
+    prompt_id: np.ndarray | None = None
+    prefix_id: np.ndarray | None = None
+    prefix_len: int = 0
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -69,6 +74,25 @@ def synthetic(n: int, prompt, output, rate: float | None, seed: int = 0) -> Requ
     rng = np.random.default_rng(seed)
     return Requests(arrival_s=arrivals(n, rate, rng), prompt=lengths(prompt, n, rng, "--input-len"),
                     output=lengths(output, n, rng, "--output-len"))
+
+
+def shared_prefixes(r: Requests, prefix_len: int = 0, num_prefixes: int = 1,
+                    num_distinct: int | None = None) -> Requests:
+    """``r`` with a prefix structure (vLLM benchmark_serving's prefix-repetition and a finite prompt set):
+    request i repeats distinct prompt i mod ``num_distinct`` (its lengths too), and distinct prompt m
+    starts with shared prefix m mod ``num_prefixes`` of ``prefix_len`` tokens."""
+    n = len(r)
+    if num_distinct is not None and not 1 <= num_distinct <= MAX_REQUESTS:
+        raise StudyError(f"must be 1 to {MAX_REQUESTS:,} prompts, got {num_distinct}", key="--num-distinct-prompts")
+    if not 1 <= num_prefixes <= MAX_REQUESTS:
+        raise StudyError(f"must be 1 to {MAX_REQUESTS:,} prefixes, got {num_prefixes}", key="--num-prefixes")
+    prompt_id = np.arange(n) % num_distinct if num_distinct else np.arange(n)
+    prompt, output = r.prompt[prompt_id], r.output[prompt_id]
+    if not 0 <= prefix_len <= prompt.min():
+        raise StudyError(f"must be 0 to the shortest prompt's {int(prompt.min()):,} tokens, got {prefix_len}",
+                         key="--prefix-len")
+    return Requests(arrival_s=r.arrival_s, prompt=prompt, output=output, prompt_id=prompt_id,
+                    prefix_id=prompt_id % num_prefixes if prefix_len else None, prefix_len=int(prefix_len))
 
 
 def from_file(path: str | Path, n: int | None, rate: float | None, seed: int = 0) -> Requests:

@@ -4,12 +4,16 @@ Schedulers (each iteration's time from the design's step table, dse.serving.step
 
 * ``continuous`` (iteration-level batching, Orca / vLLM without chunking): before every iteration,
   waiting requests are admitted first come first served while the batch has room (``max_batch``,
-  ``max_concurrency``) and the KV cache can reserve their prompt and output tokens (what does not fit
-  waits); an iteration either prefills the newly admitted prompts (prefill first, as vLLM does) or
-  decodes one token for every running sequence;
-* ``chunked`` (chunked prefill, Sarathi-Serve / vLLM): an iteration decodes every running sequence and
-  spends the rest of a ``chunk_tokens`` budget on prompt chunks; its time is the decode step plus the
-  prefill of the chunk, as a batch of its prompts' pieces (each attends within its own prompt);
+  ``max_concurrency``) and the paged KV cache has blocks for their prompts (sequences grow block by
+  block; when they outgrow the cache the last admitted is preempted and recomputed later, as vLLM does);
+  an iteration either prefills the newly admitted prompts (prefill first, as vLLM does) or decodes one
+  token for every running sequence;
+* ``chunked`` (chunked prefill, Sarathi-Serve / vLLM V1): an iteration decodes every running sequence
+  and spends the rest of a ``chunk_tokens`` budget on prompt chunks; its time is one forward pass over
+  the mixed batch (dse.serving.steps.mixed_step: weights read once, each chunk attending to its prompt's
+  earlier tokens);
+  (both: dse.serving.scheduler; with prefix caching a prompt's cached blocks are not computed again:
+  dse.serving.kv_cache)
 * ``static``: batches of ``max_batch`` requests in arrival order; a batch starts when it is full (or the
   last) and the server is free, prefills together and decodes until its longest output is done.
 
@@ -22,14 +26,15 @@ for requests its chips draw their idle power (the step table's ``idle_w``, arch.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import StudyError
+from .kv_cache import KvCache, blocks
 from .requests import Requests
-from .steps import step_energy_j
+from .scheduler import Server
+from .steps import idle_energy_j, step_energy_j
 
 SCHEDULERS = ("continuous", "chunked", "static")
 #: tokens an iteration processes at most under chunked prefill (vLLM's max_num_batched_tokens with chunking)
@@ -47,6 +52,8 @@ class Outcome:
     itl_s: np.ndarray
     energy_j: float = float("nan")      # of every step of the run (NaN: the steps' energy is not known)
     iterations: np.ndarray | None = None  # [k, 4] per iteration: seconds, tokens out, joules, sequences in it
+    prefix_hit_rate: float = 0.0          # prompt tokens found in the prefix cache over those looked up
+    preemptions: int = 0                  # sequences preempted (recomputed) when the KV cache ran out
 
     def steady_state(self) -> dict:
         """Output throughput, median inter-token latency (ms), mean power (W) and energy per output token (J)
@@ -71,7 +78,8 @@ class Outcome:
         tpot = (self.done_s - self.first_token_s)[many] / (self.output[many] - 1) * 1e3
         duration = float(self.done_s.max() - self.arrival_s.min())
         out = {"completed": int(len(ttft)), "duration_s": duration,
-               "request_throughput": len(ttft) / duration, "output_throughput": float(self.output.sum()) / duration}
+               "request_throughput": len(ttft) / duration, "output_throughput": float(self.output.sum()) / duration,
+               "prefix_hit_rate": self.prefix_hit_rate, "preemptions": self.preemptions}
         for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", self.itl_s * 1e3),
                              ("e2el", (self.done_s - self.arrival_s) * 1e3)):
             values = values if len(values) else np.zeros(1)
@@ -86,119 +94,28 @@ class Outcome:
 
 def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch: int = 256,
              max_concurrency: int | None = None, kv_capacity_tokens: float = np.inf,
-             chunk_tokens: int = CHUNK_TOKENS) -> Outcome:
+             chunk_tokens: int = CHUNK_TOKENS, prefix_caching: bool = False) -> Outcome:
     """Serve ``requests`` (module docstring); ``steps`` has ``prefill(batch, context)`` and
-    ``decode(batch, context)`` in seconds."""
+    ``decode(batch, context)`` in seconds. ``max_batch``: vLLM's max_num_seqs; ``chunk_tokens``: its
+    max_num_batched_tokens under chunked prefill; ``kv_capacity_tokens``: the KV cache (paged, with
+    preemption: dse.serving.scheduler); ``prefix_caching``: vLLM's automatic prefix caching
+    (dse.serving.kv_cache)."""
     if scheduler not in SCHEDULERS:
         raise StudyError(f"unknown scheduler {scheduler!r}; allowed: {', '.join(SCHEDULERS)}", key="scheduler")
-    too_long = requests.prompt + requests.output > kv_capacity_tokens
+    total = requests.prompt + requests.output
+    too_long = blocks(total) > KvCache(kv_capacity_tokens).total
     if too_long.any():
-        raise StudyError(f"a request of {int((requests.prompt + requests.output)[too_long][0]):,} tokens cannot fit "
+        raise StudyError(f"a request of {int(total[too_long][0]):,} tokens cannot fit "
                          f"the KV cache of {kv_capacity_tokens:,.0f} tokens", key="kv cache")
     if scheduler == "static":
         return _static(requests, steps, max_batch)
-    return _iterations(requests, steps, scheduler == "chunked", max_batch, max_concurrency, kv_capacity_tokens,
-                       chunk_tokens)
+    cache = KvCache(kv_capacity_tokens, prefix_caching)
+    s = Server(requests, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens).run()
+    return Outcome(arrival_s=s.sent, first_token_s=s.first, done_s=s.done, output=requests.output,
+                   itl_s=np.concatenate(s.itl) if s.itl else np.zeros(0), energy_j=s.energy,
+                   iterations=np.array(s.log, float), prefix_hit_rate=cache.hit_rate, preemptions=s.preemptions)
 
 
-def _iterations(r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None, kv_capacity: float,
-                chunk_tokens: int) -> Outcome:
-    """Continuous or chunked batching. With ``concurrency`` the client keeps at most that many requests
-    in flight (vLLM benchmark_serving's --max-concurrency, a closed loop): a request is sent when it has
-    arrived and a slot has freed, and its latencies count from then."""
-    n = len(r)
-    sent = r.arrival_s.astype(float).copy()
-    freed: deque[float] = deque([-np.inf] * concurrency) if concurrency else deque()
-    limit = min(max_batch, concurrency or max_batch)
-    order = np.argsort(r.arrival_s, kind="stable")
-    first = np.full(n, np.nan)
-    done = np.full(n, np.nan)
-    generated = np.zeros(n)
-    prefilled = np.zeros(n)                       # prompt tokens already computed (chunked)
-    last_token = np.zeros(n)
-    itl: list[np.ndarray] = []
-    waiting: deque[int] = deque()
-    running = np.zeros(0, np.int64)               # in admission order
-    kv_used = 0.0
-    t = energy = 0.0
-    log: list[tuple] = []
-    nxt = 0
-    finished = 0
-    while finished < n:
-        while nxt < n and r.arrival_s[order[nxt]] <= t:
-            waiting.append(int(order[nxt]))
-            nxt += 1
-        if not len(running) and not waiting:
-            energy += _idle_j(steps, float(r.arrival_s[order[nxt]]) - t)
-            t = float(r.arrival_s[order[nxt]])
-            continue
-        admitted = []
-        while waiting and len(running) + len(admitted) < limit:
-            i = waiting[0]
-            need = r.prompt[i] + r.output[i]
-            if kv_used + need > kv_capacity:
-                break
-            kv_used += need
-            if concurrency:
-                sent[i] = max(sent[i], freed.popleft())
-            admitted.append(waiting.popleft())
-        admitted = np.array(admitted, np.int64)
-        t0, e0 = t, energy
-        if chunked:
-            running = np.concatenate([running, admitted])
-            prompts = running[prefilled[running] < r.prompt[running]]
-            decoding = running[prefilled[running] >= r.prompt[running]]
-            budget = max(chunk_tokens - len(decoding), 0)
-            chunk = 0.0
-            parts = 0                               # prompts with tokens in the chunk
-            for i in prompts:
-                take = min(r.prompt[i] - prefilled[i], budget - chunk)
-                if take <= 0:
-                    break
-                prefilled[i] += take
-                chunk += take
-                parts += 1
-            ctx = float(np.mean(r.prompt[decoding] + generated[decoding])) if len(decoding) else 0.0
-            t += (steps.decode(len(decoding), ctx) if len(decoding) else 0.0) + \
-                (steps.prefill(parts, chunk / parts) if chunk else 0.0)
-            energy += (step_energy_j(steps, "decode", len(decoding), ctx) if len(decoding) else 0.0) + \
-                (step_energy_j(steps, "prefill", parts, chunk / parts) if chunk else 0.0)
-            produced = np.concatenate([decoding, prompts[prefilled[prompts] >= r.prompt[prompts]]])
-        elif len(admitted):
-            t += steps.prefill(len(admitted), float(np.mean(r.prompt[admitted])))
-            energy += step_energy_j(steps, "prefill", len(admitted), float(np.mean(r.prompt[admitted])))
-            prefilled[admitted] = r.prompt[admitted]
-            running = np.concatenate([running, admitted])
-            produced = admitted
-        else:
-            ctx = float(np.mean(r.prompt[running] + generated[running]))
-            t += steps.decode(len(running), ctx)
-            energy += step_energy_j(steps, "decode", len(running), ctx)
-            produced = running
-        log.append((t - t0, len(produced), energy - e0, len(running)))
-        # every sequence of the iteration gets a token at t (array operations: 10,000 requests make about
-        # a million tokens)
-        started = generated[produced] > 0
-        first[produced[~started]] = t
-        if started.any():
-            itl.append(t - last_token[produced[started]])
-        last_token[produced] = t
-        generated[produced] += 1
-        ended = produced[generated[produced] >= r.output[produced]]
-        if len(ended):
-            done[ended] = t
-            kv_used -= float((r.prompt[ended] + r.output[ended]).sum())
-            finished += len(ended)
-            if concurrency:
-                freed.extend([t] * len(ended))
-            running = running[generated[running] < r.output[running]]
-    return Outcome(arrival_s=sent, first_token_s=first, done_s=done, output=r.output,
-                   itl_s=np.concatenate(itl) if itl else np.zeros(0), energy_j=energy, iterations=np.array(log, float))
-
-
-def _idle_j(steps, seconds: float) -> float:
-    """Joules the server's chips draw waiting ``seconds`` for requests (the step table's ``idle_w``; 0 without)."""
-    return float(getattr(steps, "idle_w", 0.0)) * max(seconds, 0.0)
 
 
 def _static(r: Requests, steps, max_batch: int) -> Outcome:
@@ -211,7 +128,7 @@ def _static(r: Requests, steps, max_batch: int) -> Outcome:
     for start in range(0, n, max_batch):
         batch = order[start:start + max_batch]
         t = max(free, float(r.arrival_s[batch].max()))
-        energy += _idle_j(steps, t - free) if start else 0.0
+        energy += idle_energy_j(steps, t - free) if start else 0.0
         t += steps.prefill(len(batch), float(np.mean(r.prompt[batch])))
         energy += step_energy_j(steps, "prefill", len(batch), float(np.mean(r.prompt[batch])))
         first[batch] = t

@@ -166,3 +166,81 @@ def step_energy_j(steps, phase: str, batch: float, context: float) -> float:
     """Joules of one step from ``steps`` (a `StepTable`, or anything with ``prefill`` and ``decode``: NaN)."""
     energy = getattr(steps, f"{phase}_energy", None)
     return energy(batch, context) if energy is not None else float("nan")
+
+
+#: context (tokens) at which a pass's fixed part is read off the decode steps (the grid's smallest)
+PASS_CONTEXT = 128.0
+#: prompt length (tokens) at which a token's compute is read off the prefill steps (1 and 4 such prompts)
+TOKEN_CONTEXT = 512.0
+
+
+def pass_fixed(steps, joules: bool = False) -> float:
+    """W of `mixed_step`: seconds (joules) of a pass over no tokens, the decode steps of 1 and 4 sequences
+    at `PASS_CONTEXT` extended affinely to none (within [0, the step of one])."""
+    decode = (lambda b, c: step_energy_j(steps, "decode", b, c)) if joules else steps.decode   # noqa: E731
+    one, four = decode(1, PASS_CONTEXT), decode(4, PASS_CONTEXT)
+    return min(max(one - (four - one) / 3.0, 0.0), one)
+
+
+def token_compute_s(steps) -> float:
+    """a of `mixed_step`: seconds a token adds to a compute-bound pass, the prefill of 4 prompts of
+    `TOKEN_CONTEXT` tokens less that of 1, per token (their attention within 512 tokens included)."""
+    return max((steps.prefill(4, TOKEN_CONTEXT) - steps.prefill(1, TOKEN_CONTEXT)) / (3.0 * TOKEN_CONTEXT), 0.0)
+
+
+def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: float, prefix: float = 0.0,
+               joules: bool = False, fixed: float | None = None, per_token: float | None = None,
+               fixed_s: float | None = None) -> float:
+    """Seconds (or with ``joules`` joules) of one forward pass over a mixed batch: ``decodes`` sequences
+    decoding one token each at a mean ``context``, and ``prompts`` prompt pieces of ``tokens`` tokens each,
+    whose first token follows ``prefix`` tokens already in the KV cache (chunked prefill's earlier chunks,
+    or a cached prefix). The pass reads the weights and pays its kernels' overheads once (vLLM V1,
+    SGLang, Sarathi-Serve run the decodes and the chunks as one batch: projections and experts see
+    decodes + prompts x tokens rows, attention runs per sequence).
+
+    From ``steps`` (``decode(batch, context)``, ``prefill(batch, context)``): D = decode(decodes, context);
+    the pieces alone C = prefill(prompts, tokens), after a prefix at least prefill(prompts, prefix + tokens)
+    - prefill(prompts, prefix) (the marginal of extending the prompts: their tokens and their attention
+    over the prefix); W, the pass over no tokens (weights and overheads, `pass_fixed`); a, a token's
+    compute in a compute-bound pass (`token_compute_s`). The projections of m tokens take max(W, a m)
+    (the kernels' roofline), the rest of a step (attention, KV reads) adds to it, so the pass is
+    max(W, a (d + T)) + (D - max(W, a d)) + (C - max(W, a T)), T the pieces' tokens, and no less than
+    either part alone: where both parts are bound by the weights' reads it reads them once (D + C - W);
+    where the batch is compute bound the decodes' tokens add their compute. Energy adds up, the weights
+    read once, D + C - W, plus the time the pass lasts beyond the two parts less W's at the power of the
+    pass over no tokens (W's joules over its seconds: the chips stay busy while the compute runs). Pure decodes give D, a pure prefill without prefix C, as the steps do; on
+    affine steps (dse.serving.analytic) bound by the weights a chunk adds p0 - W + pk c / P, as the closed
+    form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``, ``per_token``, ``fixed_s``:
+    W (in the figure asked for), a and W in seconds when known (a simulation reads them once)."""
+    if joules:
+        decode = lambda b, c: step_energy_j(steps, "decode", b, c)          # noqa: E731
+        prefill = lambda b, c: step_energy_j(steps, "prefill", b, c)        # noqa: E731
+    else:
+        decode, prefill = steps.decode, steps.prefill
+    if decodes <= 0 and (prompts <= 0 or tokens <= 0):
+        return 0.0
+    fixed = pass_fixed(steps, joules) if fixed is None else fixed
+    d = decode(decodes, context) if decodes > 0 else fixed
+    if prompts <= 0 or tokens <= 0:
+        return d
+    c = prefill(prompts, tokens)
+    if prefix >= 1.0:
+        c = max(c, prefill(prompts, prefix + tokens) - prefill(prompts, prefix))
+    if decodes <= 0:
+        return c
+    a = token_compute_s(steps) if per_token is None else per_token
+    if joules:
+        w_s = pass_fixed(steps) if fixed_s is None else fixed_s
+        seconds = lambda *sizes: mixed_step(steps, *sizes, fixed=w_s, per_token=a)      # noqa: E731
+        beyond = seconds(decodes, context, prompts, tokens, prefix) - seconds(decodes, context, 0, 0.0) - \
+            seconds(0, 0.0, prompts, tokens, prefix) + w_s
+        return max(d + c - fixed + (fixed / w_s * beyond if w_s > 0 else 0.0), d, c)
+    chunk = prompts * tokens
+    rest = max(d - max(fixed, a * decodes), 0.0) + max(c - max(fixed, a * chunk), 0.0)
+    return max(max(fixed, a * (decodes + chunk)) + rest, d, c)
+
+
+def idle_energy_j(steps, seconds: float) -> float:
+    """Joules the server's chips draw waiting ``seconds`` for requests: the step table's ``idle_w``
+    (arch.power.idle_power_w; 0 for a table without it) times the wait."""
+    return float(getattr(steps, "idle_w", 0.0)) * max(seconds, 0.0)

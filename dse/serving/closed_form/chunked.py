@@ -3,8 +3,11 @@ arrays of designs (Numba): the serving objectives of ``serving.scheduler: chunke
 
 Every iteration decodes one token of each of the N sequences in flight and spends the rest of a budget
 of ``chunk`` tokens, b = chunk - N, on prompt tokens first come first served; its time is the decode
-step plus, when it carries a prompt chunk of c tokens, ``p0 + pk c / P`` (the affine steps of
-dse.serving.analytic; P the prompt). Prompts never stall the decodes: they ride along.
+step plus, when it carries a prompt chunk of c tokens, ``p0' + pk c / P`` (the affine steps of
+dse.serving.analytic; P the prompt). An iteration is one forward pass over the mixed batch
+(dse.serving.steps.mixed_step): the chunk adds its tokens' marginal pk c / P and its fixed part p0 less
+the pass's own, W = d1 - s (weights and overheads, already paid by the decode step): p0' = p0 - W
+(`mixed_fixed_s`). Prompts never stall the decodes: they ride along.
 
 * D, the mean iteration a sequence sees (its decode interval), is its decode (itself and the others in
   flight, N + z: as in continuous batching) plus the chunk: the prompts arriving per iteration, lambda D,
@@ -70,6 +73,14 @@ def chunked_design(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, 
 
 
 @nb.njit(cache=True)
+def mixed_fixed_s(d1, slope, p0):
+    """A chunk's fixed part in a mixed pass: p0 less the pass's own fixed part W = d1 - s (clipped to [0,
+    d1]), as dse.serving.steps.mixed_step reads W off the decode steps; may be negative (the decodes'
+    weight reads hide under a compute-bound chunk)."""
+    return p0 - min(max(d1 - slope, 0.0), d1)
+
+
+@nb.njit(cache=True)
 def fill_chunked(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, chunk_tokens, slots, slo_ttft_s,
                  slo_tpot_s, out):
     """`chunked_design` of every design into the records ``out``."""
@@ -78,8 +89,9 @@ def fill_chunked(rate_req_s, d1, slope, p0, pk, prompt_tokens, output_tokens, ch
         if not serves(d1[i], slope[i], p0[i], pk[i], slots[i]):
             r.ttft_mean_s = r.tpot_mean_s = r.ttft_p99_s = r.tpot_p99_s = np.inf
             continue
-        write_results(r, chunked_design(rate_req_s[i], d1[i], slope[i], p0[i], pk[i], prompt_tokens, output_tokens,
-                                        chunk_tokens, slots[i], slo_ttft_s, slo_tpot_s))
+        write_results(r, chunked_design(rate_req_s[i], d1[i], slope[i], mixed_fixed_s(d1[i], slope[i], p0[i]),
+                                        pk[i], prompt_tokens, output_tokens, chunk_tokens, slots[i], slo_ttft_s,
+                                        slo_tpot_s))
 
 
 def chunked_prefill(rate_req_s, d1, slope, p0, pk, prompt_tokens: float, output_tokens: float, chunk_tokens: float,
