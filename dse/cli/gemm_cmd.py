@@ -2,7 +2,7 @@
 
 On a preset chiplet the GEMM runs as one kernel reading its operands from memory, as the step model runs
 an operator (arch.costing.gemm_kernel, arch.roofline): by default the datasheet memory of the GPU the
-preset models (dse.validation.gpu.GPUS: kind, stacks, per-pin data rate), else ``--memory KIND`` with
+preset models (dse.validation.gpu.DATASHEET_MEMORY: kind, stacks, per-pin data rate), else ``--memory KIND`` with
 ``--stacks N`` (HBM) or ``--channels N`` (DDR, LPDDR), at the memory's sustained bandwidth (memory.
 effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it.
 """
@@ -18,7 +18,7 @@ import memory
 from arch import systolic as S
 
 from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
-from ..validation.gpu import GPUS
+from ..validation.gpu import DATASHEET_MEMORY
 from .common import FiniteFloat, cli
 from .output import compiles
 
@@ -44,7 +44,8 @@ def _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, a
 
 def _memory(chiplet: str, kind: str | None, stacks: int | None, channels: int | None) -> dict:
     """The memory the chiplet's GEMM reads from (module docstring): kind, count, spec and source."""
-    gpu, sheet = next(((name, g) for name, g in GPUS.items() if g["chiplet"] == chiplet), (None, None))
+    sheet = DATASHEET_MEMORY.get(chiplet)
+    gpu = sheet["source"] if sheet else None
     kind = kind or (sheet["memory"] if sheet else None)
     if kind is None:
         raise arch.ArchError(f"--chiplet {chiplet}: no datasheet memory; give --memory KIND "

@@ -43,6 +43,17 @@ GPUS = {
 }
 
 
+#: each preset accelerator's datasheet memory (kind, stacks, per-pin data rate; the sources are in
+#: arch/data/chiplets.yaml beside each preset): the GPUs above, and B200 (8 HBM3e stacks, 8 TB/s), MI300X
+#: (8 HBM3 stacks, 5.3 TB/s) and TPU v5e (2 HBM2e stacks, 819 GB/s). `dse gemm --chiplet`'s default memory.
+DATASHEET_MEMORY = {
+    **{g["chiplet"]: dict(memory=g["memory"], stacks=g["stacks"], data_rate_gbps=g["data_rate_gbps"], source=name)
+       for name, g in GPUS.items()},
+    "b200-like": dict(memory="hbm3e", stacks=8, data_rate_gbps=7.8, source="b200"),
+    "mi300x-like": dict(memory="hbm3", stacks=8, data_rate_gbps=5.2, source="mi300x"),
+    "tpu-v5e-like": dict(memory="hbm2e", stacks=2, data_rate_gbps=3.2, source="tpu-v5e"),
+}
+
 def load_cases() -> list[dict]:
     """The measured cases of data/gpu_cases.yaml."""
     return read_data(CASES.name)["cases"]
