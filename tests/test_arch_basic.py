@@ -83,8 +83,8 @@ def test_chiplet_validation_names_the_field():
         arch.build_chiplet({"name": "r", "kind": "reconfigurable", "node": "7nm", "freq_ghz": 1, "array": [128, 128],
                             "sram_mb": 8, "modes": [{"array": [128, 128], "dataflow": "ws"},
                                                     {"array": [128, 128], "dataflow": "os", "arrays": 2}]})
-    with pytest.raises(arch.ArchError, match="unknown chiplet preset 'b200-like'; available: a100-like"):
-        arch.preset("b200-like")
+    with pytest.raises(arch.ArchError, match="unknown chiplet preset 'z900-like'; available: a100-like"):
+        arch.preset("z900-like")
 
 
 def test_technology_overrides_replace_figures_and_reject_unknown_keys():
