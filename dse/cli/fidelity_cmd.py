@@ -13,11 +13,12 @@ from itertools import groupby
 
 import click
 
-from ..validation import common, energy, gpu, h200, serving, training
+from ..validation import common, energy, gpu, h200, serving, serving_runs, training
 from .common import cli
 from .output import compiles
 
-SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "training": training, "h200": h200}
+SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "serving-runs": serving_runs, "training": training,
+          "h200": h200}
 WIDTH = 80
 #: the verdict on a suite's validation error: the first grade whose bound it is within
 GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))

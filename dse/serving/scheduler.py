@@ -41,8 +41,9 @@ class Server:
     iteration log ``log`` (seconds, tokens out, joules, sequences running), ``preemptions``."""
 
     def __init__(self, r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None,
-                 cache: KvCache, chunk_tokens: int):
+                 cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None):
         self.r, self.steps, self.chunked, self.cache, self.chunk = r, steps, chunked, cache, chunk_tokens
+        self.prefill_budget = prefill_budget      # continuous: max_num_batched_tokens of a prefill (None: all)
         self.fixed_s, self.fixed_j = pass_fixed(steps), pass_fixed(steps, joules=True)
         self.per_token = token_compute_s(steps)
         n = len(r)
@@ -119,7 +120,9 @@ class Server:
             keys = prompt_keys(self.r, i) if self.cache.caching else []
             found = self.cache.hit(keys, self.target[i])
             cached = found * BLOCK
-            take = min(self.target[i] - cached, budget)
+            take = min(self.target[i] - cached, budget) if self.chunked else self.target[i] - cached
+            if not self.chunked and admitted and take > budget:
+                break                                      # continuous: whole prompts within the budget
             self.cache.acquire(keys[:found])
             need = float(blocks(cached + take)) - found
             if need > self.cache.free():
@@ -133,7 +136,7 @@ class Server:
             self.sent_once[i] = True
             admitted.append(self.waiting.popleft())
             tokens.append(take)
-            budget -= take if self.chunked else 0.0
+            budget -= take if self.chunked or self.prefill_budget else 0.0
         self.admitted_tokens = np.array(tokens, float)
         return admitted
 
@@ -147,7 +150,7 @@ class Server:
             running = np.concatenate([self.running, np.array(admitted, np.int64)])
             tokens = np.concatenate([tokens, self.admitted_tokens])
         else:
-            admitted = self._admit(np.inf)
+            admitted = self._admit(float(self.prefill_budget) if self.prefill_budget else np.inf)
             if admitted:
                 running = np.array(admitted, np.int64)
                 tokens = self.admitted_tokens

@@ -94,12 +94,14 @@ class Outcome:
 
 def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch: int = 256,
              max_concurrency: int | None = None, kv_capacity_tokens: float = np.inf,
-             chunk_tokens: int = CHUNK_TOKENS, prefix_caching: bool = False) -> Outcome:
+             chunk_tokens: int = CHUNK_TOKENS, prefix_caching: bool = False,
+             prefill_budget: int | None = None) -> Outcome:
     """Serve ``requests`` (module docstring); ``steps`` has ``prefill(batch, context)`` and
     ``decode(batch, context)`` in seconds. ``max_batch``: vLLM's max_num_seqs; ``chunk_tokens``: its
     max_num_batched_tokens under chunked prefill; ``kv_capacity_tokens``: the KV cache (paged, with
     preemption: dse.serving.scheduler); ``prefix_caching``: vLLM's automatic prefix caching
-    (dse.serving.kv_cache)."""
+    (dse.serving.kv_cache); ``prefill_budget``: the continuous scheduler's max_num_batched_tokens (vLLM V0
+    without chunking: an iteration prefills the waiting prompts whose tokens fit it; None: every one)."""
     if scheduler not in SCHEDULERS:
         raise StudyError(f"unknown scheduler {scheduler!r}; allowed: {', '.join(SCHEDULERS)}", key="scheduler")
     total = requests.prompt + requests.output
@@ -110,7 +112,7 @@ def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch
     if scheduler == "static":
         return _static(requests, steps, max_batch)
     cache = KvCache(kv_capacity_tokens, prefix_caching)
-    s = Server(requests, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens).run()
+    s = Server(requests, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens, prefill_budget).run()
     return Outcome(arrival_s=s.sent, first_token_s=s.first, done_s=s.done, output=requests.output,
                    itl_s=np.concatenate(s.itl) if s.itl else np.zeros(0), energy_j=s.energy,
                    iterations=np.array(s.log, float), prefix_hit_rate=cache.hit_rate, preemptions=s.preemptions)
