@@ -70,3 +70,12 @@ def test_calibration_is_a_few_runs_and_the_rest_validation():
     cases = serving_runs.load()["cases"]
     assert {c["set"] for c in cases} == {"calibration", "validation"}
     assert sum(c["set"] == "calibration" for c in cases) == 2
+
+
+def test_a_rate_run_sends_poisson_arrivals():
+    case = {"prompts": [100] * 2000, "outputs": [10] * 2000, "rate": 4.0}
+    r = serving_runs.case_requests(case, {})
+    gaps = np.diff(r.arrival_s)
+    assert (gaps >= 0).all() and np.mean(gaps) == pytest.approx(0.25, rel=0.06)
+    burst = serving_runs.case_requests({**case, "rate": "inf"}, {})
+    assert (burst.arrival_s == 0).all()
