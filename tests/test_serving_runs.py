@@ -3,10 +3,10 @@ intake and the continuous scheduler's prefill budget by hand, and the validation
 
 Runs: Lambda Labs' vllm-benchmark (github.com/LambdaLabsML/vllm-benchmark, results/prompt_<N>/..., vLLM
 0.6.0): Llama-3-8B-Instruct on 1 x H100 (N = 10, 40: calibration; 80) and 1 x A100 (40), Llama-3-70B-
-Instruct on 2 x H100 (10, 80) and 4 x H100 (40), N ShareGPT requests sent at once. Measured when written
-(docs/validation.md, "Serving against measured vLLM runs"), validation geometric-mean error: mean TTFT
-23.5 %, mean TPOT 6.4 %, mean end to end 6.2 %, all 15 figures 11.7 %; calibration 10.6 %; stack fitted
-3.0 ms a request taken in, 0 ms a pass.
+Instruct on 2 x H100 (10, 80), 4 x H100 (40) and 2 x A100 (40), N ShareGPT requests sent at once; also
+Llama-3-8B on 1 x A100 at N = 10. Measured when written (docs/validation.md, "Serving against measured vLLM
+runs"), validation geometric-mean error: mean TTFT 21.4 %, mean TPOT 11.9 %, mean end to end 5.8 %, all 21
+figures 12.8 %; calibration 10.6 %; stack fitted 3.0 ms a request taken in, 0 ms a pass.
 """
 from pathlib import Path
 
@@ -53,10 +53,10 @@ def rows():
 
 def test_validation_errors_stay_within_what_was_measured(rows):
     err = serving_runs.errors(rows)
-    assert err[("validation", "mean_ttft_ms")] < 0.25          # measured 23.5 %
-    assert err[("validation", "mean_tpot_ms")] < 0.08          # measured 6.4 %
-    assert err[("validation", "mean_e2el_ms")] < 0.08          # measured 6.2 %
-    assert err[("validation", "all")] < 0.13                   # measured 11.7 %
+    assert err[("validation", "mean_ttft_ms")] < 0.23          # measured 21.4 %
+    assert err[("validation", "mean_tpot_ms")] < 0.13          # measured 11.9 %
+    assert err[("validation", "mean_e2el_ms")] < 0.07          # measured 5.8 %
+    assert err[("validation", "all")] < 0.14                   # measured 12.8 %
     assert err[("calibration", "all")] < 0.12                  # measured 10.6 %
 
 
