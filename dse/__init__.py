@@ -21,16 +21,19 @@ from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
 from .results.whatif import changed_study
+from .runtime.search import with_runtime
 from .serving import package as serving_package
 from .study import spec
 from .study.space import Design
 from .system import SYSTEM_METRICS as METRICS
 from .system import prepare
+from .system.prepare import register_wrapper
 from .training import package as training_package
 from . import rl  # noqa: F401  (its import registers the Gymnasium environments dse/ChipletMapping-v0, dse/TrainingPartition-v0)
 
 register_phase(serving_package.PHASE)       # workload.phase: serve
 register_phase(training_package.PHASE)      # workload.phase: train
+register_wrapper(with_runtime)              # a study's runtime section (dse.runtime.search)
 
 
 class Study(spec.Study):

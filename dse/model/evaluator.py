@@ -135,11 +135,15 @@ class Evaluator(PopulationEvaluator):
 
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         """Metrics of designs given directly (hand-written or read back), not as decision vectors."""
-        d = design_arrays(designs, self.tables, self.space.max_slots, self.max_copies)
+        return self.decoded_metrics(design_arrays(designs, self.tables, self.space.max_slots, self.max_copies),
+                                    with_faults)
 
+    def decoded_metrics(self, d: DecodedDesigns, with_faults: bool = True) -> np.ndarray:
+        """Metrics of designs given as kernel arrays (`design_arrays`, or arrays derived from them: the
+        mappings dse.runtime relabels and re-maps without building design records)."""
         def run(r: slice) -> np.ndarray:
             return self._kernel(d.take(r), with_faults, self._workspaces(d.slots.shape[2]))
-        return map_rows(run, len(designs), self.threads)
+        return map_rows(run, len(d.rows), self.threads)
 
     def cost_parts(self, designs: list[Design]) -> pd.DataFrame:
         """The parts of each design's package cost (arch.packaging.PACKAGE_COST_PARTS: dies, memory,
@@ -176,14 +180,20 @@ class Evaluator(PopulationEvaluator):
                              "failed_link": [""] * chips + links, "latency_s": res[:-1, 0], "retained_frac": kept,
                              "all_served": [k > 0 for k in kept]})
 
-    def remapped(self, design: Design, failed: list[int]) -> Design | None:
-        """The design after the chiplets in ``failed`` die and their units move (None: nothing survives)."""
-        d = design_arrays([design], self.tables, self.space.max_slots, self.max_copies)
-        n = design.rows * design.cols
-        ok, new_slots, count = remapped_design(self.kernel, self.routes, self._shapes(d.rows, d.cols)[0], n,
+    def remapped_arrays(self, d: DecodedDesigns, failed: list[int]) -> tuple[bool, np.ndarray, np.ndarray]:
+        """The first design of ``d`` after the chiplets in ``failed`` die and their units move: (whether every
+        unit found a chiplet, slots ``[U, C]``, copies ``[U]``)."""
+        n = int(d.rows[0] * d.cols[0])
+        ok, new_slots, count = remapped_design(self.kernel, self.routes, self._shapes(d.rows[:1], d.cols[:1])[0], n,
                                                np.array(sorted(set(failed)), np.int64), d.kind[0], d.stacks[0],
                                                d.ddr[0], d.slots[0], d.ncopy[0], self.space.split,
                                                self.workspace(d.slots.shape[2]))
+        return bool(ok), new_slots, count
+
+    def remapped(self, design: Design, failed: list[int]) -> Design | None:
+        """The design after the chiplets in ``failed`` die and their units move (None: nothing survives)."""
+        d = design_arrays([design], self.tables, self.space.max_slots, self.max_copies)
+        ok, new_slots, count = self.remapped_arrays(d, failed)
         if not ok:
             return None
         placement = {u: [int(x) for x in new_slots[i, : count[i]]] for i, u in enumerate(self.tables.unit_names)}

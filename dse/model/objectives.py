@@ -31,6 +31,10 @@ BASE_OBJECTIVES = {
     "cost": ("cost_usd", 1.0),
     "fault_tolerance": ("fault_tolerance_frac", -1.0),
     "carbon": ("carbon_g_per_token", 1.0),
+    # a study's ``runtime`` section (dse.runtime.search): the design through a scenario of drift and failures
+    "tokens_over_horizon": ("tokens_over_horizon", -1.0),
+    "availability": ("availability_frac", -1.0),
+    "migration_energy": ("migration_energy_j", 1.0),
 }
 
 

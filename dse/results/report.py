@@ -24,6 +24,7 @@ from ..serving.load_curve import load_curve
 from .load_curve_plot import load_curve_section, plot_load_curve
 from .plots import DISPLAY, better, column, save, write_plots
 from .system_plot import plot_system
+from .timeline_section import timeline_section
 
 MAX_FRONT_ROWS = 50
 
@@ -341,6 +342,9 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
                                   folder / "plots", "load_curve")[0]
         extra = load_curve_section(curve, str(pngs["load_curve"].relative_to(folder)), design_id,
                                    LOAD_CURVE_REQUESTS)
+    timeline_pngs, timeline_lines = timeline_section(result, prepared, folder)     # a runtime study's
+    pngs.update(timeline_pngs)
+    extra = extra + timeline_lines
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
     md_text = report_markdown(result, prepared, figures, extra)
     (folder / "report.md").write_text(md_text)

@@ -30,6 +30,7 @@ class ExpertGroups:
     names: list[list[str]]
     q: list[np.ndarray]
     weight_bytes: list[np.ndarray]
+    units: list[np.ndarray] = dataclasses.field(default_factory=list)    # each one's unit index in the tables
 
     @classmethod
     def from_tables(cls, tables: EvalTables) -> "ExpertGroups":
@@ -40,7 +41,8 @@ class ExpertGroups:
         idx = list(groups.values())
         return cls(names=[[tables.unit_names[u] for u in g] for g in idx],
                    q=[np.asarray(tables.unit_selection[g], float) for g in idx],
-                   weight_bytes=[np.asarray(tables.unit_capacity_bytes[g], float) for g in idx])
+                   weight_bytes=[np.asarray(tables.unit_capacity_bytes[g], float) for g in idx],
+                   units=[np.asarray(g, np.int64) for g in idx])
 
     def identity(self) -> list[np.ndarray]:
         """The study's own popularity: no expert relabelled."""
@@ -61,6 +63,30 @@ def relabelled(design: Design, groups: ExpertGroups, perm: list[np.ndarray]) -> 
         for i, name in enumerate(names):
             placement[names[p[i]]] = design.placement[name]
     return with_placement(design, placement)
+
+
+class Relabel:
+    """`relabelled` on kernel arrays (slots ``[U, C]``, copies ``[U]``): unit ``units[g][perm[i]]`` takes
+    what unit ``units[g][i]`` holds; ``at(perm)`` the (source, destination) unit indices, built once per
+    popularity."""
+
+    def __init__(self, groups: ExpertGroups):
+        self.groups = groups
+        self.src = np.concatenate(groups.units) if groups.units else np.zeros(0, np.int64)
+        self.memo: dict[bytes, np.ndarray] = {}
+
+    def dst(self, perm: list[np.ndarray]) -> np.ndarray:
+        key = perm_key(perm)
+        if key not in self.memo:
+            self.memo[key] = np.concatenate([u[p] for u, p in zip(self.groups.units, perm)]) if perm \
+                else np.zeros(0, np.int64)
+        return self.memo[key]
+
+    def __call__(self, slots: np.ndarray, ncopy: np.ndarray, perm: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        dst = self.dst(perm)
+        s2, n2 = slots.copy(), ncopy.copy()
+        s2[dst], n2[dst] = slots[self.src], ncopy[self.src]
+        return s2, n2
 
 
 def perm_key(perm: list[np.ndarray]) -> bytes:

@@ -1,7 +1,8 @@
 """The runtime loop of one design through a scenario, before anything is costed: window by window, the
 policy sees the state (dse.runtime.policies), its moves are priced (dse.runtime.migration), and each
-window is cut where the failed chiplets change into segments, each with the mapping it serves, the
-share of expert selections it can serve, and the time it serves (less migration stalls).
+window is cut where what is down changes (chiplets, links, HBM stacks: dse.runtime.failures) into
+segments, each with the mapping it serves, the share of expert selections it can serve, and the time it
+serves (less migration stalls).
 
 A failure takes effect at its time; policies act at window starts on what the last window observed,
 once the last move has landed (a move stalls serving, or streams in the background while the old
@@ -11,38 +12,57 @@ unserved: their selections are lost (a non-expert unit lost: nothing is served).
 segment is the package evaluator's re-mapped design (`Evaluator.remapped`), which still costs the lost
 units' work on a survivor: an upper bound on the degraded step. A repaired chiplet comes back with its
 weights (the repair time includes reloading them); a spare returns to the pool when the chiplet it
-stood in for is repaired."""
+stood in for is repaired. A failed HBM stack cuts its chiplet's stacks (capacity and bandwidth) in the
+step's design; a chiplet left with no stack in a package without DDR has no memory for its units: it
+counts as failed for the mapping (its units forced off), while its router keeps forwarding. A failed
+link is priced in dse.runtime.timeline (the evaluator's re-routed tables)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.contract import DecodedDesigns
+from ..model.evaluator import design_arrays
+from ..model.routes import physical_links
 from ..study.space import Design
-from .failures import change_times, failed_at, outages
-from .mapping import ExpertGroups, copy_arrays, imbalance, moved_copies, perm_key, relabelled, with_placement
+from ..errors import StudyError
+from .failures import Down, change_times, down_at, outages
+from .mapping import ExpertGroups, Relabel, copy_arrays, imbalance, moved_copies, perm_key
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
 from .popularity import window_perms
 from .scenario import Scenario
+from .traces import request_load, trace_perms
 
 
 @dataclass
 class Segment:
-    """Part of a window with one mapping and one failed set: ``design`` the design to cost at the study's
-    popularity (None: nothing survives), ``selected`` the share of expert selections it serves, ``serve_s``
+    """Part of a window with one mapping and one failed set: ``mapping`` the kernel arrays (slots, copies)
+    of the design to cost at the study's popularity (None: nothing survives), ``selected`` the share of expert selections it serves, ``serve_s``
     the serving time (the segment's length less migration stalls), ``offered_tps`` offered tokens/s,
     ``failed`` the chiplets down and not stood in for by a spare."""
 
     window: int
     length_s: float
     serve_s: float
-    design: Design | None
+    mapping: "SegmentMapping | None"
     selected: float
     offered_tps: float | None
     failed: frozenset[int]
-    down: frozenset[int]            # chiplets down, those a spare stands in for included
-    key: tuple = ()                 # (mapping version, popularity, failed): equal keys, equal designs
+    down: Down                      # what is down, chiplets a spare stands in for included
+    key: tuple = ()                 # (mapping version, popularity, failed, links, stacks): equal keys, equal designs
+
+
+@dataclass(frozen=True)
+class SegmentMapping:
+    """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
+    chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
+
+    slots: np.ndarray
+    ncopy: np.ndarray
+    stacks: np.ndarray
+    links: frozenset
 
 
 @dataclass
@@ -54,107 +74,197 @@ class WindowPlan:
     segments: list[Segment] = field(default_factory=list)
 
 
-def lost_selections(placement: dict[str, list[int]], failed: frozenset[int], groups: ExpertGroups,
-                    perm: list[np.ndarray], experts: set[str]) -> float:
-    """Share of expert selections that land on units with no live copy (1 if a non-expert unit has none)."""
-    orphans = {u for u, s in placement.items() if s and all(x in failed for x in s)}
-    if orphans - experts:
+def lost_selections(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int], q_unit: np.ndarray,
+                    experts: np.ndarray) -> float:
+    """Share of expert selections that land on units with no live copy (1 if a non-expert unit has none);
+    ``q_unit``: each unit's selections per token at the window's popularity (0 for non-experts),
+    ``experts``: which units are routed experts."""
+    width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
+    live = (width & ~np.isin(slots, list(failed))).any(axis=1)
+    orphan = ~live & (ncopy > 0)
+    if (orphan & ~experts).any():
         return 1.0
-    lost = total = 0.0
-    for names, q, p in zip(groups.names, groups.q, perm):
-        qa = q[p]
-        total += qa.sum()
-        lost += sum(qa[i] for i, n in enumerate(names) if n in orphans)
-    return lost / total if total else 0.0
+    total = q_unit.sum()
+    return float(q_unit[orphan].sum() / total) if total else 0.0
 
 
 class Planner:
     """Runs one design through a scenario under a policy (module docstring)."""
 
-    def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy):
+    def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy,
+                 phase: str = "prefill", reconfig_kinds: dict[str, float] | None = None, strict: bool = True):
         self.ev, self.tables, self.scenario, self.policy = package_evaluator, tables, scenario, policy
         self.package_spec, self.max_copies = package_spec, max_copies
+        self.reconfig_kinds = reconfig_kinds or {}      # chiplet kind -> its reconfiguration time, s
+        self.strict = strict            # components a scenario names and a design lacks: an error (or none)
         self.groups = ExpertGroups.from_tables(tables)
-        self.experts = {n for g in self.groups.names for n in g}
+        self.relabel = Relabel(self.groups)
+        self.is_expert = np.zeros(tables.n_units, bool)
+        self.is_expert[self.relabel.src] = True
         sc = scenario
-        self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
+        if sc.popularity.drift == "trace":
+            self.perms = trace_perms(sc.popularity.trace, [n[0].rpartition(".")[0] for n in self.groups.names],
+                                     self.groups.q, sc.starts(), sc.lengths())
+        else:
+            self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
+        self.load = request_load(sc.load.trace, sc.load.rate, phase, sc.starts(), sc.lengths()) \
+            if sc.load.kind == "trace" else None
         self.perm_keys = [perm_key(p) for p in self.perms]
+        self.q_units: dict[bytes, np.ndarray] = {}
+        self.memo: dict = {}            # the policies' work shared by every design and window (policies/eplb.py)
         self.cache: dict = {}
         self.copies: dict = {}
+        self.balance: dict = {}
+
+    def q_unit(self, w: int) -> np.ndarray:
+        """Each unit's expert selections per token at window ``w``'s popularity (0: not an expert)."""
+        key = self.perm_keys[w]
+        if key not in self.q_units:
+            q = np.zeros(self.tables.n_units)
+            q[self.relabel.src] = np.concatenate([g[p] for g, p in zip(self.groups.q, self.perms[w])]) \
+                if self.perms[w] else np.zeros(0)
+            self.q_units[key] = q
+        return self.q_units[key]
 
     def offered(self, t: float) -> float | None:
         load = self.scenario.load
+        if self.load is not None:
+            return float(self.load[min(int(t // self.scenario.window_s), len(self.load) - 1)])
         if load.tokens_per_s is None:
             return None
         if load.kind == "diurnal":
             return load.tokens_per_s * (1 + load.amplitude * np.sin(2 * np.pi * t / load.period_s))
         return load.tokens_per_s
 
-    def effective(self, design: Design, placement, failed: frozenset[int], w: int) -> tuple[Design | None, float]:
-        """The design a segment costs (relabelled to window ``w``'s popularity) and its served selections."""
-        if not any(s in failed for slots in placement.values() for s in slots):
-            return relabelled(with_placement(design, placement), self.groups, self.perms[w]), 1.0
-        lost = lost_selections(placement, failed, self.groups, self.perms[w], self.experts)
-        remapped = self.ev.remapped(with_placement(design, placement), sorted(failed))
-        if remapped is None:
+    def arrays(self, version: int, placement: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Kernel arrays (slots ``[U, C]``, copies ``[U]``) of mapping ``version`` (``placement``), built from
+        the last version's by the units that changed."""
+        if version not in self.versions:
+            last_v = max(self.versions)
+            slots, ncopy = (a.copy() for a in self.versions[last_v])
+            before = self.placements[last_v]
+            width = max([slots.shape[1]] + [len(x) for x in placement.values()])
+            if width > slots.shape[1]:
+                slots = np.pad(slots, ((0, 0), (0, width - slots.shape[1])), constant_values=-1)
+            for u, name in enumerate(self.tables.unit_names):
+                where = placement[name]
+                if where != before[name]:
+                    slots[u] = -1
+                    slots[u, : len(where)] = where
+                    ncopy[u] = len(where)
+            self.versions[version] = (slots, ncopy)
+            self.placements[version] = placement
+        return self.versions[version]
+
+    def effective(self, version: int, placement, failed: frozenset[int], w: int, down: Down):
+        """The design a segment costs (`SegmentMapping`, relabelled to window ``w``'s popularity; None:
+        nothing survives) and the share of selections it serves."""
+        slots, ncopy = self.arrays(version, placement)
+        stacks = self.base.stacks[0].copy()
+        for c, k in down.stacks:
+            stacks[c] -= k
+        width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
+        if not failed or not (width & np.isin(slots, list(failed))).any():
+            return SegmentMapping(*self.relabel(slots, ncopy, self.perms[w]), stacks, down.links), 1.0
+        lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
+        one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
+        ok, new_slots, new_ncopy = self.ev.remapped_arrays(one, sorted(failed))
+        if not ok:
             return None, 0.0
-        return relabelled(remapped, self.groups, self.perms[w]), 1.0 - lost
+        return SegmentMapping(*self.relabel(new_slots, new_ncopy, self.perms[w]), stacks, down.links), 1.0 - lost
+
+    def chips_down(self, down: Down, design: Design) -> frozenset[int]:
+        """Chiplets down, and those whose every HBM stack failed in a package without DDR (units forced off)."""
+        if design.ddr_channels:
+            return down.chiplets
+        return down.chiplets | {c for c, k in down.stacks if k >= design.hbm_stacks[c]}
+
+    def roles(self, design: Design) -> dict[int, float]:
+        """Reconfigurable chiplet slots (the scenario's, and chiplets of a reconfigurable kind) -> the time
+        they take to take another role, s."""
+        f = self.scenario.failures
+        n = design.rows * design.cols
+        bad = [s for s in f.reconfigurable if s >= n]
+        if bad and self.strict:
+            raise StudyError(f"chiplet {bad[0]} is not in the design (slots 0..{n - 1})", key="failures.reconfigurable")
+        return {s: f.reconfigure_s + self.reconfig_kinds.get(k, 0.0) for s, k in enumerate(design.chiplets)
+                if s in f.reconfigurable or k in self.reconfig_kinds}
 
     def plan(self, design: Design) -> list[WindowPlan]:
         """Every window of ``design`` through the scenario (module docstring)."""
         sc = self.scenario
         n = design.rows * design.cols
-        outs = outages(sc.failures, n, sc.horizon_s)
+        stacks = list(design.hbm_stacks)
+        outs = outages(sc.failures, n, sc.horizon_s, physical_links(self.package_spec.network(design.rows, design.cols)),
+                       stacks, self.strict)
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale)
         run = RunState({u: list(s) for u, s in design.placement.items()}, sc.failures.spares)
-        self.cache, self.copies = {}, {}
+        self.cache, self.copies, self.balance = {}, {}, {}
+        self.base = design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
+        self.versions = {0: (self.base.slots[0], self.base.ncopy[0])}
+        self.placements = {0: run.placement}
+        roles = self.roles(design)
         out = []
         for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
-            down = failed_at(outs, t0)
+            down = self.chips_down(down_at(outs, t0, stacks), design)
             run.settle(t0)
             for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
                 run.replaced.discard(slot)
                 run.spares += 1
             move = NO_MOVE
             if t0 >= run.move_end:          # a policy acts once the last move has landed
-                move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig)
+                move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig, roles)
             plan = WindowPlan(t0, length, move, 1.0)
             edges = sorted({t0, t0 + length, *change_times(outs, t0, t0 + length)}
                            | ({run.move_end} if t0 < run.move_end < t0 + length else set()))
             for a, b in zip(edges[:-1], edges[1:]):
                 run.settle(a)
-                down_now = failed_at(outs, a)
-                failed = frozenset(down_now - run.replaced)
+                now = down_at(outs, a, stacks)
+                failed = frozenset(self.chips_down(now, design) - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) if run.stall else 0.0
-                key = (run.version, self.perm_keys[w], failed)
+                key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
                 if key not in self.cache:
-                    self.cache[key] = self.effective(design, run.serving, failed, w)
+                    self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
                 eff, selected = self.cache[key]
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
-                                             failed, down_now, key))
-            live = plan.segments[-1].failed
-            if live:
-                plan.imbalance = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
-                                           self.groups, self.perms[w], n)
-            else:
-                if run.version not in self.copies:
-                    self.copies = {run.version: copy_arrays(run.serving, self.groups)}
-                plan.imbalance = imbalance(run.serving, self.groups, self.perms[w], n, self.copies[run.version])
+                                             failed, now, key))
+            plan.imbalance = self.imbalance(run, plan.segments[-1], w, n)
             out.append(plan)
         return out
 
+    def imbalance(self, run: "RunState", seg: Segment, w: int, n: int) -> float:
+        """The imbalance the window's last segment shows (dse.runtime.mapping.imbalance), once per key."""
+        if seg.key not in self.balance:
+            live = seg.failed
+            if live:
+                value = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
+                                  self.groups, self.perms[w], n)
+            else:
+                if run.version not in self.copies:
+                    self.copies = {run.version: copy_arrays(run.serving, self.groups)}
+                value = imbalance(run.serving, self.groups, self.perms[w], n, self.copies[run.version])
+            self.balance[seg.key] = value
+        return self.balance[seg.key]
+
     def act(self, run: "RunState", design: Design, w: int, t0: float, failed: frozenset[int],
-            mig: MigrationModel) -> MoveCost:
-        """Ask the policy at window ``w``'s start; price and start the move it decides."""
+            mig: MigrationModel, roles: dict[int, float]) -> MoveCost:
+        """Ask the policy at window ``w``'s start; price and start the move it decides (a re-roled
+        reconfigurable chiplet adds its reconfiguration time to the move)."""
+        free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
         state = PolicyState(w, t0, design, run.placement, failed, self.perms[max(w - 1, 0)], self.groups,
-                            run.spares, self.ev, self.max_copies, run.last_change)
+                            run.spares, self.ev, self.max_copies, run.last_change, self.memo, free)
         decision = self.policy.decide(state)
+        if not failed:
+            run.rerolled = set()
         if decision is None:
             return NO_MOVE
         moves = moved_copies(run.placement, decision.placement)
         for r in decision.revive:
             moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
         move = mig.cost(moves, failed)
+        if decision.rerole:
+            run.rerolled |= set(decision.rerole.values())
+            move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
         run.start(t0, move.time_s, self.scenario.migration, {u: list(s) for u, s in decision.placement.items()},
                   set(decision.revive))
         if move.moves:
@@ -178,6 +288,7 @@ class RunState:
     stall: bool = False
     last_change: float = -np.inf
     version: int = 0                # counts the mappings that have served
+    rerolled: set = field(default_factory=set)      # reconfigurable slots that took a failed chiplet's role
 
     def __post_init__(self):
         self.serving = self.serving or self.placement

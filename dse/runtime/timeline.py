@@ -1,8 +1,10 @@
 """A design through a scenario (`dse timeline`, docs/runtime.md): dse.runtime.plan runs the policy
 window by window; every segment's step is then costed by the study's own evaluator (the contract of
-dse.model.contract: ``design_metrics``), the segments of every design given in one population call (so a
-timeline costs one population evaluation of its distinct mappings, not one call per window); and the
-windows and totals are summed from the step latencies, energies and the plan.
+dse.model.contract), the distinct segments of every design given as kernel arrays in one population call
+of the package evaluator (`Evaluator.decoded_metrics`; popularity drift is a relabelling of the arrays,
+dse.runtime.mapping.Relabel, and no design record is built per window), so a timeline costs one
+population evaluation of its distinct mappings, not one call per window; the windows and totals are
+summed from the step latencies, energies and the plan.
 
 Per segment: the step serves ``tokens_per_step / latency`` tokens/s (the evaluator's throughput), times
 the share of selections it can serve, over its serving time, capped by the offered load. ``served_frac``
@@ -16,7 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import StudyError
+from ..model.contract import DecodedDesigns
+from ..model.metrics import METRICS
 from ..study.space import Design
+from .failures import names
 from .plan import Planner, WindowPlan
 from .policies import make_policy
 from .scenario import Scenario
@@ -38,33 +43,85 @@ class Timeline:
 
 
 def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: str = "static",
-                  every_s: float | None = None, bound: float | None = None) -> list[Timeline]:
-    """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``."""
-    evaluator = prepared.evaluator
+                  every_s: float | None = None, bound: float | None = None, strict: bool = True) -> list[Timeline]:
+    """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``;
+    ``strict``: a failure naming a component a design lacks is an error (otherwise it spares that design:
+    the search's designs differ in size)."""
+    evaluator = prepared.system_evaluator          # the step's (a runtime study's evaluator wraps it)
     missing = [c for c in NEEDED if c not in evaluator.columns]
     if missing or any(d.system for d in designs):
         raise StudyError("dse timeline follows one package's step (a study without system or a serving or "
                          "training phase)", key="--design")
-    plans, tables = [], []
+    check_links(prepared, scenario)
+    reconfig = {c.name: c.reconfig_us * 1e-6 for c in prepared.study.hardware.chiplets if c.kind == "reconfigurable"}
+    planners: dict[int, Planner] = {}
+    plans, packages = [], []
     for design in designs:
         package = prepared.for_design(design)
-        planner = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
-                          prepared.study.mapping.max_replicas, scenario, make_policy(policy, every_s, bound))
-        plans.append(planner.plan(design))
-        tables.append(package.tables)
-    unique: dict[tuple, int] = {}
-    todo: list[Design] = []
-    for i, plan in enumerate(plans):
+        key = id(package.package_evaluator)
+        if key not in planners:         # one planner per package variant: popularity and packings shared
+            planners[key] = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
+                                    prepared.study.mapping.max_replicas, scenario, make_policy(policy, every_s, bound),
+                                    prepared.study.workload.phase, reconfig, strict)
+        plans.append(planners[key].plan(design))
+        packages.append((key, planners[key].base))
+    step = step_metrics(plans, packages, planners)
+    return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy)
+            for i, (plan, d) in enumerate(zip(plans, designs))]
+
+
+def check_links(prepared, scenario: Scenario) -> None:
+    """Link failures are priced on the evaluator's re-routed tables: the study must build them."""
+    f = scenario.failures
+    if (f.link_mtbf_h or any(e.component == "link" for e in f.events)) and not prepared.study.faults.links:
+        raise StudyError("link failures are priced on the evaluator's re-routed tables: give the study "
+                         "faults: {links: true}", key="failures")
+
+
+def step_metrics(plans: list, packages: list, planners: dict) -> list[dict]:
+    """Each design's distinct segments (by key) costed by its package evaluator: one population call per
+    package variant, every segment of every design in it; per design, key -> (latency, p99, energy/token).
+    A segment with links down takes the latency of the evaluator's single-link-failure report of its
+    design (`Evaluator.link_failure_report`: routes detoured by minimum hops), the slowest of its links,
+    with p99 scaled alike and the intact energy per token (the report has no energy)."""
+    out: list[dict] = [{} for _ in plans]
+    todo: dict[int, list] = {}
+    for i, (plan, (pkey, _)) in enumerate(zip(plans, packages)):
         for window in plan:
             for seg in window.segments:
-                if seg.design is not None and (i, seg.key) not in unique:
-                    unique[(i, seg.key)] = len(todo)
-                    todo.append(seg.design)
-    metrics = evaluator.design_metrics(todo, with_faults=False) if todo else np.zeros((0, len(evaluator.columns)))
-    cols = [evaluator.columns.index(c) for c in NEEDED]
-    step = {k: metrics[i, cols] for k, i in unique.items()}
-    return [summarise(plan, {k: v for (j, k), v in step.items() if j == i}, t.tokens_per_step, scenario, policy)
-            for i, (plan, t) in enumerate(zip(plans, tables))]
+                if seg.mapping is not None and seg.key not in out[i]:
+                    out[i][seg.key] = None
+                    todo.setdefault(pkey, []).append((i, seg.key, seg.mapping))
+    cols = [METRICS.index(c) for c in NEEDED]
+    for pkey, items in todo.items():
+        width = max(m.slots.shape[1] for _, _, m in items)
+        slots = np.full((len(items), items[0][2].slots.shape[0], width), -1, np.int64)
+        for j, (_, _, m) in enumerate(items):
+            slots[j, :, : m.slots.shape[1]] = m.slots
+        rows = [packages[i][1] for i, _, _ in items]
+        d = DecodedDesigns(*(np.concatenate([r[f] for r in rows]) for f in (0, 1, 2)),
+                           np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows]),
+                           slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
+        ev = planners[pkey].ev
+        metrics = ev.decoded_metrics(d, with_faults=False)[:, cols]
+        for j, (i, key, m) in enumerate(items):
+            if m.links:
+                metrics[j, :2] *= link_slowdown(ev, d, j, m.links, metrics[j, 0])
+            out[i][key] = metrics[j]
+    return out
+
+
+def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:
+    """Latency with the slowest of ``links`` failed over the intact latency ``intact_s``, design ``j`` of
+    ``d`` (a design record built from its arrays for the evaluator's failure report)."""
+    n = int(d.rows[j] * d.cols[j])
+    design = Design(rows=int(d.rows[j]), cols=int(d.cols[j]), chiplets=[ev.tables.kind_names[k] for k in d.kind[j, :n]],
+                    hbm_stacks=[int(x) for x in d.stacks[j, :n]], ddr_channels=int(d.ddr[j]), link=ev.link,
+                    mapping=ev.space.mapping, topology=ev.topology,
+                    placement={u: [int(x) for x in d.slots[j, i, : d.ncopy[j, i]]]
+                               for i, u in enumerate(ev.tables.unit_names)})
+    report = ev.link_failure_report(design).set_index("failed_link")["latency_s"]
+    return max(float(report.get(f"{a}-{b}", report.get(f"{b}-{a}", np.inf))) for a, b in links) / intact_s
 
 
 def run_timeline(prepared, design: Design, scenario: Scenario, policy: str = "static",
@@ -80,10 +137,10 @@ def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenar
     demand_total = 0.0
     for win in plan:
         served = demand = lat_time = lat_sum = 0.0
-        lats, failed = [], set()
+        lats, failed = [], []
         for seg in win.segments:
-            failed |= seg.down
-            if seg.design is None:
+            failed += [x for x in names(seg.down) if x not in failed]
+            if seg.mapping is None:
                 demand += (seg.offered_tps or 0.0) * seg.length_s
                 continue
             latency, p99, e_tok = step[seg.key]
@@ -106,7 +163,7 @@ def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenar
                         "tokens_per_s": float(served / win.length_s), "imbalance": float(win.imbalance),
                         "migrations": int(win.move.moves), "migration_bytes": float(win.move.bytes),
                         "migration_s": float(win.move.time_s),
-                        "failed_components": [f"chiplet {c}" for c in sorted(failed)],
+                        "failed_components": failed,
                         "served_frac": float(served / demand) if demand else 0.0})
     tokens = float(sum(served_all))
     w = np.asarray(served_all)

@@ -2,11 +2,12 @@
 
 Each objective is read as a non-negative cost whose best possible value is 0: latency_s,
 energy_j_per_token, area_mm2 and cost_usd as they are; throughput as its inverse (seconds per token);
-fault tolerance as the fraction of throughput lost (1 - fault_tolerance_frac). These transforms keep
-the order of every objective, so they keep Pareto dominance. Dividing each cost by its value at the
-reference point maps the box between the ideal (all costs 0) and the reference point onto the unit
-cube; the normalised hypervolume is the fraction of that box the front dominates (Zitzler & Thiele
-1998), between 0 and 1, computed exactly by moocore through pymoo's HV indicator. Designs beyond the
+fault tolerance as the fraction of throughput lost (1 - fault_tolerance_frac), availability likewise
+(1 - availability_frac). These transforms keep the order of every objective, so they keep Pareto
+dominance. Dividing each cost by its value at the reference point maps the box between the ideal (all
+costs 0) and the reference point onto the unit cube; the normalised hypervolume is the fraction of that
+box the front dominates (Zitzler & Thiele 1998), between 0 and 1, computed exactly by moocore through
+pymoo's HV indicator. Designs beyond the
 reference point in any objective add nothing.
 
 Reference point: ``search.reference_point`` gives it per objective in the metric's own unit; an
@@ -23,6 +24,7 @@ import pandas as pd
 from pymoo.indicators.hv import HV
 
 from ..model.objectives import OBJECTIVES, constraint_matrix, non_dominated
+from ..study.schema.search import FRACTION_OBJECTIVES
 from ..study.spec import Study
 
 ANCHOR_SIZE = 256
@@ -37,7 +39,7 @@ def costs(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:
 
 def _reciprocal(objective: str) -> bool:
     """Rates (throughput, goodput, max_rate_at_slo: better high, 0 worst) become costs as their inverse."""
-    return OBJECTIVES[objective][1] < 0 and objective != "fault_tolerance"
+    return OBJECTIVES[objective][1] < 0 and objective not in FRACTION_OBJECTIVES
 
 
 def to_cost(objective: str, value):
@@ -46,7 +48,7 @@ def to_cost(objective: str, value):
     if _reciprocal(objective):
         with np.errstate(divide="ignore"):
             return np.where(value > 0, 1.0 / np.where(value > 0, value, 1.0), np.inf)
-    if objective == "fault_tolerance":
+    if objective in FRACTION_OBJECTIVES:
         return 1.0 - value
     return value
 
@@ -56,7 +58,7 @@ def from_cost(objective: str, cost):
     cost = np.asarray(cost, float)
     if _reciprocal(objective):
         return 1.0 / cost
-    if objective == "fault_tolerance":
+    if objective in FRACTION_OBJECTIVES:
         return 1.0 - cost
     return cost
 

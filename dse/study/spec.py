@@ -24,6 +24,7 @@ from .schema import (
     FaultsSpec,
     HardwareSpec,
     MappingSpec,
+    RuntimeSpec,
     SearchSpec,
     ServingSpec,
     SystemSpec,
@@ -31,7 +32,7 @@ from .schema import (
     WorkloadSpec,
 )
 from .schema import limits
-from .schema.search import SERVING_OBJECTIVES
+from .schema.search import RUNTIME_OBJECTIVES, SERVING_OBJECTIVES
 from .schema.common import SAFE_NAME, StrictModel, check_safe_name
 from .yaml_input import read_yaml_file
 
@@ -52,6 +53,7 @@ class Study(StrictModel):
     serving: ServingSpec | None = None      # workload.phase: serve (dse.serving.package)
     carbon: CarbonSpec = CarbonSpec()
     search: SearchSpec = SearchSpec()
+    runtime: RuntimeSpec | None = None      # a design through a scenario (dse.runtime.search)
 
     @field_validator("name")
     @classmethod
@@ -79,6 +81,7 @@ class Study(StrictModel):
             raise _to_study_error(exc, source) from None
         study._check_references(source)
         study._check_training(source)
+        study._check_runtime(source)
         return study._with_serving(data, source)
 
     def _check_training(self, source: str | None) -> None:
@@ -96,6 +99,16 @@ class Study(StrictModel):
         if training and self.workload.ensemble is not None:
             raise StudyError("an ensemble's members train separately: give each member's model as workload.model "
                              "in a training study of its own", key="workload.ensemble", source=source)
+
+    def _check_runtime(self, source: str | None) -> None:
+        """The runtime objectives need a ``runtime`` section; it follows one package's step."""
+        asked = [o for o in self.search.objectives if o in RUNTIME_OBJECTIVES]
+        if asked and self.runtime is None:
+            raise StudyError(f"{', '.join(asked)} needs a runtime section (runtime: {{scenario: FILE, policy: P}})",
+                             key="search.objectives", source=source)
+        if self.runtime is not None and (self.system is not None or self.workload.phase in ("serve", "train")):
+            raise StudyError("runtime follows one package's step: a study without system and with workload.phase "
+                             "prefill or decode", key="runtime", source=source)
 
     def _with_serving(self, data: dict, source: str | None) -> "Study":
         """``workload.phase: serve`` and the ``serving`` section come together; the study's decode step is

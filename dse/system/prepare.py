@@ -5,7 +5,9 @@ cli) prepares studies here.
 
 A phase of its own (``workload.phase: serve``, ``train``) is prepared by the layer that models it: that
 layer's `dse.model.phases.Phase` names its preparer, registered by the facade (dse/__init__.py), so
-imports keep running down the layers while `prepare` serves every phase."""
+imports keep running down the layers while `prepare` serves every phase. A study section modelled by a
+layer above (``runtime``: dse.runtime.search) wraps the prepared study the same way: the facade registers
+its wrapper (`register_wrapper`), applied after the phase's preparer."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,13 +27,24 @@ from .packages import PackageBank
 from .slices import stage_layers
 
 
+#: ``wrap(study, prepared) -> prepared`` of sections modelled above this layer, registered by the facade
+WRAPPERS: list = []
+
+
+def register_wrapper(wrap) -> None:
+    """Register ``wrap`` (once; registering it again changes nothing)."""
+    if wrap not in WRAPPERS:
+        WRAPPERS.append(wrap)
+
+
 def prepare(study: Study) -> Prepared:
     """Tables, design space and evaluator for ``study``: its phase's preparer (dse.model.phases) or
-    `prepare_step`."""
+    `prepare_step`, then each registered wrapper (`WRAPPERS`)."""
     phase = phase_of(study)
-    if phase is not None and phase.prepare is not None:
-        return phase.prepare(study)
-    return prepare_step(study)
+    prepared = phase.prepare(study) if phase is not None and phase.prepare is not None else prepare_step(study)
+    for wrap in WRAPPERS:
+        prepared = wrap(study, prepared)
+    return prepared
 
 
 def prepare_step(study: Study) -> Prepared:

@@ -28,6 +28,8 @@ class PolicyState:
     package_evaluator: object
     max_copies: int
     last_change_s: float = -np.inf      # when the policy last changed the placement
+    memo: dict = field(default_factory=dict)    # work shared by every design and window (eplb.rebalance)
+    reconfigurable: dict = field(default_factory=dict)  # live reconfigurable slots free to re-role -> time, s
 
     @property
     def chiplets(self) -> int:
@@ -36,10 +38,18 @@ class PolicyState:
 
 @dataclass
 class Decision:
-    """A new ``placement`` and the failed slots a spare chiplet takes over (``revive``)."""
+    """A new ``placement``, the failed slots a spare chiplet takes over (``revive``) and the failed slots
+    whose role a reconfigurable chiplet takes (``rerole``: failed slot -> reconfigurable slot)."""
 
     placement: dict[str, list[int]]
     revive: set[int] = field(default_factory=set)
+    rerole: dict[int, int] = field(default_factory=dict)
+
+
+def swapped(placement: dict[str, list[int]], a: int, b: int) -> dict[str, list[int]]:
+    """``placement`` with chiplets ``a`` and ``b`` trading their units (roles)."""
+    swap = {a: b, b: a}
+    return {u: [swap.get(x, x) for x in s] for u, s in placement.items()}
 
 
 def survivors_placement(state: PolicyState) -> dict[str, list[int]] | None:

@@ -66,19 +66,32 @@ def match(content: list[list[int]], chiplets: list[int], held: dict[int, set[int
     return {int(b): chiplets[j] for b, j in zip(bins, chips)}
 
 
+def packed(load: np.ndarray, copies: int, cap: int, bins: int, memo: dict | None, key) -> list[list[int]]:
+    """`replicate` then `pack`, remembered in ``memo`` under ``key`` (the layer and its observed
+    popularity): the same for every design and window that asks with the same copies, cap and bins."""
+    full = (key, copies, cap, bins)
+    if memo is not None and full in memo:
+        return memo[full]
+    content = pack(load, replicate(load, copies, cap), bins)
+    if memo is not None:
+        memo[full] = content
+    return content
+
+
 def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: list[np.ndarray],
-              failed: frozenset[int], max_copies: int, home: dict[str, list[int]] | None = None) -> dict[str, list[int]]:
+              failed: frozenset[int], max_copies: int, home: dict[str, list[int]] | None = None,
+              memo: dict | None = None) -> dict[str, list[int]]:
     """The placement re-packed from the observed popularity (module docstring); non-expert units stay.
-    ``home``: the design's own placement, whose chiplets a layer may also return to (once repaired)."""
+    ``home``: the design's own placement, whose chiplets a layer may also return to (once repaired);
+    ``memo``: packings shared across calls (`packed`)."""
     out = {u: list(s) for u, s in placement.items()}
-    for names, q, perm in zip(groups.names, groups.q, observed):
+    for g, (names, q, perm) in enumerate(zip(groups.names, groups.q, observed)):
         chips = sorted({s for n in names for s in placement[n] + (home or {}).get(n, []) if s not in failed})
         if not chips:
             continue
         load = q[perm]
         copies = sum(len(placement[n]) for n in names)
-        r = replicate(load, copies, min(max_copies, len(chips)))
-        content = pack(load, r, len(chips))
+        content = packed(load, copies, min(max_copies, len(chips)), len(chips), memo, (g, perm.tobytes()))
         held: dict[int, set[int]] = {}
         for e, n in enumerate(names):
             for s in placement[n]:

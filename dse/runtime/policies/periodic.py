@@ -22,4 +22,4 @@ class PeriodicPolicy:
         if base is None:
             return None
         return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
-                                  state.design.placement))
+                                  state.design.placement, state.memo))

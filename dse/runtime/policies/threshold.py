@@ -24,5 +24,5 @@ class ThresholdPolicy:
         seen = imbalance(base, state.groups, state.observed, state.chiplets)
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
             return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
-                                  state.design.placement))
+                                  state.design.placement, state.memo))
         return Decision(base) if base is not state.placement else None

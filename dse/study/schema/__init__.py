@@ -7,6 +7,7 @@ from .hardware import HardwareSpec, MemoryEntry
 from .package import LinkSpec, MeshSpec, PackageSpec
 from .mapping import MAPPINGS, MappingSpec
 from .search import ALGORITHMS, OBJECTIVES, ConstraintsSpec, SearchSpec
+from .runtime import RuntimeSpec
 from .serving import ServingSpec, SloSpec
 from .system import MAX_PACKAGES, ParallelSpec, SystemSpec
 from .training import TrainingSpec

@@ -8,10 +8,14 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, ValidationInfo, field
 from . import limits
 from .common import StrictModel
 
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
-              "ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
 #: objectives only a serving study (workload.phase: serve) measures
-SERVING_OBJECTIVES = OBJECTIVES[7:]
+SERVING_OBJECTIVES = ("ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
+#: objectives only a study with a ``runtime`` section measures (dse.runtime.search: a design through a scenario)
+RUNTIME_OBJECTIVES = ("tokens_over_horizon", "availability", "migration_energy")
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
+              *SERVING_OBJECTIVES, *RUNTIME_OBJECTIVES)
+#: objectives that are fractions, better high, at most 1 (their reference lies below 1)
+FRACTION_OBJECTIVES = ("fault_tolerance", "availability")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
@@ -43,7 +47,8 @@ class SearchSpec(StrictModel):
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
     #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token, ttft_p99_s, tpot_p99_s,
-    #: goodput_req_s, max_rate_at_slo_req_s); objectives left out
+    #: goodput_req_s, max_rate_at_slo_req_s, tokens_over_horizon, availability_frac, migration_energy_j);
+    #: objectives left out
     #: are derived (dse.search.hypervolume.reference_point)
     reference_point: dict[Literal[OBJECTIVES], float] = Field(default_factory=dict)
     #: save the search state every this many generations (0: never); see dse.search.checkpoint
@@ -70,10 +75,9 @@ class SearchSpec(StrictModel):
         if extra:
             raise ValueError(f"{', '.join(extra)} is not among the objectives ({', '.join(objectives)})")
         for objective, bound in value.items():
-            if objective == "fault_tolerance" and not bound < 1.0:
-                raise ValueError("fault_tolerance is the fraction of throughput kept: its reference must be below 1"
-                                 f" (got {bound!r})")
-            if objective != "fault_tolerance" and not bound > 0.0:
+            if objective in FRACTION_OBJECTIVES and not bound < 1.0:
+                raise ValueError(f"{objective} is a fraction kept: its reference must be below 1 (got {bound!r})")
+            if objective not in FRACTION_OBJECTIVES and not bound > 0.0:
                 raise ValueError(f"the reference {objective} must be greater than 0 (got {bound!r})")
         return value
 
