@@ -180,14 +180,15 @@ class Evaluator(PopulationEvaluator):
                              "failed_link": [""] * chips + links, "latency_s": res[:-1, 0], "retained_frac": kept,
                              "all_served": [k > 0 for k in kept]})
 
-    def remapped_arrays(self, d: DecodedDesigns, failed: list[int]) -> tuple[bool, np.ndarray, np.ndarray]:
+    def remapped_arrays(self, d: DecodedDesigns, failed: list[int], workspace=None) -> tuple[bool, np.ndarray, np.ndarray]:
         """The first design of ``d`` after the chiplets in ``failed`` die and their units move: (whether every
-        unit found a chiplet, slots ``[U, C]``, copies ``[U]``)."""
+        unit found a chiplet, slots ``[U, C]``, copies ``[U]``); ``workspace``: the caller's `workspace` of
+        ``d``'s copies to reuse (one thread), else a fresh one."""
         n = int(d.rows[0] * d.cols[0])
         ok, new_slots, count = remapped_design(self.kernel, self.routes, self._shapes(d.rows[:1], d.cols[:1])[0], n,
                                                np.array(sorted(set(failed)), np.int64), d.kind[0], d.stacks[0],
                                                d.ddr[0], d.slots[0], d.ncopy[0], self.space.split,
-                                               self.workspace(d.slots.shape[2]))
+                                               workspace or self.workspace(d.slots.shape[2]))
         return bool(ok), new_slots, count
 
     def remapped(self, design: Design, failed: list[int]) -> Design | None:

@@ -35,12 +35,31 @@ NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)
 class MigrationModel:
     """Prices moves of unit copies within one design's package (module docstring)."""
 
-    def __init__(self, tables: EvalTables, package: PackageSpec, design: Design, bandwidth_scale: float = 1.0):
+    def __init__(self, tables: EvalTables, package: PackageSpec, design: Design, bandwidth_scale: float = 1.0,
+                 memo: dict | None = None):
         self.tables, self.design, self.scale = tables, design, bandwidth_scale
-        self.unit = {u: i for i, u in enumerate(tables.unit_names)}
-        graph = package.network(design.rows, design.cols).to_networkx()
-        self.hops = dict(nx.all_pairs_shortest_path_length(graph))
+        self.package, self.memo = package, memo if memo is not None else {}
         self.link = tables.link
+        self._hops = None
+
+    @property
+    def unit(self) -> dict[str, int]:
+        """Unit name -> index in the tables (built once per tables, shared through ``memo``)."""
+        if "units" not in self.memo:
+            self.memo["units"] = {u: i for i, u in enumerate(self.tables.unit_names)}
+        return self.memo["units"]
+
+    @property
+    def hops(self) -> dict:
+        """Hops between every two chiplets on the package network's shortest routes (once per mesh shape,
+        shared through ``memo``; built when a move is first priced)."""
+        if self._hops is None:
+            key = ("hops", self.design.rows, self.design.cols)
+            if key not in self.memo:
+                graph = self.package.network(self.design.rows, self.design.cols).to_networkx()
+                self.memo[key] = dict(nx.all_pairs_shortest_path_length(graph))
+            self._hops = self.memo[key]
+        return self._hops
 
     def memory(self, slot: int) -> tuple[float, float]:
         """(bandwidth B/s, energy J/B) of the memory holding weights on chiplet ``slot``."""

@@ -92,11 +92,15 @@ class Planner:
     """Runs one design through a scenario under a policy (module docstring)."""
 
     def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy,
-                 phase: str = "prefill", reconfig_kinds: dict[str, float] | None = None, strict: bool = True):
+                 phase: str = "prefill", reconfig_kinds: dict[str, float] | None = None, strict: bool = True,
+                 detail: bool = True):
         self.ev, self.tables, self.scenario, self.policy = package_evaluator, tables, scenario, policy
         self.package_spec, self.max_copies = package_spec, max_copies
         self.reconfig_kinds = reconfig_kinds or {}      # chiplet kind -> its reconfiguration time, s
         self.strict = strict            # components a scenario names and a design lacks: an error (or none)
+        self.detail = detail            # each window's imbalance (the search's totals do without it)
+        self.shared: dict = {}          # per package shape: outages, what is down when, hops (migration.py)
+        self.workspaces: dict = {}      # the evaluator's scratch arrays for re-mapping, per copy width
         self.groups = ExpertGroups.from_tables(tables)
         self.relabel = Relabel(self.groups)
         self.is_expert = np.zeros(tables.n_units, bool)
@@ -168,7 +172,10 @@ class Planner:
             return SegmentMapping(*self.relabel(slots, ncopy, self.perms[w]), stacks, down.links), 1.0
         lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
         one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
-        ok, new_slots, new_ncopy = self.ev.remapped_arrays(one, sorted(failed))
+        width = slots.shape[1]
+        if width not in self.workspaces:        # one per copy width, reused: the planner runs on one thread
+            self.workspaces[width] = self.ev.workspace(width)
+        ok, new_slots, new_ncopy = self.ev.remapped_arrays(one, sorted(failed), self.workspaces[width])
         if not ok:
             return None, 0.0
         return SegmentMapping(*self.relabel(new_slots, new_ncopy, self.perms[w]), stacks, down.links), 1.0 - lost
@@ -190,23 +197,42 @@ class Planner:
         return {s: f.reconfigure_s + self.reconfig_kinds.get(k, 0.0) for s, k in enumerate(design.chiplets)
                 if s in f.reconfigurable or k in self.reconfig_kinds}
 
-    def plan(self, design: Design) -> list[WindowPlan]:
-        """Every window of ``design`` through the scenario (module docstring)."""
+    def outages(self, design: Design):
+        """The design's outages (dse.runtime.failures) and ``downs(t)``: what is down at t; both shared by
+        designs of the same package shape and HBM stacks (the draws are seeded: the same for each)."""
+        key = ("outages", design.rows, design.cols, tuple(design.hbm_stacks))
+        if key not in self.shared:
+            sc = self.scenario
+            links = physical_links(self.package_spec.network(design.rows, design.cols))
+            outs = outages(sc.failures, design.rows * design.cols, sc.horizon_s, links, design.hbm_stacks,
+                           self.strict)
+            memo: dict[float, Down] = {}
+
+            def downs(t: float) -> Down:
+                if t not in memo:
+                    memo[t] = down_at(outs, t, design.hbm_stacks)
+                return memo[t]
+            self.shared[key] = (outs, downs)
+        return self.shared[key]
+
+    def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
+        """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
+        when the caller has them (a population's decoding), else built from the record."""
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
-        outs = outages(sc.failures, n, sc.horizon_s, physical_links(self.package_spec.network(design.rows, design.cols)),
-                       stacks, self.strict)
-        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale)
+        outs, downs = self.outages(design)
+        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         run = RunState({u: list(s) for u, s in design.placement.items()}, sc.failures.spares)
         self.cache, self.copies, self.balance = {}, {}, {}
-        self.base = design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
+        self.base = base if base is not None else \
+            design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
         self.versions = {0: (self.base.slots[0], self.base.ncopy[0])}
         self.placements = {0: run.placement}
         roles = self.roles(design)
         out = []
         for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
-            down = self.chips_down(down_at(outs, t0, stacks), design)
+            down = self.chips_down(downs(t0), design)
             run.settle(t0)
             for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
                 run.replaced.discard(slot)
@@ -219,7 +245,7 @@ class Planner:
                            | ({run.move_end} if t0 < run.move_end < t0 + length else set()))
             for a, b in zip(edges[:-1], edges[1:]):
                 run.settle(a)
-                now = down_at(outs, a, stacks)
+                now = downs(a)
                 failed = frozenset(self.chips_down(now, design) - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) if run.stall else 0.0
                 key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
@@ -228,7 +254,7 @@ class Planner:
                 eff, selected = self.cache[key]
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
                                              failed, now, key))
-            plan.imbalance = self.imbalance(run, plan.segments[-1], w, n)
+            plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)
         return out
 

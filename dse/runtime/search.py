@@ -40,15 +40,18 @@ class RuntimeEvaluator(PopulationEvaluator):
     def metric_names(self) -> list[str]:
         return list(self.inner.metric_names) + list(RUNTIME_COLUMNS)
 
-    def runtime_columns(self, designs: list[Design]) -> np.ndarray:
-        """``[P, 3]``: each design's `RUNTIME_COLUMNS` through the scenario under the study's policy."""
+    def runtime_columns(self, designs: list[Design], arrays: DecodedDesigns | None = None) -> np.ndarray:
+        """``[P, 3]``: each design's `RUNTIME_COLUMNS` through the scenario under the study's policy
+        (``arrays``: the designs' decoding, when the study has one package variant)."""
         s = self.spec
-        lines = run_timelines(self.prepared, designs, self.scenario, s.policy, s.every_s, s.bound, strict=False)
+        lines = run_timelines(self.prepared, designs, self.scenario, s.policy, s.every_s, s.bound, strict=False,
+                              detail=False, arrays=arrays)
         return np.array([[t.totals[k] for k in RUNTIME_COLUMNS.values()] for t in lines], float).reshape(-1, 3)
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
-        return np.hstack([self.inner.metrics_array(X, with_faults), self.runtime_columns(self.inner.designs(X))])
+        arrays = None if self.prepared.variants else self.inner.decode(X)
+        return np.hstack([self.inner.metrics_array(X, with_faults), self.runtime_columns(self.inner.designs(X), arrays)])
 
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         return np.hstack([self.inner.design_metrics(designs, with_faults), self.runtime_columns(designs)])

@@ -43,10 +43,12 @@ class Timeline:
 
 
 def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: str = "static",
-                  every_s: float | None = None, bound: float | None = None, strict: bool = True) -> list[Timeline]:
+                  every_s: float | None = None, bound: float | None = None, strict: bool = True,
+                  detail: bool = True, arrays: DecodedDesigns | None = None) -> list[Timeline]:
     """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``;
     ``strict``: a failure naming a component a design lacks is an error (otherwise it spares that design:
-    the search's designs differ in size)."""
+    the search's designs differ in size); ``detail``: each window's imbalance (the search needs the totals
+    only); ``arrays``: the designs' kernel arrays when the caller decoded them (one package variant)."""
     evaluator = prepared.system_evaluator          # the step's (a runtime study's evaluator wraps it)
     missing = [c for c in NEEDED if c not in evaluator.columns]
     if missing or any(d.system for d in designs):
@@ -62,8 +64,8 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
         if key not in planners:         # one planner per package variant: popularity and packings shared
             planners[key] = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
                                     prepared.study.mapping.max_replicas, scenario, make_policy(policy, every_s, bound),
-                                    prepared.study.workload.phase, reconfig, strict)
-        plans.append(planners[key].plan(design))
+                                    prepared.study.workload.phase, reconfig, strict, detail)
+        plans.append(planners[key].plan(design, None if arrays is None else arrays.take(slice(len(plans), len(plans) + 1))))
         packages.append((key, planners[key].base))
     step = step_metrics(plans, packages, planners)
     return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy)
