@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -112,7 +113,8 @@ def change_times(outs: list[Outage], t0: float, t1: float) -> list[float]:
     return sorted({x for o in outs for x in (o.start_s, o.end_s) if t0 < x < t1})
 
 
-def names(down: Down) -> list[str]:
+@lru_cache(maxsize=4096)
+def names(down: Down) -> tuple[str, ...]:
     """What is down, in words (the timeline's ``failed_components``)."""
-    return [f"chiplet {c}" for c in sorted(down.chiplets)] + [f"link {a}-{b}" for a, b in sorted(down.links)] + \
-        [f"hbm {c} x{k}" for c, k in down.stacks]
+    return tuple([f"chiplet {c}" for c in sorted(down.chiplets)] + [f"link {a}-{b}" for a, b in sorted(down.links)] + \
+        [f"hbm {c} x{k}" for c, k in down.stacks])
