@@ -31,9 +31,14 @@ from .failures import Down, change_times, down_at, outages
 from .mapping import ExpertGroups, Relabel, copy_arrays, imbalance, moved_copies, perm_key
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
+from .policies.static import StaticPolicy
 from .popularity import window_perms
 from .scenario import Scenario
 from .traces import request_load, trace_perms
+
+
+#: remembered packings and layer results a planner keeps (dse.runtime.policies.eplb: about 1 kB each)
+MEMO_ENTRIES = 200_000
 
 
 @dataclass
@@ -101,6 +106,7 @@ class Planner:
         self.detail = detail            # each window's imbalance (the search's totals do without it)
         self.shared: dict = {}          # per package shape: outages, what is down when, hops (migration.py)
         self.workspaces: dict = {}      # the evaluator's scratch arrays for re-mapping, per copy width
+        self.never_acts = isinstance(policy, StaticPolicy)
         self.groups = ExpertGroups.from_tables(tables)
         self.relabel = Relabel(self.groups)
         self.is_expert = np.zeros(tables.n_units, bool)
@@ -129,6 +135,13 @@ class Planner:
                 if self.perms[w] else np.zeros(0)
             self.q_units[key] = q
         return self.q_units[key]
+
+    def offered_at(self, a: float, b: float) -> float | None:
+        """Offered tokens/s of the segment ``a``..``b`` (at its middle), once per segment."""
+        key = ("offered", a, b)
+        if key not in self.shared:
+            self.shared[key] = self.offered(0.5 * (a + b))
+        return self.shared[key]
 
     def offered(self, t: float) -> float | None:
         load = self.scenario.load
@@ -207,23 +220,32 @@ class Planner:
             outs = outages(sc.failures, design.rows * design.cols, sc.horizon_s, links, design.hbm_stacks,
                            self.strict)
             memo: dict[float, Down] = {}
+            edges: dict[int, list[float]] = {}
 
             def downs(t: float) -> Down:
                 if t not in memo:
                     memo[t] = down_at(outs, t, design.hbm_stacks)
                 return memo[t]
-            self.shared[key] = (outs, downs)
+
+            def cuts(w: int, t0: float, length: float) -> list[float]:
+                """Window ``w`` cut where what is down changes: its segments' edges."""
+                if w not in edges:
+                    edges[w] = sorted({t0, t0 + length, *change_times(outs, t0, t0 + length)})
+                return edges[w]
+            self.shared[key] = (outs, downs, cuts)
         return self.shared[key]
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
         when the caller has them (a population's decoding), else built from the record."""
         sc = self.scenario
+        if len(self.memo) > MEMO_ENTRIES:       # a long search: forget the oldest generations' packings
+            self.memo.clear()
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
-        outs, downs = self.outages(design)
+        outs, downs, cuts = self.outages(design)
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
-        run = RunState({u: list(s) for u, s in design.placement.items()}, sc.failures.spares)
+        run = RunState(dict(design.placement), sc.failures.spares)     # lists are replaced, never changed
         self.cache, self.copies, self.balance = {}, {}, {}
         self.base = base if base is not None else \
             design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
@@ -238,11 +260,12 @@ class Planner:
                 run.replaced.discard(slot)
                 run.spares += 1
             move = NO_MOVE
-            if t0 >= run.move_end:          # a policy acts once the last move has landed
+            if t0 >= run.move_end and not self.never_acts:      # a policy acts once the last move has landed
                 move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig, roles)
             plan = WindowPlan(t0, length, move, 1.0)
-            edges = sorted({t0, t0 + length, *change_times(outs, t0, t0 + length)}
-                           | ({run.move_end} if t0 < run.move_end < t0 + length else set()))
+            edges = cuts(w, t0, length)
+            if t0 < run.move_end < t0 + length:
+                edges = sorted({*edges, run.move_end})
             for a, b in zip(edges[:-1], edges[1:]):
                 run.settle(a)
                 now = downs(a)
@@ -252,7 +275,7 @@ class Planner:
                 if key not in self.cache:
                     self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
                 eff, selected = self.cache[key]
-                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered(0.5 * (a + b)),
+                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered_at(a, b),
                                              failed, now, key))
             plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)

@@ -55,7 +55,7 @@ def plot(timeline: Timeline, path_stem: Path) -> list[Path]:
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time (min)")
-    axes[0].set_title(f"scenario '{timeline.scenario}', policy {timeline.policy} (red: a chiplet down)", fontsize=9)
+    axes[0].set_title(f"scenario '{timeline.scenario}', policy {timeline.policy} (red: a component down)", fontsize=9)
     fig.tight_layout()
     out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     for p in out:

@@ -31,6 +31,7 @@ class RuntimeEvaluator(PopulationEvaluator):
     def __init__(self, inner: PopulationEvaluator, prepared, scenario: Scenario, spec):
         self.inner, self.prepared, self.scenario, self.spec = inner, prepared, scenario, spec
         self.space = inner.space
+        self.planners: dict = {}        # dse.runtime.plan.Planner per package variant, kept across populations
 
     @property
     def columns(self) -> list[str]:
@@ -45,7 +46,7 @@ class RuntimeEvaluator(PopulationEvaluator):
         (``arrays``: the designs' decoding, when the study has one package variant)."""
         s = self.spec
         lines = run_timelines(self.prepared, designs, self.scenario, s.policy, s.every_s, s.bound, strict=False,
-                              detail=False, arrays=arrays)
+                              detail=False, arrays=arrays, planners=self.planners)
         return np.array([[t.totals[k] for k in RUNTIME_COLUMNS.values()] for t in lines], float).reshape(-1, 3)
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:

@@ -44,11 +44,14 @@ class Timeline:
 
 def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: str = "static",
                   every_s: float | None = None, bound: float | None = None, strict: bool = True,
-                  detail: bool = True, arrays: DecodedDesigns | None = None) -> list[Timeline]:
+                  detail: bool = True, arrays: DecodedDesigns | None = None,
+                  planners: dict | None = None) -> list[Timeline]:
     """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``;
     ``strict``: a failure naming a component a design lacks is an error (otherwise it spares that design:
     the search's designs differ in size); ``detail``: each window's imbalance (the search needs the totals
-    only); ``arrays``: the designs' kernel arrays when the caller decoded them (one package variant)."""
+    only); ``arrays``: the designs' kernel arrays when the caller decoded them (one package variant);
+    ``planners``: the planners of earlier calls with the same scenario and policy to reuse (their
+    popularity, outages and remembered packings: the search's generations)."""
     evaluator = prepared.system_evaluator          # the step's (a runtime study's evaluator wraps it)
     missing = [c for c in NEEDED if c not in evaluator.columns]
     if missing or any(d.system for d in designs):
@@ -56,7 +59,7 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
                          "training phase)", key="--design")
     check_links(prepared, scenario)
     reconfig = {c.name: c.reconfig_us * 1e-6 for c in prepared.study.hardware.chiplets if c.kind == "reconfigurable"}
-    planners: dict[int, Planner] = {}
+    planners = {} if planners is None else planners
     plans, packages = [], []
     for design in designs:
         package = prepared.for_design(design)
