@@ -152,5 +152,7 @@ def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[t
     out = []
     for unit, slots in new.items():
         before = old.get(unit, [])
-        out.extend((unit, s, list(before)) for s in slots if s not in before)
+        if slots is before:             # placements share the lists of units they leave alone
+            continue
+        out.extend((unit, s, before) for s in slots if s not in before)
     return out

@@ -41,6 +41,7 @@ class MigrationModel:
         self.package, self.memo = package, memo if memo is not None else {}
         self.link = tables.link
         self._hops = None
+        self.per_byte: dict[tuple, tuple[float, float]] = {}   # (dest, source) -> (s/B, J/B): linear in bytes
 
     @property
     def unit(self) -> dict[str, int]:
@@ -92,12 +93,16 @@ class MigrationModel:
             return NO_MOVE
         per_dest: dict[int, float] = {}
         total_b = total_e = 0.0
+        hops, index, capacity = self.hops, self.unit, self.tables.unit_capacity_bytes
+        per_byte = self.per_byte
         for unit, dest, sources in moves:
-            nbytes = float(self.tables.unit_capacity_bytes[self.unit[unit]])
+            nbytes = float(capacity[index[unit]])
             live = [s for s in sources if s not in failed and s != dest]
-            source = min(live, key=lambda s: self.hops[s][dest]) if live else None
-            t, e = self.copy_cost(nbytes, dest, source)
-            per_dest[dest] = per_dest.get(dest, 0.0) + t
+            source = min(live, key=lambda s: hops[s][dest]) if live else None
+            if (dest, source) not in per_byte:
+                per_byte[dest, source] = self.copy_cost(1.0, dest, source)
+            t, e = per_byte[dest, source]
+            per_dest[dest] = per_dest.get(dest, 0.0) + t * nbytes
             total_b += nbytes
-            total_e += e
+            total_e += e * nbytes
         return MoveCost(total_b, max(per_dest.values()), total_e, len(moves))

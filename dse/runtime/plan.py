@@ -165,7 +165,7 @@ class Planner:
                 slots = np.pad(slots, ((0, 0), (0, width - slots.shape[1])), constant_values=-1)
             for u, name in enumerate(self.tables.unit_names):
                 where = placement[name]
-                if where != before[name]:
+                if where is not before[name] and where != before[name]:
                     slots[u] = -1
                     slots[u, : len(where)] = where
                     ncopy[u] = len(where)
@@ -314,8 +314,7 @@ class Planner:
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
-        run.start(t0, move.time_s, self.scenario.migration, {u: list(s) for u, s in decision.placement.items()},
-                  set(decision.revive))
+        run.start(t0, move.time_s, self.scenario.migration, dict(decision.placement), set(decision.revive))
         if move.moves:
             run.last_change = t0
         return move

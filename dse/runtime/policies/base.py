@@ -56,7 +56,7 @@ def survivors_placement(state: PolicyState) -> dict[str, list[int]] | None:
     """The placement with no copy on a failed chiplet: the package evaluator's re-mapping (surviving
     replicas take over, orphaned units move to the survivor with the most free HBM); None when nothing
     survives."""
-    if not any(s in state.failed for slots in state.placement.values() for s in slots):
+    if not state.failed or not any(s in state.failed for slots in state.placement.values() for s in slots):
         return state.placement
     remapped = state.package_evaluator.remapped(with_placement(state.design, state.placement),
                                                 sorted(state.failed))

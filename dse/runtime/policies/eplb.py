@@ -86,13 +86,13 @@ def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: l
     ``memo``: packings and layers' results shared across calls (`packed`; a layer's result is remembered
     under its observed popularity, its copies and home chiplets and the failed set: designs of a
     population that share a layer's mapping re-pack it once)."""
-    out = {u: list(s) for u, s in placement.items()}
+    out = dict(placement)               # lists are replaced, never changed: unchanged units share theirs
     for g, (names, q, perm) in enumerate(zip(groups.names, groups.q, observed)):
         key = ("layer", g, perm.tobytes(), failed, tuple(tuple(placement[n]) for n in names),
                tuple(tuple((home or {}).get(n, ())) for n in names))
         if memo is not None and key in memo:
             for n, slots in zip(names, memo[key]):
-                out[n] = list(slots)
+                out[n] = placement[n] if tuple(placement[n]) == slots else list(slots)
             continue
         chips = sorted({s for n in names for s in placement[n] + (home or {}).get(n, []) if s not in failed})
         if not chips:
@@ -111,7 +111,8 @@ def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: l
                 new[names[e]].append(where[b])
         for e, n in enumerate(names):       # copies already in place keep their order (no move)
             keep = [s for s in placement[n] if s in new[n]]
-            out[n] = keep + [s for s in new[n] if s not in keep]
+            moved = keep + [s for s in new[n] if s not in keep]
+            out[n] = placement[n] if moved == placement[n] else moved
         if memo is not None:
             memo[key] = tuple(tuple(out[n]) for n in names)
     return out
