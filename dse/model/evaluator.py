@@ -180,7 +180,8 @@ class Evaluator(PopulationEvaluator):
                              "failed_link": [""] * chips + links, "latency_s": res[:-1, 0], "retained_frac": kept,
                              "all_served": [k > 0 for k in kept]})
 
-    def remapped_arrays(self, d: DecodedDesigns, failed: list[int], workspace=None) -> tuple[bool, np.ndarray, np.ndarray]:
+    def remapped_arrays(self, d: DecodedDesigns, failed: list[int],
+                        workspace=None) -> tuple[bool, np.ndarray, np.ndarray]:
         """The first design of ``d`` after the chiplets in ``failed`` die and their units move: (whether every
         unit found a chiplet, slots ``[U, C]``, copies ``[U]``); ``workspace``: the caller's `workspace` of
         ``d``'s copies to reuse (one thread), else a fresh one."""

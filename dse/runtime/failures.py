@@ -85,9 +85,9 @@ def outages(spec: FailuresSpec, chiplets: int, horizon_s: float, links: list[tup
         out.append(Outage(e.component, what, e.t_s, end))
     rng = np.random.default_rng(spec.seed)
     repair = spec.repair_h * HOUR if spec.repair_h else math.inf
+    every_stack = [(c, k) for c in range(chiplets) for k in range(stacks[c])]
     for mtbf, component, items in ((spec.chiplet_mtbf_h, "chiplet", range(chiplets)),
-                                   (spec.link_mtbf_h, "link", links),
-                                   (spec.hbm_mtbf_h, "hbm", [(c, k) for c in range(chiplets) for k in range(stacks[c])])):
+                                   (spec.link_mtbf_h, "link", links), (spec.hbm_mtbf_h, "hbm", every_stack)):
         if mtbf:
             out += random_outages(rng, mtbf, repair, horizon_s, component, items)
     return sorted(out, key=lambda o: (o.start_s, o.component, str(o.what)))

@@ -43,10 +43,11 @@ MEMO_ENTRIES = 200_000
 
 @dataclass
 class Segment:
-    """Part of a window with one mapping and one failed set: ``mapping`` the kernel arrays (slots, copies)
-    of the design to cost at the study's popularity (None: nothing survives), ``selected`` the share of expert selections it serves, ``serve_s``
-    the serving time (the segment's length less migration stalls), ``offered_tps`` offered tokens/s,
-    ``failed`` the chiplets down and not stood in for by a spare."""
+    """Part of a window with one mapping and one failed set: ``mapping`` the design to cost at the study's
+    popularity as kernel arrays (`SegmentMapping`; None: nothing survives), ``selected`` the share of
+    expert selections it serves, ``serve_s`` the serving time (the segment's length less migration
+    stalls), ``offered_tps`` offered tokens/s, ``failed`` the chiplets down (or forced off by lost HBM) and
+    not stood in for by a spare."""
 
     window: int
     length_s: float

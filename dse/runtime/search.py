@@ -52,7 +52,8 @@ class RuntimeEvaluator(PopulationEvaluator):
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
         arrays = None if self.prepared.variants else self.inner.decode(X)
-        return np.hstack([self.inner.metrics_array(X, with_faults), self.runtime_columns(self.inner.designs(X), arrays)])
+        return np.hstack([self.inner.metrics_array(X, with_faults),
+                          self.runtime_columns(self.inner.designs(X), arrays)])
 
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         return np.hstack([self.inner.design_metrics(designs, with_faults), self.runtime_columns(designs)])

@@ -68,7 +68,8 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
             planners[key] = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
                                     prepared.study.mapping.max_replicas, scenario, make_policy(policy, every_s, bound),
                                     prepared.study.workload.phase, reconfig, strict, detail)
-        plans.append(planners[key].plan(design, None if arrays is None else arrays.take(slice(len(plans), len(plans) + 1))))
+        i = len(plans)
+        plans.append(planners[key].plan(design, None if arrays is None else arrays.take(slice(i, i + 1))))
         packages.append((key, planners[key].base))
     step = step_metrics(plans, packages, planners)
     return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy)
