@@ -12,6 +12,7 @@ from conftest import DATA
 from dse.errors import StudyError
 from dse.runtime import run_timeline
 from dse.runtime.mapping import ExpertGroups, relabelled
+from dse.runtime.report import table_rows
 from dse.runtime.scenario import load_scenario, scenario_from_dict
 from dse.study.spec import Study, load_study
 from dse.system.prepare import prepare
@@ -91,6 +92,7 @@ def test_hbm_stack_failure_is_the_design_with_one_stack_less(tmp_path, prepared,
     assert tl.windows[2]["latency_s"] == pytest.approx(cut["latency_s"].iloc[0], rel=1e-12)
     assert tl.windows[0]["latency_s"] < tl.windows[2]["latency_s"]
     assert tl.windows[4]["latency_s"] == tl.windows[0]["latency_s"]
+    assert [row.split()[-1] for row in table_rows(tl)[1:]] == ["-", "-", "H0", "H0", "-"]
     with pytest.raises(StudyError) as exc:
         run_timeline(prepared, design, scenario(tmp_path, failures={"events": [
             {"t_s": 1, "component": "hbm", "chiplet": 2, "stack": 1}]}))

@@ -19,6 +19,12 @@ PANELS = (("tokens_per_s", "served tokens/s"), ("latency_s", "step latency (s)")
           ("served_frac", "served fraction"))
 
 
+def short(component: str) -> str:
+    """A failed component in the table's few characters: chiplet 4 -> 4, link 0-1 -> L0-1, hbm 0 x1 -> H0."""
+    kind, what = component.split()[:2]
+    return {"chiplet": "", "link": "L", "hbm": "H"}.get(kind, "") + what
+
+
 def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
     """The windows as a text table of at most 80 columns (every window, or ``limit`` evenly spread)."""
     head = f"{'t (s)':>9} {'latency (s)':>12} {'tokens/s':>11} {'imbal.':>7} {'moves':>6} " \
@@ -27,7 +33,7 @@ def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
     step = max(1, -(-len(windows) // limit))
     rows = [head]
     for w in windows[::step]:
-        failed = ",".join(c.split()[-1] for c in w["failed_components"]) or "-"
+        failed = ",".join(short(c) for c in w["failed_components"]) or "-"
         rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.4g} {w['tokens_per_s']:>11.4g} {w['imbalance']:>7.3f} "
                     f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.3g} {w['served_frac']:>7.3f} "
                     f"{failed[:8]:>8}")
