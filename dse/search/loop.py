@@ -67,7 +67,10 @@ class DesignProblem(Problem):
         self.columns = metric_names(engine)
         if seeds is None:
             seeds = getattr(space, "seeds", None)   # heuristic starting designs (dse.model.heuristics)
-        self.seeds = seeds if encoding is None or seeds is None else encoding.encode(seeds)
+        if seeds is not None and len(seeds):
+            seeds = seeds if encoding is None else encoding.encode(seeds)
+            seeds = seeds[np.sort(np.unique(seeds, axis=0, return_index=True)[1])]     # distinct, in order
+        self.seeds = seeds
         self.batches: list[tuple[np.ndarray, np.ndarray]] = []     # (X, metrics array) per evaluation call
 
     def genes(self, X: np.ndarray) -> np.ndarray:
