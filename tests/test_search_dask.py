@@ -30,7 +30,7 @@ def test_dask_runs_equal_the_serial_run(tmp_path):
         assert isinstance(engine, DaskEngine) and engine.chunks == 2
         address = engine.client.scheduler.address
         assert address.startswith("tcp://127.0.0.1:")
-        on_engine = run_search(p.evaluator, study, engine=engine)
+        on_engine = run_search(p.evaluator, study, engine=engine, prepared=p)
         # --scheduler: the same cluster reached by its address, checkpointing as it goes
         on_scheduler = dse.run_study(study, prepared=p, scheduler=address, checkpoint_dir=tmp_path / "state")
     pd.testing.assert_frame_equal(on_scheduler.evaluations, serial.evaluations)

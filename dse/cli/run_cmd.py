@@ -16,6 +16,7 @@ from rich.progress import (
 
 from ..model.objectives import OBJECTIVE_COLUMNS
 from ..results.folder import prepare_results_target, write_results
+from ..results.report import baseline_lines
 from ..results.run import resume_study, run_study
 from ..search import checkpoint
 from ..search.loop import GenerationReport
@@ -144,6 +145,8 @@ def _print_summary(result, out: Path) -> None:
     if result.convergence is not None and len(result.convergence):
         console.print(f"normalised hypervolume {result.convergence['hypervolume'].iloc[-1]:.4f} "
                       f"(per generation in convergence.csv)")
+    for line in baseline_lines(result):
+        console.print(line[2:].replace("`", ""), soft_wrap=True)
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
     if not ev["feasible"].any():
         console.print(f"[yellow]no design was feasible:[/] {_why_infeasible(result)}", soft_wrap=True)

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ..study.space import SPLIT_MAPPINGS, Design
-from .evaluator import design_arrays
+from .contract import DecodedDesigns
+from .evaluator import Evaluator, design_arrays
 from .perf_model import base_pass
 from .routes import shape_index
 from .traffic import chiplet_traffic
@@ -31,6 +32,28 @@ def design_state(design: Design, prepared):
     base_pass(ev.kernel, ev.routes, sh, n, d.kind[0], d.stacks[0], d.ddr[0], d.slots[0], d.ncopy[0],
               design.mapping in SPLIT_MAPPINGS, W)
     return W, d
+
+
+def stage_chiplet_s(X: np.ndarray, prepared) -> tuple[list[np.ndarray], "DecodedDesigns"]:
+    """Each design's time per layer instance of every stage on every chiplet (``W.ct[:, :n]``, ``[S, n]``)
+    from the evaluator's intact pass, for the gene vectors ``X``; and their decoded arrays. A study of
+    one package model decodes the population at once; with package variants or a system, design by design."""
+    X = np.asarray(X, np.int64).reshape(len(X), -1)
+    if prepared.study.system is not None or not isinstance(prepared.package_evaluator, Evaluator):
+        states = [design_state(design, prepared) for design in prepared.evaluator.designs(X)]
+        d = DecodedDesigns(*(np.concatenate([s[1][i] for s in states]) for i in range(len(DecodedDesigns._fields))))
+        return [W.ct[:, : int(n)].copy() for (W, _), n in zip(states, d.chiplets)], d
+    ev = prepared.package_evaluator
+    d = ev.decode(X)
+    W = ev.workspace(d.slots.shape[2])
+    out = []
+    for p in range(len(X)):
+        n = int(d.rows[p] * d.cols[p])
+        sh = shape_index(int(d.rows[p]), int(d.cols[p]), ev.row_range, ev.col_range)
+        base_pass(ev.kernel, ev.routes, sh, n, d.kind[p], d.stacks[p], d.ddr[p], d.slots[p], d.ncopy[p],
+                  ev.space.split, W)
+        out.append(W.ct[:, :n].copy())
+    return out, d
 
 
 def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:

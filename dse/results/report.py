@@ -18,7 +18,7 @@ import pandas as pd
 import noc
 
 from ..model.breakdown import chiplet_table
-from ..model.objectives import OBJECTIVE_COLUMNS
+from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
 from .knee import knee_index
 from ..serving.load_curve import load_curve
 from .load_curve_plot import load_curve_section, plot_load_curve
@@ -364,7 +364,8 @@ def summary_markdown(result) -> str:
              f"- search: {s.search.algorithm}, population {s.search.population}, "
              f"{s.search.generations} generations, seed {s.search.seed}",
              f"- designs evaluated: {len(ev)}, feasible: {int(ev['feasible'].sum())}, "
-             f"on the Pareto front: {len(result.pareto)}"] + _screening_lines(result.screening) + [
+             f"on the Pareto front: {len(result.pareto)}"] + _screening_lines(result.screening) + \
+        baseline_lines(result) + [
              "", "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
     if len(result.pareto):
         lines += ["## Best design per objective", ""]
@@ -380,6 +381,21 @@ def summary_markdown(result) -> str:
                   f"{int(last['generation']) + 1} generations (convergence.csv has every generation)",
                   f"- reference point: {ref}"]
     return "\n".join(lines) + "\n"
+
+
+def baseline_lines(result) -> list[str]:
+    """The EPLB-style seed (dse.search.baseline) against the best evaluated design, per objective."""
+    if getattr(result, "baseline", None) is None:
+        return []
+    ev = result.evaluations
+    seed = ev.loc[ev["design_id"] == result.baseline].iloc[0]
+    found = ev[ev["feasible"]] if ev["feasible"].any() else ev
+    parts = []
+    for objective in result.study.search.objectives:
+        column, sign = OBJECTIVES[objective]
+        best = found[column].min() if sign > 0 else found[column].max()
+        parts.append(f"{column} {seed[column]:.4g} (best {best:.4g})")
+    return [f"- baseline to beat, the EPLB-style seed `{result.baseline}`: " + ", ".join(parts)]
 
 
 def _screening_lines(screening: dict | None) -> list[str]:

@@ -49,6 +49,7 @@ class StudyResult:
     reference_point: dict[str, float] = field(default_factory=dict)   # objective -> bound of the hypervolume
     prepared: object | None = field(default=None, repr=False)  # dse.model.prepare.Prepared, built when first needed
     screening: dict | None = None                # a screened search: dse.search.screening.ScreeningReport
+    baseline: str | None = None                  # design_id of the EPLB-style seed (dse.search.baseline), if seeded
 
     def prepare(self):
         """The study's tables and evaluator (dse.system.prepare), built once and kept."""

@@ -33,7 +33,7 @@ def run_study(study: Study, seed: int | None = None,
         study = study.model_copy(update={"search": study.search.model_copy(update={"seed": seed})})
     with screened(p.evaluator, study.search.screening), evaluation_engine(p.evaluator, workers, scheduler) as engine:
         outcome = run_search(p.evaluator, study, on_generation=on_generation, engine=engine,
-                             checkpoint_dir=checkpoint_dir)
+                             checkpoint_dir=checkpoint_dir, prepared=p)
     return _result(study, p, outcome)
 
 
@@ -47,12 +47,16 @@ def resume_study(path: str | Path, on_generation: Callable[[GenerationReport], N
     search = checkpoint.load(directory, trust=trust)
     study = search.study
     p = prepared or prepare(study)
-    if not (np.array_equal(p.space.lower, search.problem.xl) and np.array_equal(p.space.upper, search.problem.xu)):
+    problem = search.problem
+    bounds = [getattr(problem, "space_bounds", (problem.xl, problem.xu))]
+    if problem.encoding is None:            # the algorithm varies the space's genes themselves
+        bounds.append((problem.xl, problem.xu))
+    if not all(np.array_equal(p.space.lower, lo) and np.array_equal(p.space.upper, hi) for lo, hi in bounds):
         raise StudyError(f"checkpoint {directory} was made for a different design space than the study now gives "
                          "(changed toolkit or model files?); start the study again")
     with screened(p.evaluator, study.search.screening), evaluation_engine(p.evaluator, workers, scheduler) as engine:
         outcome = run_search(p.evaluator, study, on_generation=on_generation, engine=engine,
-                             checkpoint_dir=directory, resume=search)
+                             checkpoint_dir=directory, resume=search, prepared=p)
     return _result(study, p, outcome)
 
 
@@ -69,5 +73,7 @@ def _result(study: Study, p: Prepared, outcome: SearchOutcome) -> StudyResult:
     if exact is not None:
         result.evaluations["fidelity"] = np.where(exact, "exact", "screening")
         result.screening = screening
+    if outcome.baseline is not None:
+        result.baseline = str(result.evaluations["design_id"].iloc[outcome.baseline])
     result.prepared = p
     return result

@@ -17,6 +17,8 @@ OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_toleranc
 #: objectives that are fractions, better high, at most 1 (their reference lies below 1)
 FRACTION_OBJECTIVES = ("fault_tolerance", "availability")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
+#: the search's encodings of a design (dse.search.roles)
+ENCODINGS = ("unit", "role")
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
 
@@ -59,6 +61,9 @@ class SearchSpec(StrictModel):
     #: share of offspring that also move one per-layer role in every layer (per-layer studies; 0: off);
     #: see dse.search.variables
     layer_moves: float = Field(0.5, ge=0.0, le=1.0)
+    #: the genes the search varies: ``unit`` (a placement gene per unit, as the space lists them) or ``role``
+    #: (one gene per role shared by every layer, plus sparse per-layer deviations); see dse.search.roles
+    encoding: Literal[ENCODINGS] = "unit"
 
     @field_validator("objectives")
     @classmethod
