@@ -119,7 +119,11 @@ def test_study_round_trip_and_bad_tiers():
     study = _study(60.0, [{"kind": "host", "capacity_gib": 128}])
     assert [m["kind"] for m in study.resolved()["hardware"]["memory"]] == ["hbm3", "host"]
     assert dse.Study.from_dict(study.resolved()).hardware.tiers == study.hardware.tiers
-    for bad in ({"kind": "host"}, {"kind": "host", "capacity_gib": 8, "drives": 2}, {"kind": "ssd", "ssd": "nope"},
-                {"kind": "ssd", "link": "pcie9-x16"}):
-        with pytest.raises(StudyError, match="hardware.memory|hardware.tiers"):
+    for bad, word in (({"kind": "host"}, "capacity_gib"), ({"kind": "host", "capacity_gib": 8, "drives": 2}, "drives"),
+                      ({"kind": "ssd", "ssd": "nope"}, "pm1743"), ({"kind": "ssd", "link": "pcie9-x16"}, "pcie5-x16"),
+                      ({"kind": "ssd", "speed": 3}, "unknown key 'speed'")):
+        with pytest.raises(StudyError, match=r"hardware\.memory\[1\]") as err:
             _study(60.0, [bad])
+        assert word in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(StudyError, match="at most one"):
+        _study(60.0, [{"kind": "host", "capacity_gib": 8}, {"kind": "host", "capacity_gib": 8}])

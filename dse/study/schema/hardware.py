@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_serializer, model_validator
 
 import arch
 import memory
@@ -118,6 +118,19 @@ class TierEntry(StrictModel):
         return self
 
 
+def _check_tier(index: int, entry: dict) -> None:
+    """A tier entry validated where it stands: errors at ``memory[index]``."""
+    try:
+        TierEntry.model_validate(entry)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ("memory", index, *err["loc"][:-1]) if err["type"] == "extra_forbidden" else \
+            ("memory", index, *err["loc"])
+        message = (f"unknown key {err['loc'][-1]!r}; allowed: {', '.join(TierEntry.model_fields)}"
+                   if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, "))
+        raise invalid_at(loc, message, entry) from None
+
+
 def _library_size(value: Any) -> Any:
     """Refuse an oversized library before building any of its chiplets."""
     if isinstance(value, list) and len(value) > limits.LIBRARY.limit:
@@ -129,7 +142,7 @@ class HardwareSpec(StrictModel):
     chiplets: Annotated[list[ChipletSpec], BeforeValidator(_library_size)] = Field(min_length=1)
     memory: list[MemoryEntry] = Field(min_length=1)
     package: PackageSpec
-    tiers: list[TierEntry] = Field(default_factory=list, max_length=2)
+    tiers: list[TierEntry] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -137,6 +150,9 @@ class HardwareSpec(StrictModel):
         """Entries of ``memory`` of kind host or ssd go to ``tiers`` (module docstring)."""
         if isinstance(data, dict) and isinstance(data.get("memory"), list):
             below = [m for m in data["memory"] if isinstance(m, dict) and m.get("kind") in TIER_KINDS]
+            for i, entry in enumerate(data["memory"]):       # errors name the entry where the user wrote it
+                if any(entry is m for m in below):
+                    _check_tier(i, entry)
             if below:
                 data = {**data, "memory": [m for m in data["memory"] if not (isinstance(m, dict) and
                                                                             m.get("kind") in TIER_KINDS)],
