@@ -30,6 +30,8 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--devices", type=int, required=True, help="devices (GPUs) in all")
 @click.option("--tp", type=int, help="tensor-parallel degree")
 @click.option("--pp", type=int, help="pipeline-parallel degree")
+@click.option("--pp-layers", help="layers per pipeline stage: first,last or one count per stage "
+              "(default: even, or balanced when --pp does not divide the layers)")
 @click.option("--dp", type=int, help="data-parallel degree")
 @click.option("--ep", type=int, default=1, show_default=True, help="expert-parallel degree (MoE)")
 @click.option("--global-batch", type=int, required=True, help="sequences per iteration")
@@ -47,7 +49,7 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
 @compiles("train")
-def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, global_batch, micro_batch, seq, interleave,
+def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, dp, ep, global_batch, micro_batch, seq, interleave,
               recompute,
               sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, search_, as_json):
     """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
@@ -65,19 +67,22 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, glo
     base = dict(ep=ep, recompute=recompute, sequence_parallel=sequence_parallel, zero=zero, precision=precision,
                 overlap_grad_reduce=overlap_grad_reduce, attention=attention or software.attention)
     if search_:
+        if pp_layers is not None:
+            raise StudyError("--search chooses the split; leave --pp-layers out", key="--pp-layers")
         strategy, it, tried = fastest(cfg, system, devices, global_batch, seq, base)
     else:
         missing = [f for f, v in (("--tp", tp), ("--pp", pp), ("--dp", dp)) if v is None]
         if missing:
             raise StudyError("give --tp, --pp and --dp, or --search to find them", key=missing[0])
         strategy = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=micro_batch, global_batch=global_batch, seq=seq,
-                            interleave=interleave, **base)
+                            interleave=interleave, pp_layers=_pp_layers(pp_layers), **base)
         check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices, cfg.kv_heads)
         it, tried = iteration(cfg, system, strategy), 1
     out = {"model": cfg.name, "system": system.name, "stack": software.name, "attention": strategy.attention,
            "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
            "dp": strategy.dp, "ep": strategy.ep, "micro_batch": strategy.micro_batch,
-           "interleave": strategy.interleave, **it.as_dict(), "strategies_tried": tried}
+           "interleave": strategy.interleave, "pp_layers": list(it.stage_layers), **it.as_dict(),
+           "strategies_tried": tried}
     if tokens is not None:
         out.update(to_train(it, strategy, system, tokens, carbon))
     if as_json:
@@ -89,9 +94,37 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, dp, ep, glo
             unit, whole = ("s", it.iteration_s) if key == "breakdown" else ("J", it.energy_j)
             rows += [(f"  {part}", f"{number(part_value)} {unit} ({part_value / whole:.1%})")
                      for part, part_value in value.items()]
+        elif key == "pp_layers":
+            rows.append((key, _runs(value)))
         else:
             rows.append((key, value))
     print_pairs(rows, title=f"{cfg.name} on {devices} x {system.chiplet.name} ({system.name})")
+
+
+def _runs(counts: list) -> str:
+    """Layers per stage with repeats run-length coded: 7, 8 x 14, 7."""
+    parts, i = [], 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        parts.append(str(counts[i]) if j - i == 1 else f"{counts[i]} x {j - i}")
+        i = j
+    return ", ".join(parts)
+
+
+def _pp_layers(value: str | None) -> tuple:
+    """--pp-layers as whole numbers (dse.training.stages.split checks them against the model)."""
+    if value is None:
+        return ()
+    try:
+        counts = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise StudyError(f"must be whole numbers separated by commas (first,last or one per stage), got {value!r}",
+                         key="--pp-layers") from None
+    if len(counts) > MAX_DEVICES:
+        raise StudyError(f"at most {MAX_DEVICES:,} stages", key="--pp-layers")
+    return counts
 
 
 def _grid(value: str) -> str | float:

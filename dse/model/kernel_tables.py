@@ -26,7 +26,9 @@ KernelTables = namedtuple("KernelTables", [
     "ddr_bw", "ddr_e", "ddr_phy", "ddr_cost", "link_bw", "bond_yield", "packaging", "yield_alpha", "wafer_diameter",
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
     "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
-    "stage_group_kernels", "op_e", "kind_limit", "kind_floor", "kind_idle_extra"])
+    "stage_group_kernels", "op_e", "kind_limit", "kind_floor", "kind_idle_extra",
+    # tiers below the package (dse.model.offload; ``offload`` False: none, every figure 0)
+    "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e"])
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -114,4 +116,14 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         sequences=f(t.sequences_per_step),
         op_e=t.op_energy_j, kind_limit=t.kind_power_limit_w, kind_floor=t.kind_voltage_floor,
         kind_idle_extra=np.maximum(t.kind_idle_w - t.kind_static_w, 0.0),
-        unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t))
+        unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t),
+        **_offload_fields(t.offload))
+
+
+def _offload_fields(o) -> dict:
+    """The tiers below the package (memory.offload.OffloadTiers) as kernel scalars."""
+    if o is None:
+        return dict(offload=False, host_cap=0.0, ssd_cap=0.0, link_bps=1.0, ssd_bps=1.0, host_e=0.0, ssd_e=0.0)
+    return dict(offload=True, host_cap=float(o.host_capacity_bytes), ssd_cap=float(o.ssd_capacity_bytes),
+                link_bps=float(o.link_Bps), ssd_bps=float(max(o.ssd_read_Bps, 1.0)), host_e=float(o.host_j_per_byte),
+                ssd_e=float(o.ssd_j_per_byte))

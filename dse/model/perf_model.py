@@ -15,6 +15,8 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
   its weights when any of its 1/c share of the tokens selects it (dse.model.kernel_tables.weight_per_copy).
   Copies on one chiplet run one after another.
 * A stage lasts as long as its slowest chiplet, and at least its DDR bytes / DDR bandwidth (shared).
+  With host DRAM or SSD tiers below the DDR (dse.model.offload), the bytes it reads from them are
+  fetched into HBM first: their fetch time adds to the stage.
 * Shards of a one-to-many unit all-reduce their output with a ring (dse.model.hand_offs.allreduce).
 * Hand-offs into a stage (workload graph edges; dse.model.hand_offs) follow the package's route tables
   (dse.model.routes): the stage waits for the longest route (zero-load latency) plus the collective's software
@@ -55,6 +57,7 @@ from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, k
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design
+from .offload import fetch_stage, place_below
 from .scenarios import scenario_latency
 
 #: what the intact pass gives per design: capacity shortfall [B], expected and p99 latency [s], compute and
@@ -122,7 +125,10 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     holding the last design's per-stage and per-copy figures (what dse.model.failures starts from).
 
     The tables are bound once for all the designs: bound per design (a call per design), their reference
-    counts took 3.5 us of a small package's 5 us."""
+    counts took 3.5 us of a small package's 5 us.
+
+    Kept whole: a helper taking the bound arrays would need more than 30 arguments and could not be inlined
+    (docs/architecture.md, Speed); the stage loop binds them once per block of designs."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_energy, read_scale, out_bytes = T.unit_energy, T.unit_read_scale, T.unit_out_bytes
     active_w, is_expert, group_lq, group_kernels = (T.kind_active_w, T.unit_is_expert, T.unit_group_lq,
@@ -154,6 +160,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                           T.after_ids)
     finish, cps, in_scen, busy, order, stage_prob = W.finish, W.cps, W.in_scen, W.busy, W.order, T.stage_prob
     host_busy, hosts = W.host_busy, T.hosts
+    offload, f_host, f_ssd = T.offload, W.f_host, W.f_ssd
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
@@ -164,6 +171,10 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                              read_scale, chip_ptr, W.cursor, item_u, item_r, stored, overflow, f, buf_size, buf_read,
                              buf_density, buf_order, buf_spill)
         short = max(spill - ddr * T.ddr_cap, 0.0)
+        if offload:       # host DRAM and SSD below the DDR (dse.model.offload)
+            short = place_below(n, kind, chip_ptr, item_u, item_r, ncopy, split, unit_capacity, unit_kv, w_copy,
+                                other_dram, read_scale, ddr * T.ddr_cap, T.host_cap, T.ssd_cap, f, f_host, f_ssd,
+                                buf_size, buf_read, buf_density, buf_order, buf_spill, W.buf_u)
         ddr_bw = max(ddr * T.ddr_bw, 1.0)
 
         # --- compute per stage, then the hand-offs into it ---
@@ -174,7 +185,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     lq[nowrap(s), nowrap(i)] = 0.0
                 if hosts:                           # else ht stays all 0
                     ht[nowrap(s), nowrap(i)] = 0.0
-            sd = e_compute = e_dram = dram = net = e_net = 0.0
+            sd = e_compute = e_dram = dram = net = e_net = fetch_host = fetch_ssd = 0.0
             for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
                 c = ncopy[nowrap(u)]
                 ar_time[nowrap(u)] = 0.0
@@ -204,6 +215,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                                  issue[nowrap(k)], alone)
                     sd += b_ddr
                     dram += b
+                    if offload:
+                        fetch_host += b * f_host[nowrap(u), nowrap(r)]
+                        fetch_ssd += b * f_ssd[nowrap(u), nowrap(r)]
                     e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
                                   + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)] + de)
                     e_dram += ed
@@ -212,6 +226,10 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                         ht)
             sd_[nowrap(s)] = sd
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
+            if offload:       # misses fetched into HBM before the stage computes
+                t_fetch, e_fetch = fetch_stage(fetch_host, fetch_ssd, T.link_bps, T.ssd_bps, T.host_e, T.ssd_e, hbm_e)
+                stage_t[nowrap(s)] += t_fetch
+                e_dram += e_fetch
             repeat = stage_repeat[nowrap(s)]
             hand_off_net, hand_off_e = stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start,
                                                        edge_phase, edge_src, edge_dst, edge_bytes, edge_sync, pair_ptr,

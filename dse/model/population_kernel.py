@@ -47,6 +47,16 @@ def single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 
 @nb.njit(cache=True, inline="always")
+def in_full(offload, routes, n_sets, sh):
+    """With host or SSD tiers (dse.model.offload) every failure is evaluated in full on the design's own
+    routes (dse.model.failure_routes), not by deltas: the deltas re-place only the touched chiplets' HBM."""
+    if offload:
+        for k in range(n_sets):
+            if routes[k] < 0:
+                routes[k] = sh
+
+
+@nb.njit(cache=True, inline="always")
 def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen, mc_sets, base, W, W2, sets, size,
                      routes, after, out):
     """The failure metrics (fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac,
@@ -65,10 +75,11 @@ def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen,
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
+    in_full(T.offload, routes, singles + samples, sh)
     if singles + samples > 0:
         failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
                          W, after, short, screen)
-    if R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:     # (Monte Carlo sets reroute only then too)
+    if T.offload or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:     # (Monte Carlo sets reroute only then too)
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
     kept_sum = 0.0
@@ -172,6 +183,7 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     base = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     out[k, 0], out[k, 1] = base[LATENCY], base[SHORT]
     after = np.empty((k, 3))
+    in_full(T.offload, routes, k, sh)
     failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
                      False)
     rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)

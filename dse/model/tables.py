@@ -81,6 +81,7 @@ class EvalTables:
     kind_dispatch_ahead: np.ndarray | None = None  # [K] the host issues ahead (else: a floor per operator)
     kind_sequence_s: np.ndarray | None = None  # [K] host work per sequence per step the device waits for
     sequences_per_step: float = 0.0           # sequences in a step (the workload's batch)
+    offload: object = None     # memory.offload.OffloadTiers: host / ssd tiers below the package, or None
 
     @property
     def n_units(self) -> int:
@@ -193,7 +194,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
         kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool),
         kind_sequence_s=np.array([c.sequence_s for c in chiplets], dtype=float),
-        sequences_per_step=float(study.workload.batch))
+        sequences_per_step=float(study.workload.batch), offload=study.hardware.offload())
 
 
 #: operators a fused attention kernel runs after its first (``attn_score``): workloads.extract_transformer

@@ -20,7 +20,9 @@ Workspace = namedtuple("Workspace", [
     # scenarios
     "finish", "cps", "in_scen", "busy", "host_busy", "order",
     # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
-    "pair_amt", "pair_seen", "pair_list"])
+    "pair_amt", "pair_seen", "pair_list",
+    # fractions of each copy in host DRAM and on SSD (dse.model.offload)
+    "f_host", "f_ssd"])
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -47,4 +49,5 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
         lq=f(S, max_chips), bk_lq=f(S, max_chips),
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
-        pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips))
+        pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
+        f_host=f(U, max_copies), f_ssd=f(U, max_copies))

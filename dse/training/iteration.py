@@ -22,6 +22,10 @@ Model (each term's source in its function):
   ``(m + (p - 1) / v)`` micro-batch times of the slowest stage (the bubble is (p - 1) / (v m) of the
   work; Narayanan et al. section 2.2), plus a point-to-point send of the stage boundary's activations
   per micro-batch and chunk each way (scatter/gather over the tp devices' NICs, section 4.1).
+  Uneven stages (a pp that does not divide the layers, or ``pp_layers``; dse.training.stages): the
+  first stage also runs the embedding, the last the final norm, output layer and loss, and 1F1B takes
+  m max_i t_i + (sum_i t_i - max_i t_i) / v (the slowest stage sets the pace); data parallelism and the optimizer
+  are paced by the deepest stage, memory is the largest stage's (its layers x its micro-batches in flight).
 * Data parallelism: a ring all-reduce of the device's gradients after the pipeline flush, then the
   Adam step streaming the device's optimizer state through its HBM once. ZeRO-3 moves 1.5 x the bytes
   (parameters all-gathered for the forward and the backward, gradients reduce-scattered: 3 x the
@@ -47,11 +51,14 @@ import workloads
 from arch.roofline import kernel_times_s
 from workloads.training import model_flops
 
+from ..errors import StudyError
 from ..model.grouped import CERTAIN
 from ..model.tables import by_kernel, first_rows, kernels_of
 from .energy import DeviceEnergy, ring_bytes
 from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
 from .stacks import DEFAULT, STACKS
+from .stages import pipeline_s, stage_times, uneven_peak_bytes
+from .stages import stage_layers as stage_layers_of
 from .strategy import Strategy
 from .systems import TrainingSystem
 
@@ -74,6 +81,7 @@ class Iteration:
     power_per_device_w: float = 0.0   # average over the iteration
     breakdown: dict = field(default_factory=dict)
     energy_breakdown: dict = field(default_factory=dict)
+    stage_layers: tuple = ()          # layers of each pipeline stage
 
     def as_dict(self) -> dict:
         return {"iteration_s": self.iteration_s, "tokens_per_s": self.tokens_per_s,
@@ -97,6 +105,7 @@ class LayerCosts:
     layer_fwd_j: float = 0.0          # compute, SRAM and HBM energy of the same kernels
     attention_core_fwd_j: float = 0.0
     ends_fwd_j: float = 0.0
+    embedding_fwd_s: float = 0.0      # the embedding's part of ends_fwd_s (the first pipeline stage's)
 
     def params_per_device(self, s: Strategy) -> float:
         """Dense parameters split over tp x pp devices, routed experts over ep x pp."""
@@ -131,6 +140,8 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
+    embedding = {n for n, d in wl.graph.nodes(data=True) if d.get("kind") == "embedding"}
+    in_embedding = ops["unit"].map(lambda u: u.rpartition(".tp")[0] in embedding or u in embedding).to_numpy(bool)
     issue_s = ch.dispatch_s if ahead else 0.0      # a host issuing ahead: a layer takes max(device, host)
     device_s = float((kt * per_layer)[in_layer].sum()) + launches * ch.kernel_overhead_s
     issued = kt > 0 if fused else np.ones(len(kt), dtype=bool)     # a fused core is issued once
@@ -143,7 +154,8 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
                       forward_flops=float(wl.summary["flops_per_step"]),
                       layer_fwd_j=float((kj * per_layer)[in_layer].sum()),
                       attention_core_fwd_j=float((kj * per_layer)[core_ops].sum()),
-                      ends_fwd_j=float((kj * weight)[~in_layer].sum()))
+                      ends_fwd_j=float((kj * weight)[~in_layer].sum()),
+                      embedding_fwd_s=float((kt * weight)[~in_layer & in_embedding].sum()))
 
 
 def _kernel_times(ops, costs, system: TrainingSystem, fused: bool, dispatch_s: float) -> np.ndarray:
@@ -237,17 +249,27 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
         p2p = 2.0 * v * (alpha + p2p_bytes / bus)
     pipeline = (m + (s.pp - 1) / v) * micro + m * p2p
     bubble = (s.pp - 1) / v * micro
+    counts = stage_layers_of(L, s.pp, s.pp_layers, layer_fwd + layer_bwd, 3.0 * c.embedding_fwd_s, ends)
+    pace_layers, pace_ends, widest = stage_layers, ends, stage_layers
+    if len(set(counts)) > 1:      # uneven stages (dse.training.stages): the slowest sets the pace
+        if v > min(counts):
+            raise StudyError(f"must be at most the {min(counts)} layers of the shallowest stage", key="--interleave")
+        times = stage_times(counts, layer_fwd + layer_bwd, 3.0 * c.embedding_fwd_s, ends)
+        k = int(np.argmax(times))
+        pipeline, bubble = pipeline_s(times, m, v) + m * p2p, (sum(times) - times[k]) / v
+        pace_layers, pace_ends, widest = counts[k], times[k] - counts[k] * (layer_fwd + layer_bwd), max(counts)
 
     # --- data parallelism: gradients, then the optimizer ---
     dp_ranks_in_node = max(1, node // (s.tp * s.pp))
     dp_alpha, dp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.dp <= dp_ranks_in_node
                         else (system.network_latency_s, net_bus))
     params = c.params_per_device(s)
+    widest_params = params if widest == stage_layers else params * widest / stage_layers   # the deepest stage's
     zero3 = 1.5 if s.zero == 3 else 1.0
-    grads = zero3 * ring_s(s.dp, params * abytes, dp_alpha, dp_bus)
+    grads = zero3 * ring_s(s.dp, widest_params * abytes, dp_alpha, dp_bus)
     if s.overlap_grad_reduce:
-        grads = max(0.0, grads - stage_layers * layer_bwd)
-    optimizer = params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / system.memory_Bps
+        grads = max(0.0, grads - widest * layer_bwd)
+    optimizer = widest_params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM / system.memory_Bps
     total = pipeline + grads + optimizer
 
     # --- memory ---
@@ -257,6 +279,8 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     in_flight = min(s.pp, m) * (1.0 + (s.pp - 1) / (s.pp * v) if v > 1 else 1.0)
     logits = tokens_mb * logits_bytes_per_token(cfg, s.tp, stack.logit_bytes, stack.residual_bytes)
     mem = device_bytes(params, stack, s.zero, s.dp, stage_layers * per_layer * in_flight, logits)
+    if widest != stage_layers:
+        mem = uneven_peak_bytes(counts, params / stage_layers, per_layer, logits, m, v, stack, s.zero, s.dp)
 
     tokens = s.global_batch * s.seq
     flops, flops_no_recompute = _flops(cfg, s, c)
@@ -272,16 +296,16 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
     energy.active(total - bubble)
     energy.static(total, waiting=bubble)
-    breakdown = {"compute_s": m * stage_layers * (c.layer_fwd_s + bwd_kernels) + m * ends,
-                 "tp_communication_s": m * stage_layers * (layer_fwd + layer_bwd - 3.0 * a2a - c.layer_fwd_s
-                                                           - bwd_kernels),      # exposed
-                 "ep_communication_s": m * stage_layers * 3.0 * a2a,
+    breakdown = {"compute_s": m * pace_layers * (c.layer_fwd_s + bwd_kernels) + m * pace_ends,
+                 "tp_communication_s": m * pace_layers * (layer_fwd + layer_bwd - 3.0 * a2a - c.layer_fwd_s
+                                                          - bwd_kernels),      # exposed
+                 "ep_communication_s": m * pace_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
     return Iteration(iteration_s=total, tokens_per_s=tokens / total, model_tflops_per_device=tflops, mfu=mfu,
                      memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes),
                      energy_j=energy.total_j * s.devices, power_per_device_w=energy.total_j / total,
-                     breakdown=breakdown, energy_breakdown=energy.parts_j(s.devices))
+                     breakdown=breakdown, energy_breakdown=energy.parts_j(s.devices), stage_layers=counts)
 
 
 def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """The fastest strategy that fits: every tensor, pipeline and data-parallel degree (and micro-batch and
 interleaving) the model, system and batch allow, each costed by `iteration` (Calculon's search, done by
 enumeration: a layer's operator costs depend only on tp and the micro-batch, so they are computed once
-per pair and reused across pipeline and data-parallel choices)."""
+per pair and reused across pipeline and data-parallel choices). A pp that does not divide the layers
+is tried with the balanced uneven split (dse.training.stages), not interleaved."""
 from __future__ import annotations
 
 import workloads
@@ -28,14 +29,14 @@ def candidates(cfg: workloads.ModelConfig, devices: int, global_batch: int, seq:
         if cfg.heads % tp or cfg.kv_heads % tp or cfg.ffn_width % tp or tp > 64:
             continue
         for pp in divisors(devices // tp):
-            if cfg.layers % pp:
+            if pp > cfg.layers:
                 continue
             dp = devices // (tp * pp)
             for b in MICRO_BATCHES:
                 if global_batch % (b * dp):
                     continue
-                stage = cfg.layers // pp
-                for v in (divisors(stage) if pp > 1 else [1]):
+                even = cfg.layers % pp == 0          # uneven splits: balanced, not interleaved
+                for v in (divisors(cfg.layers // pp) if pp > 1 and even else [1]):
                     s = Strategy(tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=global_batch, seq=seq,
                                  interleave=v, **base)
                     try:

@@ -1,9 +1,11 @@
 """A parallel training strategy: tensor, pipeline, data and expert parallel degrees, batches, memory savers.
 
 `check` refuses a strategy the model and system cannot run, naming the flag and what is allowed
-(Megatron-LM's constraints: tp divides the heads and the FFN width, pp the layers, tp x pp x dp the
-devices; the global batch is a whole number of micro-batches per data-parallel rank; interleaving needs
-the layers of a stage to split into ``interleave`` chunks).
+(Megatron-LM's constraints: tp divides the heads and the FFN width, tp x pp x dp the devices; the global
+batch is a whole number of micro-batches per data-parallel rank; interleaving needs the layers of a stage
+to split into ``interleave`` chunks). A pp that does not divide the layers splits them unevenly
+(dse.training.stages: ``pp_layers`` given, or balanced by default), each stage in ``interleave`` chunks
+of whole layers.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from workloads.training import RECOMPUTE
 
 from ..errors import StudyError
+from .stages import split
 
 MAX_DEGREE = 1 << 20
 ATTENTION = ("fused", "unfused")
@@ -33,6 +36,7 @@ class Strategy:
     precision: str = "bf16"
     overlap_grad_reduce: bool = False   # Megatron-LM's --overlap-grad-reduce
     attention: str = "fused"         # fused (FlashAttention: no scores kept, recomputed in the backward) | unfused
+    pp_layers: tuple = ()            # layers per stage: (first, last) or one per stage; () = even or balanced
 
     @property
     def devices(self) -> int:
@@ -70,9 +74,14 @@ def check(s: Strategy, layers: int, heads: int, ffn_width: int, experts: int, de
                          f"{_divisors(kv_heads)}", key="--tp")
     if ffn_width % s.tp:
         raise StudyError(f"must divide the model's FFN width {ffn_width}; allowed: {_divisors(ffn_width)}", key="--tp")
-    if layers % s.pp:
-        raise StudyError(f"must divide the model's {layers} layers; allowed: {_divisors(layers)}", key="--pp")
-    if (layers // s.pp) % s.interleave:
+    if s.pp > layers:
+        raise StudyError(f"must be at most the model's {layers} layers (one a stage at least)", key="--pp")
+    counts = split(layers, s.pp, s.pp_layers) if s.pp_layers else None
+    even = layers % s.pp == 0 and (counts is None or len(set(counts)) == 1)
+    if not even and s.interleave > min(counts or (layers // s.pp,)):
+        raise StudyError(f"must be at most the {min(counts or (layers // s.pp,))} layers of the shallowest stage "
+                         "(an uneven split's chunks)", key="--interleave")
+    if even and (layers // s.pp) % s.interleave:
         raise StudyError(f"must divide the {layers // s.pp} layers of a pipeline stage; allowed: "
                          f"{_divisors(layers // s.pp)}", key="--interleave")
     if s.interleave > 1 and s.pp == 1:

@@ -1,13 +1,17 @@
 """Study schema: the ``hardware`` section: the chiplet library (dse.study.schema.chiplets), the memories
-and the package network (dse.study.schema.package)."""
+and the package network (dse.study.schema.package). ``hardware.memory`` entries of kind ``host`` or
+``ssd`` are the tiers below the package (memory.offload: cold weights fetched into HBM on a miss); they
+are read into ``hardware.tiers`` and written back into ``memory``."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_serializer, model_validator
 
 import arch
 import memory
+from memory.offload import PCIE_GTPS, offload_tiers
+from memory.storage import ssd_names
 
 from . import limits
 from .chiplets import ChipletSpec
@@ -78,6 +82,55 @@ class MemoryEntry(StrictModel):
         return memory.memory_preset(self.kinds[0], self.overrides)
 
 
+TIER_KINDS = ("host", "ssd")
+MAX_TIER_GIB = 1 << 24        # 16 PiB: above any node's host DRAM or drives
+MAX_DRIVES = 64
+
+
+class TierEntry(StrictModel):
+    """A tier below the package's memories (a ``hardware.memory`` entry of kind host or ssd, memory.offload):
+    host DRAM (``capacity_gib``) or ``drives`` NVMe drives of preset ``ssd`` (their capacity, or
+    ``capacity_gib``), behind the host ``link``."""
+
+    kind: Literal["host", "ssd"]
+    capacity_gib: float | None = None
+    link: str = "pcie5-x16"
+    ssd: str = "pm1743"
+    drives: int = 1
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.link not in PCIE_GTPS:
+            raise ValueError(f"link: unknown host link {self.link!r}; allowed: {', '.join(PCIE_GTPS)}")
+        if self.capacity_gib is not None and not 0 < self.capacity_gib <= MAX_TIER_GIB:
+            raise ValueError(f"capacity_gib: must be in (0, {MAX_TIER_GIB:,}] GiB, got {self.capacity_gib}")
+        if self.kind == "host":
+            if self.capacity_gib is None:
+                raise ValueError("a host tier needs 'capacity_gib' (host DRAM for weights)")
+            extra = {"ssd", "drives"} & self.model_fields_set
+            if extra:
+                raise ValueError(f"a host tier has no {', '.join(sorted(extra))} (those are an ssd tier's)")
+        else:
+            if self.ssd not in ssd_names():
+                raise ValueError(f"ssd: unknown drive {self.ssd!r}; allowed: {', '.join(ssd_names())}")
+            if not 1 <= self.drives <= MAX_DRIVES:
+                raise ValueError(f"drives: must be 1 to {MAX_DRIVES}, got {self.drives}")
+        return self
+
+
+def _check_tier(index: int, entry: dict) -> None:
+    """A tier entry validated where it stands: errors at ``memory[index]``."""
+    try:
+        TierEntry.model_validate(entry)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ("memory", index, *err["loc"][:-1]) if err["type"] == "extra_forbidden" else \
+            ("memory", index, *err["loc"])
+        message = (f"unknown key {err['loc'][-1]!r}; allowed: {', '.join(TierEntry.model_fields)}"
+                   if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, "))
+        raise invalid_at(loc, message, entry) from None
+
+
 def _library_size(value: Any) -> Any:
     """Refuse an oversized library before building any of its chiplets."""
     if isinstance(value, list) and len(value) > limits.LIBRARY.limit:
@@ -89,6 +142,43 @@ class HardwareSpec(StrictModel):
     chiplets: Annotated[list[ChipletSpec], BeforeValidator(_library_size)] = Field(min_length=1)
     memory: list[MemoryEntry] = Field(min_length=1)
     package: PackageSpec
+    tiers: list[TierEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_tiers(cls, data: Any) -> Any:
+        """Entries of ``memory`` of kind host or ssd go to ``tiers`` (module docstring)."""
+        if isinstance(data, dict) and isinstance(data.get("memory"), list):
+            below = [m for m in data["memory"] if isinstance(m, dict) and m.get("kind") in TIER_KINDS]
+            for i, entry in enumerate(data["memory"]):       # errors name the entry where the user wrote it
+                if any(entry is m for m in below):
+                    _check_tier(i, entry)
+            if below:
+                data = {**data, "memory": [m for m in data["memory"] if not (isinstance(m, dict) and
+                                                                            m.get("kind") in TIER_KINDS)],
+                        "tiers": list(data.get("tiers") or []) + below}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _fold_tiers(self, handler):
+        out = handler(self)
+        tiers = [{k: v for k, v in t.items() if v is not None and not (t.get("kind") == "host" and k in
+                                                                         ("ssd", "drives"))}
+                 for t in out.pop("tiers", None) or []]
+        if isinstance(out.get("memory"), list):
+            out["memory"] = out["memory"] + tiers
+        return out
+
+    def offload(self):
+        """The tiers as memory.offload.OffloadTiers (None without any)."""
+        if not self.tiers:
+            return None
+        host = next((t for t in self.tiers if t.kind == "host"), None)
+        ssd = next((t for t in self.tiers if t.kind == "ssd"), None)
+        links = {t.link for t in self.tiers}
+        return offload_tiers(link=links.pop(), host_gib=host.capacity_gib if host else 0.0,
+                             ssd=ssd.ssd if ssd else None, drives=ssd.drives if ssd else 0,
+                             ssd_gib=ssd.capacity_gib if ssd else None)
 
     def library(self) -> list[arch.Chiplet]:
         """Every chiplet kind the search may place: each entry, or each variant of its ``options``."""
@@ -108,4 +198,9 @@ class HardwareSpec(StrictModel):
         ddr = [m.kind for m in self.memory if not m.is_hbm]
         if len(hbm) > 1 or len(ddr) > 1:
             raise ValueError("at most one HBM kind and one DDR/LPDDR kind per study")
+        tiers = [t.kind for t in self.tiers]
+        if len(set(tiers)) < len(tiers):
+            raise ValueError("at most one memory entry of kind host and one of kind ssd")
+        if len({t.link for t in self.tiers}) > 1:
+            raise ValueError("the host and ssd tiers go over one host link: give both the same 'link'")
         return self
