@@ -95,6 +95,6 @@ def compare(results_dirs: tuple[str, ...], out_dir: str | None, as_json: bool) -
                 [Col("run", "run", "text", left=True), Col("other", "other", "text", left=True),
                  Col("dominated", "other's designs dominated", "text"), Col("by", "by designs"),
                  Col("ids", "dominated ids", "text", left=True)],
-                title="Designs of one run dominating another's", out=out)
+                title="Designs of one run dominating another's", keep=2, out=out)
     if written:
         out.print(f"{len(written)} files in {out_dir}/: the plots (PNG and SVG) and {PAGE}")

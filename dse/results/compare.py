@@ -34,6 +34,8 @@ from .interactive import MAX_POINTS, block, group, metric_entries, objective_ent
 from .plots import Figure, PARETO_COLOUR, label, shown
 
 MARGIN = 1.1
+INTRO = ("Hover a design for its run, id and every metric; click one for its design file; choose the objectives "
+         "on the axes.")
 REFERENCE_RULE = ("objectives as costs (dse.search.hypervolume), each normalised to [0, 1] between the best "
                   "and worst value over all runs' fronts; reference point 1.1 in each; hypervolume as the "
                   "fraction of the box [0, 1.1]^m the front dominates")
@@ -228,7 +230,7 @@ def page(comparison: Comparison, first_line: str = "<!DOCTYPE html>") -> str:
     return (f"{first_line}\n<html><head><meta charset=\"utf-8\"><title>dse compare</title><style>"
             "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
             "table{border-collapse:collapse;font-size:0.85em}th,td{border:1px solid #ccc;padding:3px 6px}"
-            f"</style></head><body>\n<h1>Fronts compared</h1>\n{table}\n{block(data, 'The fronts')}</body></html>\n")
+            f"</style></head><body>\n<h1>Fronts compared</h1>\n{table}\n{block(data, 'The fronts', INTRO)}</body></html>\n")
 
 
 def _esc(text: str) -> str:

@@ -31,6 +31,9 @@ MAX_POINTS = 1000
 MAX_BACKGROUND = 3000
 #: front designs whose floorplan and per-chiplet breakdown the page embeds
 MAX_DETAILS = 60
+#: designs x placement units the page's breakdowns may cost: fewer designs' details for studies of many units
+#: (each breakdown walks every unit), so the section's time does not grow with the units
+DETAIL_UNITS = 300_000
 #: units named one by one on a chiplet; above this they are counted by kind
 MAX_UNIT_NAMES = 12
 DATA_ID = "dse-front-data"
@@ -111,6 +114,12 @@ def design_detail(design, prepared, latency_s: float) -> dict:
         "links": [[int(s), int(d), _number(u)] for s, d, u in zip(loads["src_slot"], loads["dst_slot"], util)]}
 
 
+def detail_cap(units: int, first: int) -> int:
+    """How many designs' details the page embeds: `MAX_DETAILS`, fewer than `DETAIL_UNITS` / units but
+    never fewer than the ``first`` designs to look at first."""
+    return max(first, min(MAX_DETAILS, DETAIL_UNITS // max(units, 1)))
+
+
 def detail_ids(pareto: pd.DataFrame, first: list[str], cap: int = MAX_DETAILS) -> list[str]:
     """The front designs whose details the page embeds: ``first`` (the designs to look at first), then
     evenly spread over the front, at most ``cap``."""
@@ -139,7 +148,8 @@ def report_data(result, prepared, first: list[str]) -> dict:
     objective_cols = [column(o) for o in objectives]
     rows = pareto.set_index("design_id")
     details = {}
-    for design_id in detail_ids(pareto, first):
+    cap = detail_cap(len(prepared.tables.unit_names), len(first))
+    for design_id in detail_ids(pareto, first, cap):
         design = result.designs[design_id]
         latency = float(rows.loc[design_id, "latency_s"])
         if design.system:           # a system's floorplan is its first package's, over that package's step
@@ -152,7 +162,8 @@ def report_data(result, prepared, first: list[str]) -> dict:
     if len(background) < len(others):
         caps.append(f"{len(background)} of the {len(others)} other feasible designs drawn")
     caps.append(f"floorplans and breakdowns embedded for {len(details)} of the {len(pareto)} front designs "
-                f"(the designs to look at first, then evenly spread; at most {MAX_DETAILS})")
+                f"(the designs to look at first, then evenly spread; at most {cap}: {MAX_DETAILS}, fewer when "
+                f"{DETAIL_UNITS:,} / units is less)")
     return {"title": f"{result.study.name}: the front", "objectives": objective_entries(objectives),
             "metrics": metrics, "details": details, "notes": caps,
             "kind_colours": {k: KIND_COLOURS[i % len(KIND_COLOURS)]
@@ -173,13 +184,16 @@ def data_script(data: dict) -> str:
     return f'<script type="application/json" id="{DATA_ID}">{text}</script>'
 
 
-def block(data: dict, heading: str = "Explore the front") -> str:
+INTRO = ("Hover a design for its id and every metric; click a front design for its floorplan and per-chiplet "
+         "breakdown; choose the objectives on the axes.")
+
+
+def block(data: dict, heading: str = "Explore the front", intro: str = INTRO) -> str:
     """The interactive section: heading, the caps applied, the plot, the detail panes, plotly.js, the data
     and the script that draws them."""
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in data.get("notes", []))
     script = (files(__package__) / "interactive.js").read_text()
-    return (f"<h2>{html.escape(heading)}</h2>\n<p>Hover a design for its id and every metric; click a front "
-            "design for its floorplan and per-chiplet breakdown; choose the objectives on the axes.</p>\n"
+    return (f"<h2>{html.escape(heading)}</h2>\n<p>{html.escape(intro)}</p>\n"
             f"<ul class=\"dse-caps\">{notes}</ul>\n"
             "<div id=\"dse-axes\"></div><div id=\"dse-front\" style=\"height:520px\"></div>\n"
             "<div id=\"dse-detail\"><p><em>Click a front design.</em></p></div>"
