@@ -19,6 +19,7 @@ import noc
 
 from ..model.breakdown import chiplet_table
 from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
+from .interactive import block as interactive_block, report_data
 from .knee import knee_index
 from ..serving.load_curve import load_curve
 from .load_curve_plot import load_curve_section, plot_load_curve
@@ -306,9 +307,13 @@ th{background:#f0f0f0}img{max-width:100%;border:1px solid #eee;margin:0.3em 0}
 p>img:not(:only-child){max-width:49.5%}code{background:#f5f5f5;padding:0 3px}h1{font-size:1.6em}"""
 
 
-def report_html(md_text: str, folder: Path, title: str) -> str:
-    """The markdown report as one self-contained HTML page (figures embedded as PNG data)."""
+def report_html(md_text: str, folder: Path, title: str, interactive: str = "") -> str:
+    """The markdown report as one self-contained HTML page (figures embedded as PNG data); ``interactive``
+    (dse.results.interactive's section) goes before the plots."""
     body = markdown.markdown(md_text, extensions=["tables"])
+    if interactive:
+        at = body.find("<h2>Plots</h2>")
+        body = body[:at] + interactive + body[at:] if at >= 0 else body + interactive
 
     def embed(match: re.Match) -> str:
         src = match.group(1)
@@ -348,7 +353,8 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
     md_text = report_markdown(result, prepared, figures, extra)
     (folder / "report.md").write_text(md_text)
-    (folder / "report.html").write_text(report_html(md_text, folder, f"Study {result.study.name}"))
+    front = interactive_block(report_data(result, prepared, list(chosen))) if chosen else ""
+    (folder / "report.html").write_text(report_html(md_text, folder, f"Study {result.study.name}", front))
     return {"report.md": folder / "report.md", "report.html": folder / "report.html", **pngs}
 
 
