@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dse.training import Strategy, iteration, layer_costs, load_system
-from dse.training.resilience import (Resilience, daly_interval_s, effective_frac, lost_work_s, plan,
+from dse.training.resilience import (Resilience, daly_interval_s, effective_frac, job_plan, lost_work_s, plan,
                                      resilience_from, young_interval_s)
 
 import workloads
@@ -178,3 +178,58 @@ def test_llama3_405b_effective_training_time():
     assert 1e6 < p.checkpoint_bytes / s.devices < 4e9               # Meta: 1 MB to 4 GB per GPU
     assert 0.90 < p.effective_training_frac < 0.95
     assert math.isfinite(p.checkpoint_interval_s) and p.checkpoint_interval_s > it.iteration_s
+
+
+def _study(**resilience):
+    from test_training_study import A100_STUDY
+    d = {**A100_STUDY, "workload": {**A100_STUDY["workload"], "tokens": 1e10},
+         "search": {"objectives": ["time_to_train", "cost"], "population": 8, "generations": 1}}
+    if resilience:
+        d["training"] = {**A100_STUDY["training"], "resilience": resilience}
+    return d
+
+
+def test_a_study_takes_the_same_keys_and_time_to_train_includes_failures():
+    import dse
+    from dse.training.resilience import from_spec
+    plain = dse.prepare(dse.Study.from_dict(_study()))
+    base = plain.evaluator(plain.space.seeds[:1]).iloc[0]
+    assert "effective_training_frac" not in base.index
+    spec = {"mtbf_hours": 1.0, "checkpoint_every": 20, "storage": "local-nvme", "restart_minutes": 5}
+    failing = dse.prepare(dse.Study.from_dict(_study(**spec)))
+    m = failing.evaluator(failing.space.seeds[:1]).iloc[0]
+    assert m["iteration_s"] == base["iteration_s"]
+    study = dse.Study.from_dict(_study(**spec))
+    r = from_spec(study.training.resilience, 8, 1)
+    p = job_plan(r, m["iteration_s"], 14 * 6.74e9, 1)
+    assert m["effective_training_frac"] == pytest.approx(p.effective_training_frac, rel=0.01)
+    assert m["time_to_train_s"] == pytest.approx(base["time_to_train_s"] / m["effective_training_frac"])
+    assert m["goodput_tokens_per_s"] == pytest.approx(base["throughput_tok_s"] * m["effective_training_frac"])
+    assert m["energy_to_train_j"] > base["energy_to_train_j"]
+    # per-package rates scale with the design's packages: 8 packages at 3 a day each fail 24 times a day
+    rated = dse.Study.from_dict(_study(failure_rates={"device_per_day": 3.0}))
+    assert from_spec(rated.training.resilience, 8, 1).failures_per_s * 86_400 == pytest.approx(24.0)
+
+
+@pytest.mark.parametrize("resilience, key", [
+    ({"failures_per_day": 1, "mtbf_hours": 2}, "training.resilience"),
+    ({"storage": "tape"}, "training.resilience.storage"),
+    ({"checkpoint_every": "often"}, "training.resilience.checkpoint_every"),
+    ({"checkpoint_every": -1}, "training.resilience.checkpoint_every"),
+    ({"restart_minutes": -1}, "training.resilience.restart_minutes"),
+    ({"failure_rates": {"gpu_per_day": 1}}, "training.resilience.failure_rates"),
+    ({"mtbf": 3}, "training.resilience"),
+])
+def test_bad_resilience_keys_name_the_key(resilience, key):
+    import dse
+    with pytest.raises(dse.StudyError if hasattr(dse, "StudyError") else Exception) as info:
+        dse.Study.from_dict(_study(**resilience))
+    assert key in str(info.value)
+
+
+def test_time_to_train_needs_a_token_budget():
+    import dse
+    d = _study()
+    d["workload"] = {k: v for k, v in d["workload"].items() if k != "tokens"}
+    with pytest.raises(Exception, match="time_to_train"):
+        dse.Study.from_dict(d)

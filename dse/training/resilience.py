@@ -146,14 +146,18 @@ def job_failure_rate(failure_rates: dict, devices: int, nodes: int) -> float:
 
 
 def plan(r: Resilience, iteration_s: float, params: float, strategy: Strategy, system: TrainingSystem) -> Plan:
-    """Checkpoint size, write and restart times, the interval, lost work and the effective training time."""
+    """Checkpoint size, write and restart times, the interval, lost work and the effective training time
+    of ``strategy`` on ``system`` (params: the model's parameters)."""
+    return job_plan(r, iteration_s, checkpoint_bytes(params, system), nodes_of(strategy, system))
+
+
+def job_plan(r: Resilience, iteration_s: float, size: float, nodes: int) -> Plan:
+    """`plan` for a job of ``nodes`` nodes saving ``size`` bytes per checkpoint (module docstring)."""
     try:
         tier = memory.storage_preset(r.storage)
         host = memory.storage_preset(r.host)
     except memory.MemorySpecError as exc:
         raise StudyError(str(exc), key="--storage") from None
-    nodes = nodes_of(strategy, system)
-    size = checkpoint_bytes(params, system)
     durable_s = tier.write_s(size / nodes, nodes)
     if r.async_checkpoint:
         # each device copies its shard to its node's host memory; the node drains it behind compute
@@ -166,14 +170,15 @@ def plan(r: Resilience, iteration_s: float, params: float, strategy: Strategy, s
     young = young_interval_s(delta, mtbf) if lam > 0 else math.inf
     daly = daly_interval_s(delta, mtbf) if lam > 0 else math.inf
     tau = r.checkpoint_every_s if r.checkpoint_every_s is not None else daly
-    if math.isfinite(tau):
+    if math.isfinite(tau) and math.isfinite(iteration_s) and iteration_s > 0:
         tau = max(tau, drain, iteration_s)
         tau = math.ceil(tau / iteration_s - 1e-9) * iteration_s          # checkpoints between iterations
     if not math.isfinite(tau):
         delta = drain = 0.0
     frac = effective_frac(lam, tau, delta, drain, restart)
     lost = lost_work_s(lam, tau, delta, drain, restart)
-    restarting = lam * restart_wall_s(lam, restart) / (1.0 + lam * restart_wall_s(lam, restart)) if lam > 0 else 0.0
+    restart_wall = restart_wall_s(lam, restart)
+    restarting = lam * restart_wall / (1.0 + lam * restart_wall) if lam > 0 else 0.0
     cycle_share = tau / (tau + delta) if math.isfinite(tau) else 1.0
     return Plan(checkpoint_bytes=size, checkpoint_write_s=delta, checkpoint_drain_s=drain,
                 checkpoint_interval_s=tau, restart_s=restart, failures_per_s=lam, lost_work_per_failure_s=lost,
@@ -228,3 +233,15 @@ def resilience_from(failures_per_day: float | None = None, mtbf_hours: float | N
     return Resilience(failures_per_s=lam, checkpoint_every_s=checkpoint_every(checkpoint, k["checkpoint"]),
                       storage=name, restart_s=restart, async_checkpoint=bool(async_checkpoint))
 
+
+
+def from_spec(spec, devices: int, nodes: int) -> Resilience:
+    """A `Resilience` from a training study's ``training.resilience`` section (dse.study.schema.training)
+    for a job of ``devices`` packages in ``nodes`` nodes."""
+    rates = spec.failure_rates.model_dump() if spec.failure_rates is not None else None
+    key = "training.resilience."
+    return resilience_from(spec.failures_per_day, spec.mtbf_hours, spec.checkpoint_every, spec.storage,
+                           spec.restart_minutes, spec.async_checkpoint, rates, devices, nodes,
+                           keys={"failures": key + "failures_per_day", "mtbf": key + "mtbf_hours",
+                                 "checkpoint": key + "checkpoint_every", "storage": key + "storage",
+                                 "restart": key + "restart_minutes"})

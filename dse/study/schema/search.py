@@ -9,9 +9,11 @@ from . import limits
 from .common import StrictModel
 
 OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
-              "ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
+              "ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo", "time_to_train")
 #: objectives only a serving study (workload.phase: serve) measures
-SERVING_OBJECTIVES = OBJECTIVES[7:]
+SERVING_OBJECTIVES = OBJECTIVES[7:11]
+#: objectives only a training study with a token budget (workload.phase: train, workload.tokens) measures
+TRAINING_OBJECTIVES = OBJECTIVES[11:]
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 ALGORITHMS = ("nsga2", "nsga3", "agemoea2", "smsemoa", "moead", "random", "exhaustive")
 
