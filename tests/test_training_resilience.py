@@ -233,3 +233,21 @@ def test_time_to_train_needs_a_token_budget():
     d["workload"] = {k: v for k, v in d["workload"].items() if k != "tokens"}
     with pytest.raises(Exception, match="time_to_train"):
         dse.Study.from_dict(d)
+
+
+def test_an_ensemble_member_loses_only_its_own_work():
+    """studies/resilience/ensemble_vs_monolith.py's figures (docs/training.md) from its iteration times:
+    Llama-3-70B on 16,384 H100s (2.564 s) against eight Llama-3-8B members on 2,048 each (1.340 s), at
+    Llama 3's per-GPU and per-node failure rates (Dubey et al. 2024, Table 5)."""
+    rates = {"device_per_day": 268 / (16_384 * 54), "node_per_day": 151 / (2_048 * 54)}
+    mono = resilience_from(storage="tectonic", system_rates=rates, devices=16_384, nodes=2_048)
+    member = resilience_from(storage="tectonic", system_rates=rates, devices=2_048, nodes=256)
+    assert mono.failures_per_s * 86_400 == pytest.approx(419 / 54)
+    assert member.failures_per_s == pytest.approx(mono.failures_per_s / 8)
+    p_mono = job_plan(mono, 2.564, 14 * 70.55e9, 2_048)
+    p_member = job_plan(member, 1.340, 14 * 8.03e9, 256)
+    assert p_mono.effective_training_frac == pytest.approx(0.939, abs=0.002)
+    assert p_member.effective_training_frac == pytest.approx(0.992, abs=0.002)
+    lost_mono = (1 - p_mono.effective_training_frac) * 16_384 * 24
+    lost_ensemble = (1 - p_member.effective_training_frac) * 2_048 * 8 * 24
+    assert lost_ensemble < lost_mono / 7

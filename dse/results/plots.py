@@ -41,6 +41,7 @@ DISPLAY = {
     "tpot_p99_s": ("p99 time per output token", 1e3, "ms"),
     "goodput_req_s": ("goodput", 1.0, "requests/s within SLO"),
     "max_rate_at_slo_req_s": ("highest rate within SLO", 1.0, "requests/s"),
+    "time_to_train_s": ("time to train", 1.0 / 86_400, "days"),
 }
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
 PARETO_COLOUR = "#c0392b"

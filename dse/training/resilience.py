@@ -114,7 +114,7 @@ def effective_frac(lam: float, tau: float, delta: float, drain: float, restart: 
     """Kept training time over wall time (module docstring)."""
     if lam <= 0:
         return tau / (tau + delta) if math.isfinite(tau) else 1.0
-    if not math.isfinite(tau):
+    if not math.isfinite(tau) or lam * (tau + delta) > 700.0:       # no cycle ever completes (e^700: overflow)
         return 0.0
     return lam * tau * math.exp(-lam * (drain + restart)) / math.expm1(lam * (tau + delta))
 
