@@ -77,7 +77,7 @@ class Plan:
         return {"failures_per_day": self.failures_per_s * DAY_S, "mtbf_hours": _finite_or_none(mtbf / 3600.0),
                 "checkpoint_bytes": self.checkpoint_bytes, "checkpoint_write_s": self.checkpoint_write_s,
                 "checkpoint_drain_s": self.checkpoint_drain_s, "checkpoint_interval_s": _finite_or_none(self.checkpoint_interval_s),
-                "restart_s": self.restart_s, "lost_work_per_failure_s": self.lost_work_per_failure_s,
+                "restart_s": self.restart_s, "lost_work_per_failure_s": _finite_or_none(self.lost_work_per_failure_s),
                 "effective_training_frac": self.effective_training_frac,
                 "goodput_tokens_per_s": tokens_per_s * self.effective_training_frac}
 
@@ -102,7 +102,9 @@ def daly_interval_s(delta: float, mtbf: float) -> float:
 
 def restart_wall_s(lam: float, restart: float) -> float:
     """Mean wall time of a restart that starts again on every failure during it: (e^{lam R} - 1) / lam."""
-    return restart if lam <= 0 else math.expm1(lam * restart) / lam
+    if lam <= 0:
+        return restart
+    return math.inf if lam * restart > 700.0 else math.expm1(lam * restart) / lam
 
 
 def durable_cycles(lam: float, cycle: float, drain: float) -> float:
@@ -178,7 +180,8 @@ def job_plan(r: Resilience, iteration_s: float, size: float, nodes: int) -> Plan
     frac = effective_frac(lam, tau, delta, drain, restart)
     lost = lost_work_s(lam, tau, delta, drain, restart)
     restart_wall = restart_wall_s(lam, restart)
-    restarting = lam * restart_wall / (1.0 + lam * restart_wall) if lam > 0 else 0.0
+    restarting = 0.0 if lam <= 0 else 1.0 if math.isinf(restart_wall) else \
+        lam * restart_wall / (1.0 + lam * restart_wall)
     cycle_share = tau / (tau + delta) if math.isfinite(tau) else 1.0
     return Plan(checkpoint_bytes=size, checkpoint_write_s=delta, checkpoint_drain_s=drain,
                 checkpoint_interval_s=tau, restart_s=restart, failures_per_s=lam, lost_work_per_failure_s=lost,
