@@ -166,7 +166,13 @@ def _fields(where: str, raw: dict, keys: tuple[str, ...], overrides: dict | None
     missing = [k for k in keys if k not in merged]
     if missing:
         raise MemorySpecError(f"{where}: missing {', '.join(missing)}")
-    return {k: _positive(f"{where} {k}", merged[k]) for k in keys}
+    out = {k: _positive(f"{where} {k}", merged[k]) for k in keys if k != "mapping_miss"}
+    if "mapping_miss" in keys:
+        miss = merged["mapping_miss"]
+        if isinstance(miss, bool) or not isinstance(miss, Real) or not 0 <= miss <= 1:
+            raise MemorySpecError(f"{where}: mapping_miss must be a fraction in [0, 1] (got {miss!r})")
+        out["mapping_miss"] = float(miss)
+    return out
 
 
 _SSD_KEYS = ("capacity_tb", "seq_read_gbps", "seq_write_gbps", "rand_read_kiops", "rand_write_kiops",
@@ -174,7 +180,8 @@ _SSD_KEYS = ("capacity_tb", "seq_read_gbps", "seq_write_gbps", "rand_read_kiops"
              "overprovisioning", "active_power_w")
 _FLASH_KEYS = ("channels", "channel_width_bytes", "channel_mtps", "chips_per_channel", "dies_per_chip",
                "planes_per_die", "blocks_per_plane", "pages_per_block", "page_bytes", "read_latency_us",
-               "program_latency_us", "pe_cycles", "overprovisioning", "pcie_lanes", "pcie_lane_gbps")
+               "program_latency_us", "pe_cycles", "overprovisioning", "pcie_lanes", "pcie_lane_gbps",
+               "mapping_miss")
 
 
 def ssd_preset(name: str, overrides: dict | None = None) -> SsdSpec:
@@ -218,7 +225,7 @@ def flash_ssd(name: str, g: dict) -> SsdSpec:
     rand_read = min(dies / t_read, channel_Bps / IO_4K, host_Bps / IO_4K)
     rand_write = min(seq_write / IO_4K, planes * page / t_prog / wa / IO_4K)
     one_channel = g["channel_width_bytes"] * g["channel_mtps"] * 1e6
-    read_latency = t_read + IO_4K / one_channel + IO_4K / host_Bps
+    read_latency = (1.0 + g["mapping_miss"]) * (t_read + IO_4K / one_channel) + IO_4K / host_Bps
     write_latency = IO_4K / one_channel + IO_4K / host_Bps     # acknowledged from the controller's write cache
     user = raw_bytes / (1 + rho)
     lifetime_host_bytes = g["pe_cycles"] * raw_bytes / wa       # what the NAND can take at random-write WA

@@ -8,7 +8,8 @@ import click
 import workloads
 
 from ..errors import StudyError
-from ..training import Strategy, check, iteration, load_system
+from ..training import Strategy, check, iteration, layer_costs, load_system
+from ..training.resilience import nodes_of, plan, resilience_from
 from ..study.schema.carbon import CarbonSpec
 from ..training.footprint import to_train
 from ..training.search import fastest
@@ -46,14 +47,22 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 @click.option("--tokens", type=float, help="training tokens: also print the time, energy and carbon to train on them")
 @click.option("--grid", default="usa", show_default=True,
               help="electricity the system runs on: a grid of ACT's table (usa, europe, coal, ...) or g CO2e/kWh")
+@click.option("--failures-per-day", type=float, help="failures of the whole job per day (or --mtbf-hours; "
+              "default: the system YAML's failure_rates, else none)")
+@click.option("--mtbf-hours", type=float, help="mean time between failures of the whole job, hours")
+@click.option("--checkpoint-every", help="auto (Daly's interval) | minutes of training between checkpoints")
+@click.option("--storage", help="where checkpoints go: a memory.storage tier (tectonic, local-nvme, ...)")
+@click.option("--restart-minutes", type=float, help="fixed part of a restart: rescheduling, init, warm-up [10]")
+@click.option("--async-checkpoint", is_flag=True, help="snapshot to host memory, drain to storage behind compute")
 @click.option("--search", "search_", is_flag=True, help="find the fastest tp, pp, dp, micro-batch that fit")
 @click.option("--json", "as_json", is_flag=True)
 @compiles("train")
-def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, dp, ep, global_batch, micro_batch, seq, interleave,
-              recompute,
-              sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, search_, as_json):
+def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, dp, ep, global_batch, micro_batch,
+              seq, interleave, recompute, sequence_parallel, zero, overlap_grad_reduce, precision, tokens, grid, failures_per_day, mtbf_hours,
+              checkpoint_every, storage, restart_minutes, async_checkpoint, search_, as_json):
     """Time, tokens/s, model FLOP/s per device (Megatron-LM's count), MFU and memory per device of one
-    training iteration of MODEL (a preset or a config.json) on SYSTEM."""
+    training iteration of MODEL (a preset or a config.json) on SYSTEM; with failures, checkpoints and
+    restarts (dse.training.resilience) the effective training time and goodput."""
     cfg = workloads.load_model(model)
     software = load_stack(stack)
     system = load_system(system_name, stack=stack)
@@ -78,13 +87,24 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, 
                             interleave=interleave, pp_layers=_pp_layers(pp_layers), **base)
         check(strategy, cfg.layers, cfg.heads, cfg.ffn_width, cfg.experts, devices, cfg.kv_heads)
         it, tried = iteration(cfg, system, strategy), 1
+    wanted = (failures_per_day, mtbf_hours, checkpoint_every, storage, restart_minutes)
+    nodes = nodes_of(strategy, system)
+    res = resilience_from(failures_per_day, mtbf_hours, checkpoint_every, storage, restart_minutes, async_checkpoint,
+                          system.failure_rates, strategy.devices, nodes)
+    active = res.active or async_checkpoint or any(v is not None for v in wanted)
     out = {"model": cfg.name, "system": system.name, "stack": software.name, "attention": strategy.attention,
            "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
            "dp": strategy.dp, "ep": strategy.ep, "micro_batch": strategy.micro_batch,
            "interleave": strategy.interleave, "pp_layers": list(it.stage_layers), **it.as_dict(),
            "strategies_tried": tried}
+    job = None
+    if active:
+        costs = layer_costs(cfg, system, strategy)
+        job = plan(res, it.iteration_s, costs.dense_params + costs.expert_params, strategy, system)
+        out.update(job.as_dict(it.tokens_per_s))
     if tokens is not None:
-        out.update(to_train(it, strategy, system, tokens, carbon))
+        fracs = (job.effective_training_frac, job.compute_frac) if job else (1.0, 1.0)
+        out.update(to_train(it, strategy, system, tokens, carbon, *fracs))
     if as_json:
         click.echo(json.dumps(out, default=float))
         return

@@ -44,6 +44,7 @@ DISPLAY = {
     "tokens_over_horizon": ("tokens over the scenario", 1e-6, "million tokens"),
     "availability_frac": ("availability", 100.0, "% of demand served"),
     "migration_energy_j": ("migration energy", 1.0, "J"),
+    "time_to_train_s": ("time to train", 1.0 / 86_400, "days"),
 }
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
 PARETO_COLOUR = "#c0392b"

@@ -32,7 +32,7 @@ from .schema import (
     WorkloadSpec,
 )
 from .schema import limits
-from .schema.search import RUNTIME_OBJECTIVES, SERVING_OBJECTIVES
+from .schema.search import RUNTIME_OBJECTIVES, SERVING_OBJECTIVES, TRAINING_OBJECTIVES
 from .schema.common import SAFE_NAME, StrictModel, check_safe_name
 from .yaml_input import read_yaml_file
 
@@ -96,6 +96,10 @@ class Study(StrictModel):
         if self.workload.tokens is not None and not training:
             raise StudyError("a token budget is a training run's: workload.tokens needs workload.phase: train",
                              key="workload.tokens", source=source)
+        asked = [o for o in self.search.objectives if o in TRAINING_OBJECTIVES]
+        if asked and not (training and self.workload.tokens is not None):
+            raise StudyError(f"{', '.join(asked)} needs a training study with a token budget (workload.phase: train, "
+                             "workload.tokens)", key="search.objectives", source=source)
         if training and self.workload.ensemble is not None:
             raise StudyError("an ensemble's members train separately: give each member's model as workload.model "
                              "in a training study of its own", key="workload.ensemble", source=source)

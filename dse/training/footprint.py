@@ -30,13 +30,21 @@ def device_embodied_g(system: TrainingSystem, factors: CarbonFactors) -> float:
 
 
 def to_train(it: Iteration, strategy: Strategy, system: TrainingSystem, tokens: float,
-             carbon: CarbonSpec | None = None) -> dict:
+             carbon: CarbonSpec | None = None, effective_frac: float = 1.0, compute_frac: float = 1.0) -> dict:
     """``time_to_train_s``, ``energy_to_train_j`` and ``carbon_to_train_kg`` (with its operational and
-    embodied parts) of training on ``tokens`` tokens."""
+    embodied parts) of training on ``tokens`` tokens. With failures (dse.training.resilience) the wall time
+    is the iterations' over ``effective_frac``; the devices draw the iteration's power for the
+    ``compute_frac`` of it they run iterations (kept or redone) and their idle power for the rest
+    (checkpoint stalls, restarts)."""
     factors = CarbonFactors.from_spec(carbon or CarbonSpec())
     iterations = math.ceil(tokens / (strategy.global_batch * strategy.seq))
     seconds = iterations * it.iteration_s
     energy_j = iterations * it.energy_j
+    if effective_frac < 1.0 or compute_frac < 1.0:
+        seconds = seconds / effective_frac if effective_frac > 0 else math.inf
+        ch = system.chiplet
+        idle_w = strategy.devices * arch.idle_power_w(ch, arch.static_power_w(ch))
+        energy_j = seconds * (compute_frac * it.energy_j / it.iteration_s + (1.0 - compute_frac) * idle_w)
     operational_g = energy_j / 3.6e6 * factors.grid_g_per_kwh
     embodied_g = strategy.devices * device_embodied_g(system, factors) * seconds / (
         factors.lifetime_s * factors.utilisation)

@@ -31,6 +31,13 @@ The objectives keep their names with training's meaning: ``latency`` is the iter
 ``throughput`` training tokens/s, ``energy`` J and ``carbon`` g CO2e per training token. Tensor
 parallelism across packages is not searched: a package's chiplets already split each layer by the
 study's mapping. Fault tolerance stays the forward pipeline's (the throughput a package failure keeps).
+
+With ``training.resilience`` (dse.training.resilience) each design's job of P x E x R packages fails at
+the section's rate (per-package and per-node rates scaled by the design's packages and nodes), saves the
+model's weights and Adam state to the storage tier from all its nodes, and restarts: the columns
+``effective_training_frac``, ``goodput_tokens_per_s``, ``checkpoint_interval_s`` and ``checkpoint_write_s``,
+and the token budget's time, energy (idle packages at static power through stalls and restarts) and carbon
+include lost work and restarts; the objective ``time_to_train`` weighs them.
 """
 from __future__ import annotations
 
@@ -54,12 +61,15 @@ from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
 from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE, FUSED_BACKWARD
 from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
+from .resilience import from_spec, job_plan
 from .stacks import STACKS
 
 #: columns a training study adds to the system's (units in the names)
 TRAINING_METRICS = ["iteration_s", "mfu", "memory_per_device_bytes", "bubble_s", "dp_communication_s",
-                    "optimizer_s", "time_to_train_s", "energy_to_train_j", "carbon_to_train_kg"]
+                    "optimizer_s", "time_to_train_s", "energy_to_train_j", "carbon_to_train_kg",
+                    "effective_training_frac", "goodput_tokens_per_s", "checkpoint_interval_s", "checkpoint_write_s"]
 METRICS = SYSTEM_METRICS + TRAINING_METRICS
+RESILIENCE = ("effective_training_frac", "goodput_tokens_per_s", "checkpoint_interval_s", "checkpoint_write_s")
 BUDGET = ("time_to_train_s", "energy_to_train_j", "carbon_to_train_kg")
 T = {name: i for i, name in enumerate(METRICS)}
 GRADIENT_BYTES = 2.0            # 16-bit gradients (mixed precision, Micikevicius et al. 2018)
@@ -91,6 +101,7 @@ class TrainingEvaluator(PhaseEvaluator):
         wl = tables.workload          # parameters counted once (a tied LM head shares the embedding's)
         self.expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
         self.dense_params = float(wl.summary["total_params"]) - self.expert_params
+        self.checkpoint_bytes = (self.dense_params + self.expert_params) * (STACK.weight_bytes + STACK.optimizer_bytes)
         self.kind_peak_flops = np.array([c.peak_flops(w.precision) for c in study.hardware.library()])
         tokens = self.global_batch * self.seq
         if cfg.model_type == "gpt2" and not cfg.experts:
@@ -105,8 +116,11 @@ class TrainingEvaluator(PhaseEvaluator):
 
     @property
     def metric_names(self) -> list[str]:
-        """METRICS, but those of the token budget only when the study gives one."""
-        return METRICS if self.study.workload.tokens is not None else [m for m in METRICS if m not in BUDGET]
+        """METRICS, but those of the token budget only when the study gives one, of failures only with
+        ``training.resilience``."""
+        left_out = (() if self.study.workload.tokens is not None else BUDGET) + (
+            () if self.study.training.resilience is not None else RESILIENCE)
+        return [m for m in METRICS if m not in left_out]
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
@@ -199,16 +213,47 @@ class TrainingEvaluator(PhaseEvaluator):
             row[:, T["bubble_s"]] = (P - 1) * passes * stage_s
             row[:, T["dp_communication_s"]] = dp_s
             row[:, T["optimizer_s"]] = optimizer_s
+        frac, compute = self._resilience(row, packages, iteration_s)
         budget = self.study.workload.tokens
         budget_columns = [T["time_to_train_s"], T["energy_to_train_j"], T["carbon_to_train_kg"]]
         if budget is None:
             row[:, budget_columns] = np.nan
         else:
             iterations = math.ceil(budget / tokens)
-            row[:, T["time_to_train_s"]] = iterations * iteration_s
-            row[:, T["energy_to_train_j"]] = iterations * energy
-            row[:, T["carbon_to_train_kg"]] = iterations * tokens * row[:, C["carbon_g_per_token"]] / 1e3
+            if self.study.training.resilience is None:
+                row[:, T["time_to_train_s"]] = iterations * iteration_s
+                row[:, T["energy_to_train_j"]] = iterations * energy
+                row[:, T["carbon_to_train_kg"]] = iterations * tokens * row[:, C["carbon_g_per_token"]] / 1e3
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    wall = iterations * iteration_s / frac
+                    # running iterations (kept or redone) at their power, idle at static power otherwise
+                    spent = wall * (compute * energy / iteration_s + (1.0 - compute) * static_w)
+                    carbon = row[:, C["carbon_operational_g_per_token"]] * spent / (iterations * energy) + \
+                        row[:, C["carbon_embodied_g_per_token"]] / frac
+                row[:, T["time_to_train_s"]] = wall
+                row[:, T["energy_to_train_j"]] = spent
+                row[:, T["carbon_to_train_kg"]] = iterations * tokens * carbon / 1e3
         return row
+
+    def _resilience(self, row: np.ndarray, packages: int, iteration_s: np.ndarray) -> tuple:
+        """Each design's effective training fraction and the share of wall time it runs iterations
+        (1 and 1 without ``training.resilience``), its resilience columns written (module docstring)."""
+        spec = self.study.training.resilience
+        ones = np.ones(len(row))
+        if spec is None:
+            row[:, [T[c] for c in RESILIENCE]] = np.nan
+            return ones, ones
+        hardware = self.system.hardware
+        nodes = hardware.nodes(packages) if hardware is not None else packages
+        r = from_spec(spec, packages, nodes)
+        plans = [job_plan(r, float(s), self.checkpoint_bytes, nodes) for s in iteration_s]
+        frac = np.array([p.effective_training_frac for p in plans])
+        row[:, T["effective_training_frac"]] = frac
+        row[:, T["goodput_tokens_per_s"]] = row[:, C["throughput_tok_s"]] * frac
+        row[:, T["checkpoint_interval_s"]] = [p.checkpoint_interval_s for p in plans]
+        row[:, T["checkpoint_write_s"]] = [p.checkpoint_write_s for p in plans]
+        return frac, np.array([p.compute_frac for p in plans])
 
     def _dp_level(self, packages: int):
         """The level the replicas' gradient all-reduce crosses (None: one package, no system)."""
@@ -246,4 +291,5 @@ def _bandwidth_Bps(tables, stacks: np.ndarray, ddr: np.ndarray) -> np.ndarray:
 
 
 #: ``workload.phase: train``, registered by the facade (dse.model.phases); the objectives keep their names
-PHASE = Phase(name="train", prepare=prepare_training, metrics=tuple(TRAINING_METRICS))
+PHASE = Phase(name="train", prepare=prepare_training, metrics=tuple(TRAINING_METRICS),
+              objectives={"time_to_train": ("time_to_train_s", 1.0)})

@@ -39,6 +39,7 @@ class TrainingSystem:
     network_efficiency: float
     network_energy_j_per_byte: float  # NICs, cables and switches a byte crosses between two nodes
     stack: TrainingStack | None = None   # the training software (dse.training.stacks); None: megatron-core
+    failure_rates: dict | None = None    # failures per day per device, node and job (dse.training.resilience)
 
     @property
     def memory_bytes(self) -> float:
@@ -84,7 +85,31 @@ PRESETS = {name: _preset(name) for name in TRAINING_SOFTWARE}
 #: optional keys: run-time parameters of the device's chiplet under the system's training software
 #: (arch.Chiplet fields in the chiplet YAML's units, e.g. max_efficiency)
 CHIPLET_KEYS = {"max_efficiency", "mem_efficiency", "kernel_overhead_us", "dispatch_us", "dispatch_mode"}
-KEYS = set(PRESETS["dgx-a100-80gb"]) | CHIPLET_KEYS
+#: optional keys beside them: ``failure_rates`` (per device, node and job per day; dse.training.resilience)
+OPTIONAL_KEYS = CHIPLET_KEYS | {"failure_rates"}
+KEYS = set(PRESETS["dgx-a100-80gb"]) | OPTIONAL_KEYS
+FAILURE_RATE_KEYS = ("device_per_day", "node_per_day", "job_per_day")
+MAX_FAILURES_PER_DAY = 1e5
+
+
+def failure_rates(value, where: str, flag: str) -> dict:
+    """A system YAML's ``failure_rates``: failures per day of each device, node and the job, each >= 0."""
+    if not isinstance(value, dict) or not value:
+        raise StudyError(f"{where}: failure_rates is a mapping of {', '.join(FAILURE_RATE_KEYS)}", key=flag)
+    out = {}
+    for key, rate in value.items():
+        if key not in FAILURE_RATE_KEYS:
+            raise StudyError(f"{where}: unknown failure_rates key {key!r}; allowed: {', '.join(FAILURE_RATE_KEYS)}",
+                             key=flag)
+        out[key] = _rate(rate, f"{flag} failure_rates.{key}")
+    return out
+
+
+def _rate(value, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+            not 0 <= value <= MAX_FAILURES_PER_DAY:
+        raise StudyError(f"must be failures per day in [0, {MAX_FAILURES_PER_DAY:g}], got {value!r}", key=key)
+    return float(value)
 
 
 def system_names() -> list[str]:
@@ -126,7 +151,7 @@ def stack_chiplet_changes(chiplet: str, stack: TrainingStack) -> dict:
 
 def build_system(name: str, spec: dict, flag: str, stack: str = DEFAULT) -> TrainingSystem:
     """The system of ``spec`` running ``stack``; chiplet keys the spec gives are taken as they are."""
-    missing = sorted(KEYS - CHIPLET_KEYS - set(spec))
+    missing = sorted(KEYS - OPTIONAL_KEYS - set(spec))
     if missing:
         raise StudyError(f"system {name!r} needs {', '.join(missing)}", key=flag)
     for key in ("data_rate_gbps", "network_gbps", "network_latency_us", "fabric_efficiency", "network_efficiency",
@@ -149,10 +174,14 @@ def build_system(name: str, spec: dict, flag: str, stack: str = DEFAULT) -> Trai
         fabric = noc.link_tech(spec["fabric"])
     except (arch.ArchError, memory.MemorySpecError, noc.NocError) as exc:
         raise StudyError(f"system {name!r}: {exc}", key=flag) from None
+    rates = None
+    if "failure_rates" in spec:
+        rates = failure_rates(spec["failure_rates"], f"system {name!r}", flag)
     return TrainingSystem(name=name, chiplet=chiplet, hbm=hbm, hbm_stacks=spec["hbm_stacks"],
                           gpus_per_node=spec["gpus_per_node"], fabric=fabric,
                           fabric_efficiency=float(spec["fabric_efficiency"]),
                           network_Bps=spec["network_gbps"] * 1e9 / 8.0,
                           network_latency_s=spec["network_latency_us"] * 1e-6,
                           network_efficiency=float(spec["network_efficiency"]),
-                          network_energy_j_per_byte=spec["network_energy_pj_per_bit"] * 8e-12, stack=software)
+                          network_energy_j_per_byte=spec["network_energy_pj_per_bit"] * 8e-12, stack=software,
+                          failure_rates=rates)

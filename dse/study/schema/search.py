@@ -10,10 +10,12 @@ from .common import StrictModel
 
 #: objectives only a serving study (workload.phase: serve) measures
 SERVING_OBJECTIVES = ("ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
+#: objectives only a training study with a token budget (workload.phase: train, workload.tokens) measures
+TRAINING_OBJECTIVES = ("time_to_train",)
 #: objectives only a study with a ``runtime`` section measures (dse.runtime.search: a design through a scenario)
 RUNTIME_OBJECTIVES = ("tokens_over_horizon", "availability", "migration_energy")
 OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
-              *SERVING_OBJECTIVES, *RUNTIME_OBJECTIVES)
+              *SERVING_OBJECTIVES, *TRAINING_OBJECTIVES, *RUNTIME_OBJECTIVES)
 #: objectives that are fractions, better high, at most 1 (their reference lies below 1)
 FRACTION_OBJECTIVES = ("fault_tolerance", "availability")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
