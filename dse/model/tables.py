@@ -230,10 +230,11 @@ def _flash_attention(ops, kernel: np.ndarray, useful: np.ndarray, chiplets, prec
     if not len(fused) or not gpus:
         return
     at = arch.costing.math_precision("attn_score", precision)
-    M, N, K, batch = (ops[k].to_numpy(float)[fused] for k in ("M", "N", "K", "batch"))
+    dims = {k: ops[k].to_numpy(float)[fused] for k in ("M", "N", "K", "batch")}
     for j in gpus:
         for i, row in enumerate(fused):
-            t, steps = arch.flash_attention(chiplets[j], M[i], N[i], K[i], max(batch[i], 1.0), useful[row], at)
+            t, steps = arch.flash_attention(chiplets[j], dims["M"][i], dims["N"][i], dims["K"][i],
+                                            max(dims["batch"][i], 1.0), useful[row], at)
             op_time[kernel[row], j] = t
             op_inv[kernel[row], j] = 1.0 / max(steps, 1.0)
 
