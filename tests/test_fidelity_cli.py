@@ -130,7 +130,7 @@ def test_gemm_figures_are_the_docs_tables(report):
     for source in gemm.SOURCES:
         errors = report["gemm"]["geomean_error_by_metric"][source]
         for name in ("calibration", "validation"):
-            assert f"{errors[name]:.1%}" == summary_error(section(text, f"**{source}**"), name)
+            assert f"{errors[name]:.1%}" == summary_error(text.split(f"**{source}**", 1)[1], name)
 
 
 def test_every_suite_reports_its_errors(report):
