@@ -8,6 +8,7 @@ from .chiplet import (DATAFLOWS, KINDS, Chiplet, CpuChiplet, GpuChiplet, Reconfi
 from .costing import CostTable, MatrixCost, gemm_report, matrix_costs, op_costs
 from .energy import peak_dynamic_power_w
 from .errors import ArchError
+from .gpu import flash_attention
 from .packaging import PACKAGE_COST_PARTS, PACKAGINGS, package_cost, package_cost_parts, packaging_params
 from .power import idle_power_w
 from .presets import build_chiplet, preset, preset_names, preset_spec

@@ -37,6 +37,7 @@ from .technology import precisions
 #: fitted field -> (dataclass attribute, scale from the friendly unit, lower, upper bound)
 FIELDS = {
     "max_efficiency": ("max_efficiency", 1.0, 0.2, 1.0),
+    "tile_overhead_us": ("tile_overhead_s", 1e-6, 0.0, 50.0),
     "mem_efficiency": ("mem_efficiency", 1.0, 0.2, 1.0),
     "kernel_overhead_us": ("kernel_overhead_s", 1e-6, 0.0, 500.0),
     "dispatch_us": ("dispatch_s", 1e-6, 0.0, 500.0),
@@ -47,10 +48,12 @@ FIELDS = {
 #: time per kernel. ``kernel+launch+dispatch``: wall clock of kernels the host issues one at a time
 #: (eager PyTorch), which alone holds the host's dispatch time.
 INCLUDES = {
-    "kernel": ("max_efficiency", "mem_efficiency", "kernel_overhead_us"),
-    "kernel+launch": ("max_efficiency", "mem_efficiency", "kernel_overhead_us"),
+    "kernel": ("max_efficiency", "tile_overhead_us", "mem_efficiency", "kernel_overhead_us"),
+    "kernel+launch": ("max_efficiency", "tile_overhead_us", "mem_efficiency", "kernel_overhead_us"),
     "kernel+launch+dispatch": tuple(FIELDS),
 }
+#: fields of GPU-like chiplets only (their tiles and waves, arch.gpu)
+GPU_ONLY = ("max_efficiency", "tile_overhead_us")
 #: taken when a file declares nothing
 DEFAULT_INCLUDES = "kernel"
 COLUMNS = ("M", "N", "K", "batch", "precision", "measured_us")
@@ -104,7 +107,7 @@ def read_includes(path: str | Path, rows: pd.DataFrame) -> tuple[str, bool]:
 
 def measured_fields(ch: Chiplet, includes: str) -> tuple[str, ...]:
     """The fields times that include ``includes`` measure on ``ch`` (max_efficiency on GPU-like chiplets only)."""
-    return tuple(f for f in INCLUDES[includes] if f != "max_efficiency" or isinstance(ch, GpuChiplet))
+    return tuple(f for f in INCLUDES[includes] if f not in GPU_ONLY or isinstance(ch, GpuChiplet))
 
 
 def predict_us(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float) -> np.ndarray:
@@ -147,8 +150,9 @@ def fit(ch: Chiplet, rows: pd.DataFrame, memory_bandwidth_Bps: float,
         outside = [f for f in fields if f not in INCLUDES[includes]]
         if outside:
             raise ArchError(f"cannot fit {outside[0]!r}: times that include {includes} do not measure it")
-    if "max_efficiency" in fields and not isinstance(ch, GpuChiplet):
-        raise ArchError(f"chiplet {ch.name!r}: max_efficiency is fitted on GPU-like chiplets only")
+    gpu_only = [f for f in fields if f in GPU_ONLY]
+    if gpu_only and not isinstance(ch, GpuChiplet):
+        raise ArchError(f"chiplet {ch.name!r}: {gpu_only[0]} is fitted on GPU-like chiplets only")
     measured = rows["measured_us"].to_numpy(float)
     lower = np.array([FIELDS[f][2] for f in fields])
     upper = np.array([FIELDS[f][3] for f in fields])

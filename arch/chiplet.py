@@ -179,8 +179,10 @@ class SystolicChiplet(Chiplet):
 class GpuChiplet(Chiplet):
     """SMs with tensor cores. ``tensor_flops_per_sm_cycle`` maps precision -> dense FLOPs per SM per
     clock; ``max_efficiency`` is the fraction of peak a large, wave-aligned GEMM sustains (clock and
-    power throttling, instruction overhead). Area counts ``die_sms`` (default ``sms``): products
-    often ship with SMs fused off."""
+    power throttling, instruction overhead); ``tile_overhead_s`` each thread block's prologue and epilogue
+    (arch.gpu); ``sfu_per_sm`` the exponentials an SM computes a clock and ``attention_overhead_s`` a fused
+    attention kernel's fixed time (arch.gpu.flash_attention). Area counts ``die_sms`` (default ``sms``):
+    products often ship with SMs fused off."""
 
     kind: ClassVar[str] = "gpu"
     sms: int
@@ -190,6 +192,9 @@ class GpuChiplet(Chiplet):
     fp32_lanes_per_sm: int = 128
     max_efficiency: float = 0.8
     precision_efficiency: dict = field(default_factory=dict)
+    tile_overhead_s: float = 0.0
+    sfu_per_sm: int = 16
+    attention_overhead_s: float = 0.0
     die_sms: int = 0
     io_area_mm2: float = 0.0
     sm_area_mm2: float = 0.0           # 0: the node's gpu_sm_area_mm2
@@ -205,6 +210,9 @@ class GpuChiplet(Chiplet):
                                                 f"allowed: {', '.join(precisions())}")
             _need(v > 0, self.name, f"tensor_flops_per_sm_cycle.{p} must be positive")
         _need(0 < self.max_efficiency <= 1, self.name, "max_efficiency must be in (0, 1]")
+        _need(0 <= self.tile_overhead_s < 1e-3 and 0 <= self.attention_overhead_s < 1e-3, self.name,
+              "tile_overhead_us and attention_overhead_us must be in [0, 1000)")
+        _need(self.sfu_per_sm >= 1, self.name, f"sfu_per_sm must be >= 1, got {self.sfu_per_sm}")
         for p, v in self.precision_efficiency.items():
             _need(p in precisions() and isinstance(v, (int, float)) and 0 < v <= 1, self.name,
                   f"precision_efficiency.{p}: a precision ({', '.join(precisions())}) and a fraction in (0, 1]")

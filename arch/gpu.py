@@ -11,6 +11,12 @@ that fill its pipeline; the whole is divided by ``max_efficiency``, the fraction
 (measured: 85.9 % on A100 SXM, 80.1 % on H100 SXM, "maximum achievable matmul FLOPS", S. Bekman,
 ml-engineering, compute/accelerator/README.md).
 
+Each thread block (a tile, or a K slice of one under split-K) also takes ``tile_overhead_s``: its prologue
+(the K pipeline's first loads) and epilogue (the output tile's store), which do not overlap its MACs; that
+is what makes a GEMM of short K reach less of peak than one of long K (Vidur's H100 kernels: 72 % at
+K = 4,096, 86 % at K = 11,008; LLMCompass's A100 sweep: 78 % at K = 2,048, 89 % at K = 12,288).
+`dse calibrate` fits it (``tile_overhead_us``) with ``max_efficiency``.
+
 Traffic: a wave computes a near-square block of bm x bn tiles; A is re-read once per block column
 and B once per block row, unless the operand fits in half the L2 (then it is read once); split-K
 partial sums stay in L2 when they fit half of it. Shared
@@ -35,7 +41,8 @@ N_GPU_FIELDS = len(GPU_FIELDS)
 
 
 @nb.njit(cache=True)
-def gpu_gemm(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes, out):
+def gpu_gemm(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes, tile_cycles,
+             out):
     """Fill ``out[:N_GPU_FIELDS]`` for ``batch`` independent GEMMs run as one batched kernel."""
     best = np.inf
     for t in range(TILES.shape[0]):
@@ -52,7 +59,7 @@ def gpu_gemm(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, 
         waves = math.ceil(units / sms)
         k_unit = math.ceil(K / split)
         per_unit = 2.0 * mt * nt * max(k_unit, STAGES * K_SLICE) / flops_per_sm_cycle
-        cycles = waves * per_unit / max_efficiency
+        cycles = waves * (per_unit / max_efficiency + tile_cycles)
         if cycles < best:
             best = cycles
             out[0] = cycles
@@ -80,11 +87,70 @@ def gpu_gemm(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, 
 
 
 @nb.njit(cache=True)
-def gpu_batch(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes, out):
+def gpu_batch(M, N, K, batch, sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes, tile_cycles,
+              out):
     """Every (batched) GEMM i on one GPU: ``out[i, :N_GPU_FIELDS]``."""
     for i in range(M.shape[0]):
-        gpu_gemm(M[i], N[i], K[i], batch[i], sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes, out[i])
+        gpu_gemm(M[i], N[i], K[i], batch[i], sms, flops_per_sm_cycle, max_efficiency, l2_bytes, smem_bytes, elem_bytes,
+                 tile_cycles, out[i])
     return out
+
+
+#: a FlashAttention thread block's query rows and KV rows per step (FlashAttention-2 and -3 forward, head
+#: dim 128: 128 x 128 on A100 and H100; 64 x 64 where Q and two stages of K and V do not fit shared memory)
+ATTENTION_TILES = (128.0, 64.0)
+#: the tensor cores' smallest M: a block of fewer query rows (decode) computes 64 (Hopper wgmma m64)
+MIN_ROWS = 64.0
+
+
+@nb.njit(cache=True)
+def gpu_attention(mq, nk, d, bh, share, sms, flops_per_sm_cycle, max_efficiency, sfu_per_sm, smem_bytes, elem_bytes,
+                  tile_cycles):
+    """(cycles, thread blocks, KV steps of the longest) of one fused attention kernel (`flash_attention`)."""
+    br = ATTENTION_TILES[-1]
+    for t in ATTENTION_TILES:
+        if (t + 4.0 * t) * d * elem_bytes <= smem_bytes:
+            br = t
+            break
+    q_blocks = math.ceil(mq / br)
+    kv_blocks = math.ceil(nk / br)
+    blocks = bh * q_blocks
+    splits = 1.0
+    if blocks < sms:                                        # split-KV (flash-decoding) fills the SMs
+        splits = max(1.0, min(math.floor(sms / blocks), kv_blocks))
+    block_share = 1.0 if share >= 1.0 else min(1.0, share + 0.5 / kv_blocks)
+    chain = math.ceil(kv_blocks / splits)                   # the longest block: the last query rows, causal
+    visits = blocks * kv_blocks * block_share
+    steps = max(chain, visits / sms)                        # longest-first scheduling's makespan
+    rows = max(min(mq, br), MIN_ROWS)
+    step = 4.0 * rows * br * d / flops_per_sm_cycle / max_efficiency + rows * br / sfu_per_sm
+    units = blocks * splits
+    return steps * step + math.ceil(units / sms) * tile_cycles, units, steps
+
+
+def flash_attention(ch, M, N, K, batch, share, precision: str) -> tuple[float, float]:
+    """(seconds, pipeline steps) of one fused attention kernel on a GpuChiplet: scores ``batch`` x (M x K)
+    @ (K x N) (M query rows per KV head: tokens x the GQA group; N keys; K the head dim), softmax and the
+    weighted values, ``share`` of the M x N pairs unmasked (causal: about half).
+
+    FlashAttention (Dao, FlashAttention-2, 2023, sections 3.1-3.2; Shah et al., FlashAttention-3, 2024): one
+    thread block per 128 query rows of a head loops over 128-key blocks (`ATTENTION_TILES`); each step
+    runs the two GEMMs at the SM's tensor-core rate x ``max_efficiency`` and one exponential per score on
+    the SM's special-function units (``sfu_per_sm``, 16 a clock on compute capability 7.0-9.0: CUDA C
+    Programming Guide, arithmetic instruction throughput; FlashAttention-3 section 3: the exponentials take
+    half the GEMMs' time at head dim 128), in series. Causal blocks skip the fully masked key blocks, so
+    the last query rows' block is the longest: with longest-first scheduling (FlashAttention-3's causal
+    scheduling) the kernel takes max(that chain, all steps / SMs) steps. Too few blocks to fill the SMs
+    (decode) split the keys (flash-decoding, Dao et al. 2023), their partial results combined at the end. Plus ``tile_overhead_s``
+    per wave of blocks (its prologue and epilogue) and ``attention_overhead_s``, the kernel's fixed time
+    beyond ``kernel_overhead_s`` (the first Q, K and V loads' latency, the output's normalisation and
+    store, the split-KV combine), which a batch-1 kernel of any length takes (11-14 us on an H200)."""
+    from .technology import precision_bytes
+    cycles, _, steps = gpu_attention(float(M), float(N), float(K), float(batch), float(share), float(ch.sms),
+                                     ch.sm_flops_per_cycle(precision), ch.efficiency(precision), float(ch.sfu_per_sm),
+                                     float(ch.smem_bytes_per_sm), precision_bytes(precision),
+                                     ch.tile_overhead_s * ch.freq_hz)
+    return cycles / ch.freq_hz + ch.attention_overhead_s, steps
 
 
 def simulate_gpu(M, N, K, ch, precision: str, batch=1.0) -> np.ndarray:
@@ -94,4 +160,5 @@ def simulate_gpu(M, N, K, ch, precision: str, batch=1.0) -> np.ndarray:
     batch = np.broadcast_to(np.asarray(batch, dtype=float), M.shape).copy()
     out = np.zeros((M.shape[0], N_GPU_FIELDS))
     return gpu_batch(M, N, K, batch, float(ch.sms), ch.sm_flops_per_cycle(precision), ch.efficiency(precision),
-                     float(ch.l2_bytes), float(ch.smem_bytes_per_sm), precision_bytes(precision), out)
+                     float(ch.l2_bytes), float(ch.smem_bytes_per_sm), precision_bytes(precision),
+                     ch.tile_overhead_s * ch.freq_hz, out)

@@ -25,7 +25,7 @@ KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
                  "weight_buffering"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
-            "max_efficiency", "precision_efficiency", "io_area_mm2", "sm_area_mm2"),
+            "max_efficiency", "precision_efficiency", "tile_overhead_us", "sfu_per_sm", "attention_overhead_us", "io_area_mm2", "sm_area_mm2"),
     "cpu": ("cores", "simd_bits", "fma_units", "llc_mb", "max_efficiency", "core_area_mm2", "instruction_pj"),
 }
 KIND_FIELDS["reconfigurable"] = KIND_FIELDS["systolic"] + ("modes", "reconfig_us", "reconfig_uj",
@@ -36,7 +36,8 @@ _SCALE = {"freq_ghz": ("freq_hz", 1e9), "sram_mb": ("sram_bytes", MIB), "l2_mb":
           "llc_mb": ("llc_bytes", MIB), "smem_kb_per_sm": ("smem_bytes_per_sm", 1024.0),
           "reconfig_us": ("reconfig_s", 1e-6), "reconfig_uj": ("reconfig_j", 1e-6),
           "kernel_overhead_us": ("kernel_overhead_s", 1e-6), "dispatch_us": ("dispatch_s", 1e-6),
-          "sequence_us": ("sequence_s", 1e-6)}
+          "sequence_us": ("sequence_s", 1e-6), "tile_overhead_us": ("tile_overhead_s", 1e-6),
+          "attention_overhead_us": ("attention_overhead_s", 1e-6)}
 
 
 @lru_cache(maxsize=1)

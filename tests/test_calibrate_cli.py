@@ -32,7 +32,7 @@ def test_kernel_times_leave_dispatch_at_the_preset(dse_cli, tmp_path):
     r = json.loads(out)
     assert "dispatch_us" not in r["fitted"]
     assert r["held"] == {"dispatch_us": C.current(arch.preset("h100-like"), "dispatch_us")}
-    assert set(r["fitted"]) == {"max_efficiency", "mem_efficiency", "kernel_overhead_us"}
+    assert set(r["fitted"]) == {"max_efficiency", "tile_overhead_us", "mem_efficiency", "kernel_overhead_us"}
     assert r["includes"] == "kernel" and r["includes_declared"] is True
     code, out, _ = _calibrate(dse_cli, path)
     text = " ".join(out.split())
@@ -69,7 +69,7 @@ def test_dispatch_is_fitted_from_wall_clock_times(dse_cli):
     assert r["includes"] == "kernel+launch+dispatch"
     assert r["fitted"] == pytest.approx({"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2},
                                         abs=0.06)
-    assert set(r["held"]) == {"kernel_overhead_us"}
+    assert set(r["held"]) == {"kernel_overhead_us", "tile_overhead_us"}
 
 
 @pytest.mark.parametrize("header,extra,words", [

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dse.cli import cli
-from dse.validation import energy, gpu, h200, serving, training
+from dse.validation import energy, gemm, gpu, h200, serving, training
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,8 +120,21 @@ def test_h200_figures_are_the_docs_tables(report):
         assert [c["set"], f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.3f}"] == r[1:5], r[0]
 
 
+def test_gemm_figures_are_the_docs_tables(report):
+    text = section(ROOT / "docs" / "validation.md", *gemm.MARKERS)
+    cases = report["gemm"]["cases"]
+    rows = [r for r in table_rows(text) if r[0] not in gemm.SOURCES and r[0] != "source"]
+    assert len(rows) == len(cases)
+    for r, c in zip(rows, cases):
+        assert [c["id"], c["set"], f"{c['measured']:.4g}", f"{c['modelled']:.4g}", f"{c['ratio']:.3f}"] == r[:5]
+    for source in gemm.SOURCES:
+        errors = report["gemm"]["geomean_error_by_metric"][source]
+        for name in ("calibration", "validation"):
+            assert f"{errors[name]:.1%}" == summary_error(text.split(f"**{source}**", 1)[1], name)
+
+
 def test_every_suite_reports_its_errors(report):
-    assert set(report) == {"gpu", "energy", "serving", "serving-runs", "training", "h200"}
+    assert set(report) == {"gpu", "energy", "serving", "serving-runs", "training", "h200", "gemm"}
     for name, suite in report.items():
         assert suite["cases"] and math.isfinite(suite["geomean_error"]["validation"]), name
         for case in suite["cases"]:

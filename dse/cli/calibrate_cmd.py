@@ -34,9 +34,9 @@ MAX_BANDWIDTH_GBPS = 1e6          # 1 PB/s: far beyond any memory attached to on
 @click.option("--json", "as_json", is_flag=True, help="print the fit and every row as JSON")
 @compiles("calibrate")
 def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out, force, as_json):
-    """Fit a preset chiplet's efficiency, memory efficiency, kernel overhead and dispatch time to measured
-    GEMM latencies (scipy least squares on log ratios), print each row's error and write a chiplet a study
-    can use under hardware.chiplets. Only what the times include is fitted (dispatch only from times
+    """Fit a preset chiplet's efficiency, thread-block overhead, memory efficiency, kernel overhead and dispatch
+    time to measured GEMM latencies (scipy least squares on log ratios), print each row's error and write a
+    chiplet a study can use under hardware.chiplets. Only what the times include is fitted (dispatch only from times
     that hold the host's dispatch); the other parameters keep the preset's values, and the output says
     which were fitted and which held."""
     if chiplet_name not in arch.preset_names():
@@ -55,7 +55,8 @@ def calibrate_cmd(chiplet_name, measurements, memory_bandwidth_gbps, fields, out
     chosen = _fields(chiplet, chosen, includes, declared, measurements)
     fitted, report = C.fit(chiplet, rows, memory_bandwidth_gbps * 1e9, chosen, includes)
     values = {f: round(float(C.current(fitted, f)), 6) for f in chosen}
-    held = {f: round(float(C.current(chiplet, f)), 6) for f in C.FIELDS if f not in chosen}
+    held = {f: round(float(C.current(chiplet, f)), 6) for f in C.FIELDS
+            if f not in chosen and hasattr(chiplet, C.FIELDS[f][0])}
     source = f"the file declares 'includes: {includes}'" if declared else \
         f"the file declares nothing: taken as 'includes: {includes}'"
     error = C.geomean_error(report)

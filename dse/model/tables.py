@@ -130,6 +130,8 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     fused_row[np.flatnonzero(fused_row) - 1] = True
     useful = _useful_share(ops.iloc[op_order])
     op_time = by_kernel(kernel, costs.time_s[op_order] * np.where(fused_row, useful, 1.0)[:, None])
+    op_inv = 1.0 / costs.overlap_steps[op_order][first]
+    _flash_attention(ops.iloc[op_order], kernel, useful, chiplets, precision, op_time, op_inv)
     other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
     nodes = wl.graph.nodes
     out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
@@ -184,7 +186,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_defect_density_per_cm2=np.array([c.tech().defect_density_per_cm2 for c in chiplets], dtype=float),
         op_ptr=op_ptr, op_time_s=op_time, op_weight_bytes=op_w,
         op_other_bytes=by_kernel(kernel, costs.dram_bytes[op_order]) - op_w[:, None],
-        op_prob=prob[op_order][first], op_inv_steps=1.0 / costs.overlap_steps[op_order][first],
+        op_prob=prob[op_order][first], op_inv_steps=op_inv,
         op_energy_j=by_kernel(kernel, costs.energy_j[op_order]),
         kind_power_limit_w=np.array([c.power_limit_w for c in chiplets], dtype=float),
         kind_voltage_floor=np.array([c.voltage_floor for c in chiplets], dtype=float),
@@ -215,6 +217,27 @@ def kernels_of(names: np.ndarray, units: np.ndarray, fused_attention: bool) -> n
 def first_rows(kernel: np.ndarray) -> np.ndarray:
     """Index of each kernel's first row."""
     return np.flatnonzero(np.diff(np.r_[-1, kernel]) > 0)
+
+
+def _flash_attention(ops, kernel: np.ndarray, useful: np.ndarray, chiplets, precision: str, op_time: np.ndarray,
+                     op_inv: np.ndarray) -> None:
+    """A fused attention kernel on a GPU-like chiplet takes FlashAttention's time (arch.gpu.flash_attention:
+    thread blocks of query rows stepping over key blocks, exponentials on the SFUs, split-KV for decode,
+    its fixed time) instead of its operators' GEMM times: ``op_time`` and ``op_inv`` (1 / pipeline steps)
+    of those kernels, in place."""
+    names = ops["name"].to_numpy()
+    fused = np.flatnonzero((names == "attn_score") & (np.r_[kernel[1:], -1] == kernel))
+    gpus = [j for j, ch in enumerate(chiplets) if isinstance(ch, arch.GpuChiplet)]
+    if not len(fused) or not gpus:
+        return
+    at = arch.costing.math_precision("attn_score", precision)
+    dims = {k: ops[k].to_numpy(float)[fused] for k in ("M", "N", "K", "batch")}
+    for j in gpus:
+        for i, row in enumerate(fused):
+            t, steps = arch.flash_attention(chiplets[j], dims["M"][i], dims["N"][i], dims["K"][i],
+                                            max(dims["batch"][i], 1.0), useful[row], at)
+            op_time[kernel[row], j] = t
+            op_inv[kernel[row], j] = 1.0 / max(steps, 1.0)
 
 
 def by_kernel(kernel: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -12,11 +12,12 @@ limit, 122 W idle) with 6 HBM3e stacks at 6.25 Gb/s per pin (4.8 TB/s, the datas
   model of arch.calibrate (`predict_us`: tiles, waves, split-K, roofline, kernel overhead) at 4.8 TB/s.
   Kernels timed back to back for well under the power-limit window: the full clock, no throttling.
 - ``attention``: one fused GQA attention kernel (32 query and 8 KV heads of 128), prefill (causal) and
-  decode, the step model's own kernel (dse.model.tables: Q.K^T, softmax and P.V in one kernel, its
-  unmasked share of the tiles) on the same GPU.
+  decode, the step model's own kernel (dse.model.tables: FlashAttention's blocks, arch.gpu.flash_attention)
+  on the same GPU, its KV and activations read at 4.8 TB/s x ``mem_efficiency`` as the GEMM rows.
 
 What was fitted (set ``calibration``): the h200-like preset's ``max_efficiency``, ``mem_efficiency`` and
-``kernel_overhead_us`` on the bf16 GEMMs of M = 1, 512 and 2,048 (`GEMM_CALIBRATION_M`, `dse calibrate`);
+``kernel_overhead_us`` on the bf16 GEMMs of M = 1, 512 and 2,048 (`GEMM_CALIBRATION_M`, `dse calibrate`); its
+``attention_overhead_us`` on the four batch-1 attention kernels under 20 us (`ATTENTION_CALIBRATION`);
 its ``overrides.mac_energy_pj`` (6.57 x the 5 nm node's: the tensor cores' switching energy per MAC) on the
 Llama-2-7B prefill of 8,192 tokens, through the clock its power limit leaves; the ``pytorch-graphs``
 stack's ``kernel_overhead_us`` (7.48: plain PyTorch's unfused kernels) on the decode of one sequence at
@@ -51,6 +52,10 @@ CALIBRATION = {"step-prefill-b1-c8192", "step-decode-b1-c1024"}
 GEMM_CALIBRATION_M = (1, 512, 2048)
 #: the software of the measured steps (dse.validation.gpu.STACKS)
 STACK = "pytorch-graphs"
+#: attention rows the h200-like preset's ``attention_overhead_us`` was fitted on (`fit_attention_overhead_us`):
+#: the four batch-1 kernels under 20 us, whose time is the kernel's floor; the eight others are checks
+ATTENTION_CALIBRATION = {"attn-prefill-b1-c128", "attn-prefill-b1-c512", "attn-decode-b1-c1024",
+                         "attn-decode-b1-c4096"}
 
 
 def _csv(name: str) -> pd.DataFrame:
@@ -103,9 +108,30 @@ def attention_modelled_us(row) -> float:
     names = t.workload.ops.query(f"unit == '{t.unit_names[u]}'")["name"].tolist()
     kernel = int(t.op_ptr[u]) + _kernel_index(names)
     moved = t.op_weight_bytes[kernel] + t.op_other_bytes[kernel, 0]
-    bandwidth = GPU["stacks"] * t.hbm_bw_Bps * ch.mem_efficiency
+    bandwidth = BANDWIDTH_BPS * ch.mem_efficiency            # as the GEMM rows: the kernel at 4.8 TB/s
     return 1e6 * kernel_time_s(t.op_time_s[kernel, 0], moved / bandwidth, t.op_inv_steps[kernel, 0],
                                ch.kernel_overhead_s, 0.0)
+
+
+def fit_attention_overhead_us() -> float:
+    """The h200-like ``attention_overhead_us`` that minimises the squared log error of the
+    `ATTENTION_CALIBRATION` rows (scipy's bounded scalar minimisation on 0-50 us)."""
+    from scipy.optimize import minimize_scalar
+
+    rows = [r for r in _csv("attention_bf16").itertuples()
+            if f"attn-{r.phase}-b{r.batch}-c{r.context}" in ATTENTION_CALIBRATION]
+    saved = gpu.STACKS["graphs"].get("h200")
+
+    def cost(us: float) -> float:
+        gpu.STACKS["graphs"]["h200"] = {**(saved or {}), "attention_overhead_us": us}
+        return sum(np.log(attention_modelled_us(r) / r.measured_us) ** 2 for r in rows)
+    try:
+        return float(minimize_scalar(cost, bounds=(0.0, 50.0), method="bounded", options={"xatol": 0.01}).x)
+    finally:
+        if saved is None:
+            gpu.STACKS["graphs"].pop("h200", None)
+        else:
+            gpu.STACKS["graphs"]["h200"] = saved
 
 
 def _kernel_index(names: list[str]) -> int:
@@ -121,6 +147,7 @@ def _kernel_index(names: list[str]) -> int:
 
 def _set(row: dict) -> str:
     fitted = (row["id"] in CALIBRATION if row["figure"] == "step" else
+              row["id"] in ATTENTION_CALIBRATION if row["figure"] == "attention" else
               row["figure"] == "gemm-bf16" and row["m"] in GEMM_CALIBRATION_M)
     return "calibration" if fitted else "validation"
 

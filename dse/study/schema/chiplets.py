@@ -68,6 +68,9 @@ class ChipletSpec(StrictModel):
     fp32_lanes_per_sm: PositiveInt = 128
     max_efficiency: float = Field(default=0.8, gt=0, le=1)
     precision_efficiency: dict[str, float] = Field(default_factory=dict)
+    tile_overhead_us: float = Field(default=0.0, ge=0, lt=1000)
+    sfu_per_sm: PositiveInt = 16
+    attention_overhead_us: float = Field(default=0.0, ge=0, lt=1000)
     mem_efficiency: float = Field(default=1.0, gt=0, le=1)
     kernel_overhead_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
