@@ -83,6 +83,10 @@ STACKS: dict[str, dict] = {
 }
 
 
+#: stacks that run plain PyTorch's elementwise kernels (workload.elementwise) unless a case says otherwise
+PLAIN_KERNELS = {"pytorch-graphs": "unfused"}
+
+
 def case_study(case: dict, technology: dict | None = None):
     """The study of one case (see module docstring); ``technology`` overrides node figures of its chiplet."""
     from ..study.spec import Study
@@ -104,7 +108,7 @@ def case_study(case: dict, technology: dict | None = None):
         "workload": {"model": case["model"], "phase": case["phase"], "batch": int(case["batch"]),
                      "context": int(case["context"]), "precision": case["precision"], "tp": p,
                      "attention": case.get("attention", "unfused"),
-                     "elementwise": case.get("elementwise", "fused")},
+                     "elementwise": case.get("elementwise", PLAIN_KERNELS.get(case.get("stack"), "fused"))},
         "hardware": {"chiplets": [chiplet],
                      "memory": [{"kind": gpu["memory"], "stacks": [gpu["stacks"] * p] * 2,
                                  "overrides": {"data_rate_gbps": gpu["data_rate_gbps"]}}],
