@@ -182,7 +182,8 @@ class GpuChiplet(Chiplet):
     power throttling, instruction overhead); ``tile_overhead_s`` each thread block's prologue and epilogue
     (arch.gpu); ``sfu_per_sm`` the exponentials an SM computes a clock and ``attention_overhead_s`` a fused
     attention kernel's fixed time (arch.gpu.flash_attention). Area counts ``die_sms`` (default ``sms``):
-    products often ship with SMs fused off."""
+    products often ship with SMs fused off. ``l2_bytes_per_cycle``: the L2's bandwidth per clock, at which
+    an elementwise kernel moves its operands when they stay on chip (0: not modelled)."""
 
     kind: ClassVar[str] = "gpu"
     sms: int
@@ -199,6 +200,7 @@ class GpuChiplet(Chiplet):
     io_area_mm2: float = 0.0
     sm_area_mm2: float = 0.0           # 0: the node's gpu_sm_area_mm2
     d2d_phys: int = 0
+    l2_bytes_per_cycle: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -218,7 +220,8 @@ class GpuChiplet(Chiplet):
                   f"precision_efficiency.{p}: a precision ({', '.join(precisions())}) and a fraction in (0, 1]")
         _need(self.l2_bytes > 0 and self.smem_bytes_per_sm > 0, self.name, "l2_bytes and smem_bytes_per_sm must be positive")
         _need(self.die_sms == 0 or self.die_sms >= self.sms, self.name, "die_sms must be >= sms")
-        _need(self.io_area_mm2 >= 0 and self.sm_area_mm2 >= 0, self.name, "io_area_mm2 and sm_area_mm2 must be >= 0")
+        _need(self.io_area_mm2 >= 0 and self.sm_area_mm2 >= 0 and self.l2_bytes_per_cycle >= 0, self.name,
+              "io_area_mm2, sm_area_mm2 and l2_bytes_per_cycle must be >= 0")
 
     def default_lanes(self) -> int:
         return self.sms * self.fp32_lanes_per_sm

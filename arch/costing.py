@@ -7,7 +7,8 @@ evaluation becomes lookups. Per operator row and chiplet:
   matrix engine: systolic arrays (arch.systolic; the N columns split over the chiplet's arrays, stall
   free: DRAM bandwidth is the study's business), GPU tensor cores (arch.gpu), CPU SIMD (arch.cpu);
   a reconfigurable chiplet uses whichever of its two modes finishes first after paying the switch;
-* vector operators take ``max(flops, elements) / lanes`` cycles on the elementwise unit;
+* vector operators take ``max(flops, elements) / lanes`` cycles on the elementwise unit, on a GPU never
+  less than their operands' bytes over its L2 bandwidth (`on_chip_Bps`);
 * ``energy_j``: MAC, SRAM and register energy (arch.energy);
 * ``dram_bytes``: weights and KV-cache reads come from memory as often as the engine re-fetches its
   weight-side operand (1x when it fits on chip); KV writes always; activations only when input plus
@@ -60,6 +61,15 @@ class MatrixCost:
     dram_c_bytes: np.ndarray        # outputs (and spilled partial sums)
     mode: np.ndarray
     steps: np.ndarray | None = None  # load/compute pipeline steps per processor (None: perfect overlap)
+
+
+def on_chip_Bps(ch: Chiplet) -> float:
+    """Bandwidth at which an elementwise kernel moves operands that stay on chip: a GPU's L2 bytes per
+    clock x clock (A100 and H100: 5,120 B per clock, 7.2 and 9.0 TB/s; Table 3 of PMC10448217, from
+    NVIDIA's whitepapers); inf where not modelled (the vector lanes bound it)."""
+    if isinstance(ch, GpuChiplet) and ch.l2_bytes_per_cycle > 0:
+        return ch.l2_bytes_per_cycle * ch.freq_hz
+    return np.inf
 
 
 def on_chip_bytes(ch: Chiplet) -> float:
@@ -203,8 +213,8 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
                 out["overlap_steps"][mm, j] = mc.steps
         if len(vec):
             work = np.maximum(flops[vec], elements[vec])
-            t = work / ch.vector_flops()
             moved = act_in[vec] + act_out[vec]
+            t = np.maximum(work / ch.vector_flops(), moved / on_chip_Bps(ch))
             out["time_s"][vec, j] = t
             out["energy_j"][vec, j] = energy.vector_energy_j(ch, flops[vec], moved)
             out["sram_bytes"][vec, j] = moved

@@ -12,11 +12,13 @@ from .workload import AFFINITY_COLUMNS, OP_COLUMNS, Workload
 
 def extract(model: str, phase: str = "decode", batch: int = 1, context: int = 2048, precision: str = "bf16",
             routing: dict | None = None, per_layer: bool = False, seed: int = 0, tp: int = 1,
-            kv_precision: str | None = None, expert_tp: bool = False, fused_attention: bool = False) -> Workload:
+            kv_precision: str | None = None, expert_tp: bool = False, fused_attention: bool = False,
+            unfused_elementwise: bool = False) -> Workload:
     """Operator trace of one step of a preset or HuggingFace config.json (see `extract_transformer`)."""
     return extract_transformer(load_model(model), phase=phase, batch=batch, context=context,
                                precision=precision, routing=routing, per_layer=per_layer, seed=seed, tp=tp,
-                               kv_precision=kv_precision, expert_tp=expert_tp, fused_attention=fused_attention)
+                               kv_precision=kv_precision, expert_tp=expert_tp, fused_attention=fused_attention,
+                               unfused_elementwise=unfused_elementwise)
 
 
 __all__ = ["ModelConfig", "Workload", "WorkloadError", "OP_COLUMNS", "AFFINITY_COLUMNS", "PHASES",

@@ -34,7 +34,6 @@ Activations and the KV cache are stored at the weight precision, but never below
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +43,8 @@ from .builder import Builder
 from .config import ModelConfig
 from .errors import WorkloadError
 from .precision import bytes_per_element
-from .routing import Router, touch_probability
+from .layers import ffn_ops, kv_copy, moe_units, norm_scale, rope_ops
+from .routing import Router
 from .workload import AFFINITY_COLUMNS, Workload, summarize
 
 PHASES = ("prefill", "decode", "train")
@@ -52,7 +52,6 @@ RMSNORM_FLOPS_PER_ELEMENT = 4      # square, sum, scale, multiply by weight
 LAYERNORM_FLOPS_PER_ELEMENT = 8    # mean, subtract, square, sum, scale, multiply, add bias
 SOFTMAX_FLOPS_PER_ELEMENT = 5      # max, subtract, exp, sum, divide
 ROPE_FLOPS_PER_ELEMENT = 3         # two multiplies and an add per rotated element
-ACTIVATION_FLOPS_PER_ELEMENT = 4   # SiLU/GELU and, when gated, the product with the up projection
 TOKEN_ID_BYTES = 4                 # int32 token ids handed to a model that embeds them itself
 AFFINITY_TOP_PER_EXPERT = 8        # affinity rows kept per source expert (largest lift)
 
@@ -98,7 +97,7 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                         seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
                         lm_head: bool = True, kv_precision: str | None = None, expert_tp: bool = False,
-                        fused_attention: bool = False) -> Workload:
+                        fused_attention: bool = False, unfused_elementwise: bool = False) -> Workload:
     """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
 
     ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
@@ -116,6 +115,9 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     ICLR 2024): its rows read Q, K, V and write the output only (dse.model.tables runs them as one kernel
     that skips the fully masked blocks); unfused (the default), the scores and probabilities are
     activations of their own operators, written and read back when they exceed the chip's capacity.
+    ``unfused_elementwise``: norms, RoPE, the KV cache write, SiLU and the MoE routing run as plain
+    PyTorch runs them, a kernel per elementwise step (workloads.layers); otherwise one kernel each, as
+    serving stacks' fused kernels run them.
     """
     check_step(phase, batch, context)
     _check_tp(cfg, tp, expert_tp)
@@ -131,7 +133,7 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     pairs = q_len * context - q_len * (q_len - 1) / 2.0        # unmasked (query, key) pairs per sequence
     st = _Step(cfg=cfg, phase=phase, batch=batch, context=context, precision=precision, T=batch * q_len,
                q_len=q_len, kv_len=context, useful=pairs / (q_len * context), abytes=abytes, kvbytes=kvbytes,
-               tp=tp, fused=fused_attention,
+               tp=tp, fused=fused_attention, unfused=unfused_elementwise,
                norm_flops=LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT,
                norm_w=2 * cfg.hidden if cfg.layernorm else cfg.hidden,
                kv_per_token_layer=cfg.kv_elements_per_token_layer * kvbytes)
@@ -180,6 +182,7 @@ class _Step:
     kvbytes: float
     tp: int
     fused: bool
+    unfused: bool
     norm_flops: int
     norm_w: int
     kv_per_token_layer: float
@@ -225,59 +228,23 @@ def _layer_group(b: Builder, st: _Step, stages: list[dict], first: int, count: i
     an = b.unit(attn, "attention", _new_stage(stages, f"{tag}.attention", count), count, sharded=True,
                 kv_bytes_per_token=kv_shard * count, tokens=st.T)
     b.vector(an, "attn_norm", st.T * cfg.hidden, st.norm_flops, count, weight_elements=st.norm_w, tokens=st.T)
-    (_mla_ops if cfg.mla else _gqa_ops)(b, cfg, an, st.phase, st.batch, st.T, st.q_len, st.kv_len, count,
-                                        st.useful, st.abytes, st.tp, st.kvbytes, st.fused)
+    norm_scale(b, an, st.T, cfg.hidden, count, st.unfused)
+    if cfg.mla:
+        _mla_ops(b, cfg, an, st.phase, st.batch, st.T, st.q_len, st.kv_len, count, st.useful, st.abytes, st.tp,
+                 st.kvbytes, st.fused)
+    else:
+        _gqa_ops(b, cfg, an, st, count)
     b.vector(an, "attn_residual", st.T * cfg.hidden, 1, count, tokens=st.T, reads_per_element=2.0)
     b.connect_many([(p, attn, nbytes) for p, nbytes in handoff.items()], 1)
 
     s = _new_stage(stages, f"{tag}.{'moe' if moe else 'ffn'}", count)
     if moe:
-        ffn_units = _moe_units(b, st, s, tag, first, count, an, router, expert_tp, moe_groups)
+        ffn_units = moe_units(b, st, s, tag, first, count, an, router, expert_tp, moe_groups)
     else:
         ffn_units = _dense_ffn(b, st, s, tag, count)
     b.connect_many([(attn, unit, nbytes) for unit, nbytes in ffn_units.items()], count)
     if count > 1:   # output returns to the next layer of the same group
         b.connect_many([(unit, attn, nbytes) for unit, nbytes in ffn_units.items()], count - 1)
-    return ffn_units
-
-
-def _moe_units(b: Builder, st: _Step, s: int, tag: str, first: int, count: int, an, router: Router,
-               expert_tp: bool, moe_groups: list) -> dict[str, float]:
-    """A MoE layer's FFN: norm, router and combine on the attention unit, one unit per routed expert
-    (whole, or ``tp`` shards with ``expert_tp``) and the shared experts; hand-off bytes per unit."""
-    cfg, T = st.cfg, st.T
-    h = cfg.hidden
-    ffn_units: dict[str, float] = {}       # logical unit -> hand-off bytes per occurrence
-    b.vector(an, "ffn_norm", T * h, st.norm_flops, count, weight_elements=st.norm_w, tokens=T)
-    E = cfg.experts
-    b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
-    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T,
-             weight_elements=E if cfg.router_bias else 0.0)
-    combined = cfg.top_k + cfg.shared_experts
-    b.vector(an, "moe_combine", T * combined * h, 2, count, tokens=T, reads_per_element=1.0)
-    q = router.q(first)
-    touched = touch_probability(q, T)
-    tokens = T * q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tokens_if_run = np.where(touched > 0, tokens / touched, 0.0)
-    units = [f"{tag}.e{e}" for e in range(E)]
-    shards = st.tp if expert_tp else 1
-    b.expert_units(units, "expert", s, count, np.arange(E), touched, q, tokens,
-                   _ffn_params(cfg, cfg.expert_width), shards=shards)
-    pieces = [n for u in units for n in b.logical[u]]
-    _ffn_ops(b, cfg, pieces, np.repeat(tokens_if_run, shards), cfg.expert_width // shards, count,
-             prob=np.repeat(touched, shards), expert=True, params=False)
-    for u, t in zip(units, tokens):
-        ffn_units[u] = t * h * st.abytes
-    moe_groups.append((first, units))
-    if cfg.shared_experts:
-        shared = f"{tag}.shared"
-        sn = b.unit(shared, "shared_expert", s, count, sharded=True, tokens=T)
-        _ffn_ops(b, cfg, sn, T, cfg.shared_width // st.tp, count, split=True)
-        if cfg.shared_gate:
-            b.gemm(sn, "shared_gate", T, h, 1, count, tokens=T, split=False)
-            b.vector(sn, "shared_gate_sigmoid", T * h, 2, count, tokens=T)
-        ffn_units[shared] = T * h * st.abytes
     return ffn_units
 
 
@@ -287,7 +254,8 @@ def _dense_ffn(b: Builder, st: _Step, s: int, tag: str, count: int) -> dict[str,
     unit = f"{tag}.ffn"
     fn = b.unit(unit, "ffn", s, count, sharded=True, tokens=T)
     b.vector(fn, "ffn_norm", T * h, st.norm_flops, count, weight_elements=st.norm_w, tokens=T)
-    _ffn_ops(b, st.cfg, fn, T, st.cfg.ffn_width // st.tp, count, split=True)
+    norm_scale(b, fn, T, h, count, st.unfused)
+    ffn_ops(b, st.cfg, fn, T, st.cfg.ffn_width // st.tp, count, split=True, unfused=st.unfused)
     b.vector(fn, "ffn_residual", T * h, 1, count, tokens=T, reads_per_element=2.0)
     return {unit: T * h * st.abytes}
 
@@ -324,7 +292,11 @@ def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
         d.setdefault("model", "")
 
 
-def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, tp, kvbytes, fused):
+def _gqa_ops(b, cfg, an, st, count):
+    """GQA's operators (module docstring); ``st.unfused``: RoPE and the KV cache write as plain PyTorch runs
+    them (workloads.layers)."""
+    phase, batch, T, q_len, kv_len, useful = st.phase, st.batch, st.T, st.q_len, st.kv_len, st.useful
+    tp, kvbytes, fused = st.tp, st.kvbytes, st.fused
     h, hd = cfg.hidden, cfg.head_dim
     heads, kv_heads = cfg.heads // tp, cfg.kv_heads // tp
     group = heads // kv_heads
@@ -338,7 +310,8 @@ def _gqa_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
         b.vector(an, "qk_norm", T * (heads + kv_heads) * hd, RMSNORM_FLOPS_PER_ELEMENT, count,
                  weight_elements=(heads + kv_heads) * hd, tokens=T, split=True)
     if not cfg.learned_positions:
-        b.vector(an, "rope", T * (heads + kv_heads) * hd, ROPE_FLOPS_PER_ELEMENT, count, tokens=T)
+        rope_ops(b, an, T, heads, kv_heads, hd, count, st.unfused, ROPE_FLOPS_PER_ELEMENT)
+    kv_copy(b, an, T, kv_elems, count, st.unfused and phase != "train")
     kv_read = batch * kv_len * kv_heads * hd * kvbytes if phase == "decode" else 0.0
     b.gemm(an, "attn_score", q_len * group, hd, kv_len, count, batch=batch * kv_heads, weights=False,
            tokens=T, kv_read=kv_read, useful=useful, out_on_chip=fused)
@@ -387,27 +360,6 @@ def _mla_ops(b, cfg, an, phase, batch, T, q_len, kv_len, count, useful, abytes, 
                useful=useful, a_on_chip=fused)
         b.gemm(an, "v_absorb", T, lora, vd, count, batch=H, tokens=T, per_instance_weights=True)
     b.gemm(an, "o_proj", T, H * vd, h, count, tokens=T)
-
-
-def _ffn_params(cfg: ModelConfig, width: int) -> float:
-    mats = 3 if cfg.gated_ffn else 2
-    bias = (width * (2 if cfg.gated_ffn else 1) + cfg.hidden) if cfg.mlp_bias else 0
-    return mats * cfg.hidden * width + bias
-
-
-def _ffn_ops(b: Builder, cfg: ModelConfig, unit, tokens, width: int, layers: int, prob=1.0, expert=False,
-             split=False, params=True):
-    up = 2 * width if cfg.gated_ffn else width
-    bias = cfg.mlp_bias
-    h = cfg.hidden
-    b.gemm(unit, "gate_up_proj" if cfg.gated_ffn else "up_proj", tokens, h, up, layers, bias=bias,
-           prob=prob, tokens=tokens, split=split, params=params)
-    b.vector(unit, "activation", np.asarray(tokens) * width, ACTIVATION_FLOPS_PER_ELEMENT, layers, prob=prob,
-             tokens=tokens, reads_per_element=2.0 if cfg.gated_ffn else 1.0)
-    b.gemm(unit, "down_proj", tokens, width, h, layers, bias=bias, prob=prob, tokens=tokens, split=split,
-           params=params)
-    if expert:   # scale by the token's gate weight before the combine
-        b.vector(unit, "expert_scale", np.asarray(tokens) * h, 1, layers, prob=prob, tokens=tokens)
 
 
 def _affinity_table(router: Router, moe_groups: list[tuple[int, list[str]]], T: float,

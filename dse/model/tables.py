@@ -17,6 +17,7 @@ import noc
 import workloads
 
 from ..study.spec import Study
+from .expert_tiles import expected_costs
 from .phases import step_phase
 
 UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head", "router", "composer")
@@ -97,14 +98,15 @@ def build_workload(study: Study) -> workloads.Workload:
     if w.ensemble is not None:
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
                                           kv_precision=w.kv_precision, **common)
-    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, expert_tp=w.expert_tp, **common)
+    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, expert_tp=w.expert_tp,
+                             unfused_elementwise=w.elementwise == "unfused", **common)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:
     wl = workload or build_workload(study)
     chiplets = study.hardware.library()
     precision = study.workload.precision
-    costs = arch.op_costs(wl.ops, chiplets, precision)
+    costs = expected_costs(wl, chiplets, precision, arch.op_costs(wl.ops, chiplets, precision))
 
     units = wl.units
     index = {u: i for i, u in enumerate(units)}

@@ -42,16 +42,18 @@ Model (each term's source in its function):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 import arch
 import workloads
+from arch.costing import CostTable
 from arch.roofline import kernel_times_s
 from workloads.training import model_flops
 
 from ..errors import StudyError
+from ..model.expert_tiles import expected_costs
 from ..model.grouped import CERTAIN
 from ..model.tables import by_kernel, first_rows, kernels_of
 from .energy import DeviceEnergy, ring_bytes
@@ -122,7 +124,10 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     mine = ops["unit"].map(lambda u: not u.rpartition(".tp")[1] or u.endswith(".tp0")).to_numpy(bool)
     ops = ops[mine].sort_values("unit", kind="stable")
     ch = system.chiplet
-    costs = arch.op_costs(ops, [ch], s.precision)
+    # routed experts' GEMMs over their token counts, whole tiles each (dse.model.expert_tiles), as the step model
+    every = expected_costs(wl, [ch], s.precision, arch.op_costs(wl.ops, [ch], s.precision))
+    rows = ops.index.to_numpy()
+    costs = CostTable(**{f.name: getattr(every, f.name)[rows] for f in fields(CostTable)})
     ahead = ch.dispatch_mode == "ahead"
     kt = _kernel_times(ops, costs, system, fused, 0.0 if ahead else ch.dispatch_s)
     prob = ops["prob"].to_numpy(float)

@@ -69,17 +69,22 @@ def load_cases() -> list[dict]:
 #: (eager torch, each operator timed on its own: a floor per kernel), calibrated on the same lab's GEMM
 #: sweep (`dse calibrate` on arch/data/calibration/a100_gemm_llmcompass.csv
 #: --fit max_efficiency,mem_efficiency,dispatch_us). ``pytorch-graphs``: a plain PyTorch forward replayed as a
-#: CUDA graph (dse.validation.h200's steps): unfused RMSNorm, RoPE and SiLU run about 27 kernels a layer
-#: against the model's 11 operators, so each operator carries more overhead; fitted on the H200's Llama-2-7B
-#: decode of one sequence (`fit_host_us(case, "kernel_overhead_us")`).
+#: CUDA graph (dse.validation.h200's steps, whose workload runs plain PyTorch's kernels: ``elementwise:
+#: unfused``, 24 a layer): its time per kernel inside the graph (launch, ramp and drain of back-to-back
+#: kernels, below the 5 us of one GEMM timed alone), fitted on the H200's Llama-2-7B decode of one sequence
+#: (`fit_host_us(case, "kernel_overhead_us")`).
 STACKS: dict[str, dict] = {
     "graphs": {},
     "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1},
               "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
     "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2,
                                      "dispatch_mode": "per_kernel"}},
-    "pytorch-graphs": {"h200": {"kernel_overhead_us": 7.48}},
+    "pytorch-graphs": {"h200": {"kernel_overhead_us": 3.26}},
 }
+
+
+#: stacks that run plain PyTorch's elementwise kernels (workload.elementwise) unless a case says otherwise
+PLAIN_KERNELS = {"pytorch-graphs": "unfused"}
 
 
 def case_study(case: dict, technology: dict | None = None):
@@ -88,8 +93,10 @@ def case_study(case: dict, technology: dict | None = None):
 
     gpu = GPUS[case["gpu"]]
     chiplet = {"preset": gpu["chiplet"], **STACKS[case.get("stack", "graphs")].get(case["gpu"], {})}
-    if technology:
-        chiplet["overrides"] = technology
+    if technology:    # on top of the preset's own overrides (the GH100 presets' switching energy)
+        from arch.presets import preset_spec
+
+        chiplet["overrides"] = {**preset_spec(gpu["chiplet"]).get("overrides", {}), **technology}
     p = int(case["gpus"])
     share = gpu["link_gbps"] * gpu["collective_efficiency"] / max(p - 1, 1)
     package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"],
@@ -100,7 +107,8 @@ def case_study(case: dict, technology: dict | None = None):
         "name": "gpu-case",
         "workload": {"model": case["model"], "phase": case["phase"], "batch": int(case["batch"]),
                      "context": int(case["context"]), "precision": case["precision"], "tp": p,
-                     "attention": case.get("attention", "unfused")},
+                     "attention": case.get("attention", "unfused"),
+                     "elementwise": case.get("elementwise", PLAIN_KERNELS.get(case.get("stack"), "fused"))},
         "hardware": {"chiplets": [chiplet],
                      "memory": [{"kind": gpu["memory"], "stacks": [gpu["stacks"] * p] * 2,
                                  "overrides": {"data_rate_gbps": gpu["data_rate_gbps"]}}],

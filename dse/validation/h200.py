@@ -18,11 +18,13 @@ limit, 122 W idle) with 6 HBM3e stacks at 6.25 Gb/s per pin (4.8 TB/s, the datas
 What was fitted (set ``calibration``): the h200-like preset's ``max_efficiency``, ``mem_efficiency`` and
 ``kernel_overhead_us`` on the bf16 GEMMs of M = 1, 512 and 2,048 (`GEMM_CALIBRATION_M`, `dse calibrate`); its
 ``attention_overhead_us`` on the four batch-1 attention kernels under 20 us (`ATTENTION_CALIBRATION`);
-its ``overrides.mac_energy_pj`` (6.57 x the 5 nm node's: the tensor cores' switching energy per MAC) on the
-Llama-2-7B prefill of 8,192 tokens, through the clock its power limit leaves; the ``pytorch-graphs``
-stack's ``kernel_overhead_us`` (7.48: plain PyTorch's unfused kernels) on the decode of one sequence at
-1,024 tokens (`CALIBRATION`). Power limit and idle power are the datasheet's and the measured idle; every
-other row is a check (``validation``).
+the GH100 presets' ``overrides.mac_energy_pj`` (5.25 x the 5 nm node's: the tensor cores' switching energy
+per MAC, h100-like and h200-like alike) on the Llama-2-7B prefill of 8,192 tokens, through the clock its
+700 W limit leaves, jointly with the node's ``active_pj_per_mm2_cycle`` on ML.ENERGY's calibration run
+(dse.validation.energy.calibrate); the ``pytorch-graphs`` stack's ``kernel_overhead_us`` (3.26 us a kernel
+of plain PyTorch's 24 a layer: ``elementwise: unfused``) on the decode of one sequence at 1,024 tokens
+(`CALIBRATION`). Power limit and idle power are the datasheet's and the measured idle; every other row is
+a check (``validation``).
 
 ``python -m dse.validation.h200 [--write docs/validation.md]`` prints (and writes) the tables;
 ``dse fidelity --suite h200`` prints its cases (`cases`).
@@ -66,7 +68,7 @@ def step_case(row) -> dict:
     """A row of h200_steps_llama2_7b.csv as a dse.validation.gpu case."""
     return {"id": f"step-{row.phase}-b{row.batch}-c{row.context}", "model": "llama-2-7b", "gpu": "h200", "gpus": 1,
             "phase": row.phase, "batch": int(row.batch), "context": int(row.context), "precision": "bf16",
-            "attention": "fused", "stack": STACK}
+            "attention": "fused", "elementwise": "unfused", "stack": STACK}
 
 
 def step_figures(case: dict) -> tuple[float, float]:

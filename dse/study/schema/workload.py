@@ -144,6 +144,10 @@ class WorkloadSpec(StrictModel):
         "unfused: Q.K^T, softmax and P.V are kernels of their own; fused: one kernel keeping the scores on "
         "chip and skipping masked blocks (FlashAttention; docs/workloads.md); default fused in phase "
         "train (every current training stack; dse/training/memory.py), unfused otherwise"))
+    elementwise: Literal["fused", "unfused"] = Field("fused", description=(
+        "fused: each norm, RoPE, activation and the MoE routing one kernel (serving stacks' fused kernels, "
+        "vLLM's fused_moe); unfused: the kernels plain PyTorch runs (RoPE in four a tensor, the KV cache "
+        "copied, SiLU and its product apart, HuggingFace's MoE block; workloads/layers.py)"))
     per_layer: bool = False
     tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
         "phase train: the training run's token budget (time, energy and carbon to train)"))
