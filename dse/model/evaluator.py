@@ -196,8 +196,11 @@ class Evaluator(PopulationEvaluator):
         out = []
         for p in range(len(d.rows)):
             n = int(d.chiplets[p])
-            slots, ncopy = d.slots[p].tolist(), d.ncopy[p].tolist()      # Python ints at once, not one by one
-            placement = {u: s[:c] for u, s, c in zip(self.tables.unit_names, slots, ncopy)}
+            slots = d.slots[p].tolist()                 # Python ints at once, not one by one
+            if (d.ncopy[p] == d.slots.shape[2]).all():  # every unit has every copy: the rows as they are
+                placement = dict(zip(self.tables.unit_names, slots))
+            else:
+                placement = {u: s[:c] for u, s, c in zip(self.tables.unit_names, slots, d.ncopy[p].tolist())}
             out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
                               hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=self.link,
                               mapping=self.space.mapping, placement=placement, topology=self.topology))

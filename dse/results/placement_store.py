@@ -34,11 +34,26 @@ def placement_text(placement: dict[str, list[int]]) -> str:
     return ";".join(f"{u}={'+'.join(map(str, s))}" for u, s in placement.items())
 
 
+#: unit names of a placement (in its order) -> (the order sorting them, their sorted names as bytes)
+_SORTED: dict[tuple, tuple] = {}
+
+
 def placement_digest(placement: dict[str, list[int]]) -> str:
-    """The first 16 hex digits of the SHA-256 of `placement_text` with the units sorted by name (two
-    placements have the same digest when they put every unit on the same slots, whatever their order)."""
-    text = ";".join(f"{u}={'+'.join(map(str, placement[u]))}" for u in sorted(placement))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """The first 16 hex digits of a SHA-256 over the units sorted by name: their names (each followed by a
+    newline), then each unit's copy count, then every unit's slots, as 32-bit little-endian integers. Two
+    placements have the same digest when they put every unit on the same slots, whatever their order."""
+    names = tuple(placement)
+    if names not in _SORTED:
+        if len(_SORTED) > 64:
+            _SORTED.clear()
+        order = sorted(range(len(names)), key=names.__getitem__)
+        _SORTED[names] = (order, "".join(names[i] + "\n" for i in order).encode())
+    order, blob = _SORTED[names]
+    values = list(placement.values())
+    ordered = [values[i] for i in order]
+    counts = np.fromiter(map(len, ordered), "<i4", len(ordered))
+    slots = np.fromiter(chain.from_iterable(ordered), "<i4")
+    return hashlib.sha256(blob + counts.tobytes() + slots.tobytes()).hexdigest()[:16]
 
 
 def placement_summary(placement: dict[str, list[int]], slots: int, files: str) -> str:
@@ -82,9 +97,14 @@ def placements_table(design_ids: list[str], placements: list[dict[str, list[int]
     """One row per (design, unit): ``design_id``, ``unit`` (dictionary encoded), ``slots`` (list of int32)."""
     index: dict[str, int] = {}
     parts: dict[str, list[np.ndarray]] = {"unit": [], "count": [], "slot": [], "design": []}
+    first: list[str] = []
     for p, placement in enumerate(placements):
-        parts["unit"].append(np.fromiter((index.setdefault(u, len(index)) for u in placement), np.int32,
-                                         len(placement)))
+        names = list(placement)
+        if names == first:                          # the units in the order of the design before: no lookups
+            parts["unit"].append(parts["unit"][-1])
+        else:
+            parts["unit"].append(np.fromiter((index.setdefault(u, len(index)) for u in names), np.int32, len(names)))
+            first = names
         parts["count"].append(np.fromiter(map(len, placement.values()), np.int32, len(placement)))
         parts["slot"].append(np.fromiter(chain.from_iterable(placement.values()), np.int32))
         parts["design"].append(np.full(len(placement), p, np.int32))
