@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -134,6 +135,7 @@ def expand_placement(value: Any, source: str | None = None) -> dict[str, list[in
     return out
 
 
+@lru_cache(maxsize=1 << 17)            # the designs of a study share their unit names
 def _split(name: str):
     """(group, layer, index) of a per-layer unit name: ``L3.e12`` -> (("", "e", True), 3, 12),
     ``L3.attn`` -> (("", "attn", False), 3, None); None for any other name (``embed``, ``L0-31.e3``)."""
