@@ -1,11 +1,27 @@
-"""Issue 16's scale table: per case, the time `dse.prepare` takes, designs/s on one core (intact, with
+"""Two tables at scale.
+
+Issue 16's rates (``--rates``): per case, the time `dse.prepare` takes, designs/s on one core (intact, with
 every single-chiplet failure re-mapped, and with failures at the search's screening fidelity,
 dse.search.screening; process time of one thread) and on all the machine's cores (wall time, the
 population split over threads: dse.model.parallel), and the peak memory of the process.
-Prints one row per case."""
+
+Issue 38's end to end (``--end-to-end``): ``dse run`` of studies/quickstart.yaml and of
+studies/deepseek_v3_per_layer.yaml (14,972 units, up to 8 x 8 chiplets), report included, each in a
+fresh process after one untimed run of it (Numba's caches filled): wall and CPU time of the process, the
+time `write_results` takes inside it (tables, design files, placements, plots and report), and the
+DeepSeek-V3 run's wall and CPU time over the quickstart's (issue 38's goal: within 2x; on a machine
+shared with other jobs the CPU ratio is the steadier figure).
+
+Prints both tables unless one is named."""
+import argparse
 import copy
+import json
 import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +52,7 @@ def rate(p, X, with_faults, threads=1):
     return len(X) / (clock() - start)
 
 
-def main() -> None:
+def rates() -> None:
     n = cores()
     print(f"{'model':<15} {'per layer':>9} {'chiplets':>8} {'units':>6} {'prepare s':>9} {'intact/s':>9} "
           f"{'faults/s':>9} {'screened':>9} {f'{n} cores':>9} {'peak MB':>8}")
@@ -54,6 +70,72 @@ def main() -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{model:<15} {str(per_layer):>9} {side * side:>8} {p.tables.n_units:>6} {prepare_s:>9.1f} "
               f"{intact:>9.0f} {faults:>9.0f} {screening:>9.0f} {wide:>9.0f} {peak:>8.0f}")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+END_TO_END = [("quickstart", ROOT / "studies" / "quickstart.yaml"),
+              ("deepseek-v3 per layer", ROOT / "studies" / "deepseek_v3_per_layer.yaml")]
+#: the child process: `dse run` through its CLI, `write_results` timed where the command calls it
+CHILD = """
+import json, sys, time
+import dse.cli.run_cmd as run_cmd
+from dse.cli import main
+inner, spent = run_cmd.write_results, {}
+def timed(*args, **kwargs):
+    start = time.perf_counter()
+    out = inner(*args, **kwargs)
+    spent["write_s"] = time.perf_counter() - start
+    return out
+run_cmd.write_results = timed
+try:
+    main(["run", sys.argv[1], "--out", sys.argv[2], "--quiet"])
+except SystemExit as exc:
+    if exc.code:
+        raise
+with open(sys.argv[3], "w") as f:
+    json.dump(spent, f)
+"""
+
+
+def dse_run(study: Path, folder: Path) -> dict:
+    """One ``dse run`` in a fresh process: wall and CPU seconds of the process, seconds writing results."""
+    times = folder / "times.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", CHILD, str(study), str(folder / "results"), str(times)], check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"wall_s": wall, "cpu_s": cpu, **json.loads(times.read_text())}
+
+
+def end_to_end(warmup: bool = True) -> None:
+    print(f"{'study':<22} {'wall s':>7} {'CPU s':>7} {'writing s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
+    first = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, study in END_TO_END:
+            if warmup:
+                dse_run(study, Path(tmp))
+            t = dse_run(study, Path(tmp))
+            first = first or t
+            print(f"{name:<22} {t['wall_s']:>7.1f} {t['cpu_s']:>7.1f} {t['write_s']:>9.1f} "
+                  f"{t['wall_s'] / first['wall_s']:>10.2f} {t['cpu_s'] / first['cpu_s']:>9.2f}", flush=True)
+    print("ratio: over the quickstart's (issue 38's goal: DeepSeek-V3 per layer within 2x); writing s: wall "
+          "time of write_results (tables, design files, placements, plots, report)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", action="store_true", help="issue 16's designs/s table only")
+    parser.add_argument("--end-to-end", action="store_true", help="issue 38's dse run table only")
+    parser.add_argument("--no-warmup", action="store_true", help="time each study's first run")
+    args = parser.parse_args()
+    both = not (args.rates or args.end_to_end)
+    if args.rates or both:
+        rates()
+    if args.end_to_end or both:
+        end_to_end(warmup=not args.no_warmup)
 
 
 if __name__ == "__main__":

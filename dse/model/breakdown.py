@@ -87,7 +87,10 @@ def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
     stored = W.stored[:n].copy()
     compute, busy = chiplet_busy_s(design, prepared)
     traffic = chiplet_traffic(design, tables)
-    held = [[u for u in tables.unit_names if i in design.placement[u]] for i in range(n)]
+    held: list[list[str]] = [[] for _ in range(n)]
+    for u in tables.unit_names:                     # one pass over the units, in their order
+        for i in dict.fromkeys(design.placement[u]):
+            held[i].append(u)
     return pd.DataFrame({
         "slot": np.arange(n), "row": np.arange(n) // design.cols, "col": np.arange(n) % design.cols,
         "kind": design.chiplets, "hbm_stacks": design.hbm_stacks[:n],

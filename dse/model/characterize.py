@@ -110,6 +110,7 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
                 "energy_j": energy * repeat, "mean_power_w": energy / time_s if time_s > 0 else 0.0})
     df = pd.DataFrame(rows, columns=COLUMNS[:-2])
     by_unit = df.groupby("unit", sort=False)
-    df["best_by_latency"] = df["unit"].map(by_unit.apply(lambda g: g.loc[g["time_s"].idxmin(), "chiplet"]))
-    df["best_by_energy"] = df["unit"].map(by_unit.apply(lambda g: g.loc[g["energy_j"].idxmin(), "chiplet"]))
+    for column, by in (("best_by_latency", "time_s"), ("best_by_energy", "energy_j")):
+        best = df.loc[by_unit[by].idxmin(), ["unit", "chiplet"]]      # first of ties, as before
+        df[column] = df["unit"].map(dict(zip(best["unit"], best["chiplet"])))
     return df[COLUMNS]

@@ -203,12 +203,20 @@ class Evaluator(PopulationEvaluator):
                                    placement=placement)
 
     def designs(self, X: np.ndarray) -> list[Design]:
+        """The designs of gene vectors ``X``. In a design whose units have one copy each, the units on a
+        slot share one list (``[s]``): copy a unit's list before changing it in place."""
         d = self.decode(X)
         names = self.tables.kind_names
         out = []
         for p in range(len(d.rows)):
             n = int(d.chiplets[p])
-            placement = {u: [int(s) for s in d.slots[p, i, : d.ncopy[p, i]]] for i, u in enumerate(self.tables.unit_names)}
+            if (d.ncopy[p] == 1).all():                 # one copy each: the units on a slot share its list
+                first = d.slots[p, :, 0].tolist()       # (15,000 units: no list built per unit)
+                single = [[s] for s in range(max(first, default=0) + 1)]
+                placement = dict(zip(self.tables.unit_names, map(single.__getitem__, first)))
+            else:
+                placement = {u: s[:c] for u, s, c in zip(self.tables.unit_names, d.slots[p].tolist(),
+                                                         d.ncopy[p].tolist())}
             out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
                               hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=self.link,
                               mapping=self.space.mapping, placement=placement, topology=self.topology))

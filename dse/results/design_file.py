@@ -6,6 +6,7 @@ the report, ``dse evaluate``) goes through it. Every key is type-checked (``plac
 does not know are ignored by default, so files written by newer or older versions of the toolkit still
 read; ``strict=True`` (``dse evaluate``, whose designs are written by hand) refuses them. Keys the design
 has a default for may be missing; a missing required key is a `StudyError` naming the file and the key.
+The placement may be written compactly, by role and layer (dse.results.design_yaml, which also writes them).
 
 Design ids name files (``designs/<id>.yaml``, export files): `check_design_id` keeps them to one safe
 file name.
@@ -20,6 +21,7 @@ from ..errors import StudyError
 from ..study.schema.common import check_safe_name
 from ..study.space import SYSTEM_AXES, Design
 from ..study.yaml_input import read_yaml_file
+from .design_yaml import expand_placement
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Design)}
 
@@ -40,19 +42,6 @@ def _list_of(data: dict, key: str, check, what: str, source: str | None) -> list
     if not isinstance(value, list) or not all(check(v) for v in value):
         raise StudyError(f"must be a list of {what}, got {value!r}"[:200], key=key, source=source)
     return value
-
-
-def _placement(value: Any, source: str | None) -> dict[str, list[int]]:
-    if not isinstance(value, dict):
-        raise StudyError(f"must map each unit to its slot or list of slots ({{embed: [0], ...}}), got {value!r}"[:200],
-                         key="placement", source=source)
-    out = {}
-    for unit, slots in value.items():
-        slots = slots if isinstance(slots, list) else [slots]
-        if not all(_is_int(s) for s in slots):
-            raise StudyError(f"slots are whole numbers, got {slots!r}"[:200], key=f"placement.{unit}", source=source)
-        out[str(unit)] = list(slots)
-    return out
 
 
 def design_from_dict(data: Any, source: str | None = None, strict: bool = False) -> Design:
@@ -84,7 +73,7 @@ def design_from_dict(data: Any, source: str | None = None, strict: bool = False)
             raise StudyError(f"must be a name, got {value!r}"[:200], key=key, source=source)
         if key in data:
             texts[key] = value
-    placement = _placement(data["placement"], source)
+    placement = expand_placement(data["placement"], source)
     bad = [(u, s) for u, slots in placement.items() for s in slots if not 0 <= s < n]
     if bad:
         raise StudyError(f"unit {bad[0][0]!r} is placed on slot {bad[0][1]}; slots are 0 .. {n - 1}",

@@ -9,10 +9,13 @@ Folder contents: ``pareto.csv`` (non-dominated feasible designs), ``evaluations.
 design, in evaluation order), ``study.yaml`` (the resolved study, defaults filled in), ``summary.md``,
 ``convergence.csv`` (per generation: designs evaluated, feasible, front size and the normalised
 hypervolume of the front so far, see dse.search.hypervolume), ``designs/<design_id>.yaml`` (each Pareto
-design, readable by ``dse evaluate``), ``plots/`` (PNG and SVG figures, dse.results.plots) and
-``report.md`` / ``report.html`` (dse.results.report).
+design, readable by ``dse evaluate``, its placement written compactly: dse.results.design_yaml),
+``placements.parquet`` (every evaluated design's placement, one row per unit: dse.results.placement_store;
+a CSV cell holds a placement too long for it as a summary), ``plots/`` (PNG and SVG figures,
+dse.results.plots) and ``report.md`` / ``report.html`` (dse.results.report).
 
-Design files are read by dse.results.design_file (`read_design`, re-exported here).
+Design files are read by dse.results.design_file (`read_design`, re-exported here). Every file goes
+through libyaml's C emitter and pandas' C CSV writer: writing takes time linear in what the folder holds.
 """
 from __future__ import annotations
 
@@ -21,12 +24,13 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from ..errors import StudyError
 from ..study.spec import Study
 from ..study.yaml_input import load_yaml
 from .design_file import check_design_id, design_from_dict, design_path, read_design
+from .design_yaml import design_text, dump_yaml
+from .placement_store import cap_cells, read_placements, write_placements
 from .report import summary_markdown, write_report
 from .result import StudyResult
 from .swap import DSE_ENTRIES, MARKER, fault_point, new_temporary, read_marker, recover, swap_in, write_marker
@@ -53,7 +57,8 @@ def load_results(results_dir: str | Path):
     designs = {p.stem: read_design(p) for p in sorted((folder / "designs").glob("*.yaml"))}
     screening = folder / "screening.json"
     return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder,
-                       screening=json.loads(screening.read_text()) if screening.is_file() else None)
+                       screening=json.loads(screening.read_text()) if screening.is_file() else None,
+                       placements=read_placements(folder))
 
 
 def check_results_target(out: Path) -> None:
@@ -102,18 +107,19 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
     try:
         write_marker(tmp, result.study.name, complete=False)
         fault_point("created")
-        result.pareto.to_csv(tmp / "pareto.csv", index=False)
-        result.evaluations.to_csv(tmp / "evaluations.csv", index=False)
+        cap_cells(result.pareto).to_csv(tmp / "pareto.csv", index=False)
+        cap_cells(result.evaluations).to_csv(tmp / "evaluations.csv", index=False)
+        if result.placements is not None:
+            write_placements(result.placements, tmp)
         if result.convergence is not None:
             result.convergence.to_csv(tmp / "convergence.csv", index=False)
         if result.screening is not None:
             (tmp / "screening.json").write_text(json.dumps(result.screening, indent=2) + "\n")
-        (tmp / "study.yaml").write_text(yaml.safe_dump(result.study.resolved(), sort_keys=False))
+        (tmp / "study.yaml").write_text(dump_yaml(result.study.resolved()))
         (tmp / "summary.md").write_text(summary_markdown(result))
         (tmp / "designs").mkdir()
         for design_id, design in result.designs.items():
-            (tmp / "designs" / f"{check_design_id(design_id)}.yaml").write_text(
-                yaml.safe_dump(design.to_dict(), sort_keys=False))
+            (tmp / "designs" / f"{check_design_id(design_id)}.yaml").write_text(design_text(design))
         if report:
             write_report(result, tmp, result.prepare())
         fault_point("written")

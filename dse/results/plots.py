@@ -48,6 +48,8 @@ DISPLAY = {
 }
 KIND_COLOURS = ["#8fb8de", "#f2b880", "#a7d3a6", "#d9a5c9", "#e9e29c", "#b9b0e8", "#f29e9e", "#9ed9d4"]
 PARETO_COLOUR = "#c0392b"
+#: points a scatter draws as vectors in an SVG; more are drawn as one raster image (size and time bounded)
+MAX_VECTOR_POINTS = 2000
 
 
 def better(objective: str) -> str:
@@ -419,8 +421,9 @@ def plot_roofline(table: pd.DataFrame) -> Figure:
             ax.plot(grid, np.minimum(peak, bw * grid), color="0.4", lw=1.2, ls=next(styles, "-"),
                     label=f"memory {bw / 1e12:.3g} TB/s")
         ax.axhline(peak, color="0.2", ls="--", lw=1.0, label=f"peak {peak / 1e12:.3g} TFLOP/s")
-        for unit_kind, part in rows.groupby("unit_kind", sort=False):
-            ax.scatter(x[part.index], y[part.index], s=18, color=colours[unit_kind], label=unit_kind)
+        for unit_kind, part in rows.groupby("unit_kind", sort=False):       # many points: one raster in the SVG
+            ax.scatter(x[part.index], y[part.index], s=18, color=colours[unit_kind], label=unit_kind,
+                       rasterized=len(rows) > MAX_VECTOR_POINTS)
         ax.legend(fontsize=7, loc="lower right")
     return fig
 

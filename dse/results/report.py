@@ -218,6 +218,25 @@ def system_text(design, row: pd.Series, package_step_s: float) -> str:
             f"package 0 (pipeline stage 0, expert rank 0), whose own step takes {package_step_s * 1e3:.3g} ms.")
 
 
+#: units a report's per-chiplet table names; a chiplet holding more has them counted by kind
+MAX_UNITS_NAMED = 12
+
+
+def held_text(units: str, graph) -> str:
+    """The units a chiplet holds (space-separated names) for a table cell: the names when few, else how
+    many of each kind (``250 expert, 1 attention``): a cell as long for 15,000 units as for 15."""
+    names = units.split()
+    if not names:
+        return "-"
+    if len(names) <= MAX_UNITS_NAMED:
+        return units
+    counts: dict[str, int] = {}
+    for u in names:
+        kind = graph.nodes[u]["kind"]
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+
+
 def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str]) -> list[str]:
     row = result.pareto.set_index("design_id").loc[design_id]
     design = result.designs[design_id]
@@ -240,9 +259,10 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
     chips = chiplet_table(design, prepared, latency)
+    graph = prepared.tables.workload.graph
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
-        "kind": chips["kind"], "units held": chips["units"].replace("", "-"),
+        "kind": chips["kind"], "units held": [held_text(u, graph) for u in chips["units"]],
         "stored / HBM [GiB]": [memory_text(a, b) for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
         "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
         "compute [% of step]": 100 * chips["compute_s"] / latency,

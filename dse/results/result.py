@@ -18,20 +18,23 @@ from ..study.spec import Study
 from ..system.metrics import reported_metrics
 from ..system.prepare import prepare
 from .knee import knee_index
+from .placement_store import PLACEMENTS_FILE, placement_cell, placements_table
 from .whatif import evaluate
 
 
-def design_columns(designs: list[Design], kind_names: list[str]) -> pd.DataFrame:
-    """Readable decision values of designs, one row each."""
+def design_columns(designs: list[Design], kind_names: list[str], files: list[str] | None = None) -> pd.DataFrame:
+    """Readable decision values of designs, one row each; ``files`` name where each design's placement is
+    whole, for a placement too long for a CSV cell (dse.results.placement_store.placement_cell)."""
     rows = []
-    for d in designs:
+    files = files or [PLACEMENTS_FILE] * len(designs)
+    for d, where in zip(designs, files):
         row = dict(rows=d.rows, cols=d.cols, n_chiplets=d.rows * d.cols)
         for name in kind_names:
             row[f"n_{name}"] = d.chiplets.count(name)
         row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
                    **d.package_choices(), **(d.system or {}),
                    chiplets=",".join(d.chiplets),
-                   placement=";".join(f"{u}={'+'.join(map(str, s))}" for u, s in d.placement.items()))
+                   placement=placement_cell(d.placement, d.rows * d.cols, where))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -50,6 +53,8 @@ class StudyResult:
     prepared: object | None = field(default=None, repr=False)  # dse.model.prepare.Prepared, built when first needed
     screening: dict | None = None                # a screened search: dse.search.screening.ScreeningReport
     baseline: str | None = None                  # design_id of the EPLB-style seed (dse.search.baseline), if seeded
+    placements: object | None = field(default=None, repr=False)   # pyarrow Table: every evaluated design's
+                                                 # placement, one row per unit (dse.results.placement_store)
 
     def prepare(self):
         """The study's tables and evaluator (dse.system.prepare), built once and kept."""
@@ -118,8 +123,11 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
                  convergence: pd.DataFrame | None = None, reference_point: dict | None = None) -> StudyResult:
     ids = [f"d{i:05d}" for i in range(len(X))]
     G = constraint_matrix(metrics, study)
+    front_set = set(int(i) for i in pareto_index)
+    files = [f"designs/{ids[i]}.yaml and {PLACEMENTS_FILE}" if i in front_set else PLACEMENTS_FILE
+             for i in range(len(ids))]
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
-                       design_columns(designs, kind_names), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
+                       design_columns(designs, kind_names, files), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
                       axis=1)
     table["feasible"] = (G <= 0).all(axis=1)
     table["pareto"] = False
@@ -128,4 +136,5 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     pareto = table.loc[pareto_index].sort_values(objective_cols[0]).reset_index(drop=True)
     front = {ids[i]: designs[i] for i in pareto_index}
     return StudyResult(study=study, evaluations=table, pareto=pareto, designs=front, convergence=convergence,
-                       reference_point=dict(reference_point or {}))
+                       reference_point=dict(reference_point or {}),
+                       placements=placements_table(ids, [d.placement for d in designs]))

@@ -43,7 +43,8 @@ from typing import Callable
 MARKER = ".dse-results"
 #: every top-level entry dse writes into a results folder (exports/: `dse export`'s default place)
 DSE_ENTRIES = frozenset({MARKER, "pareto.csv", "evaluations.csv", "convergence.csv", "screening.json", "study.yaml",
-                         "summary.md", "designs", "plots", "report.md", "report.html", "exports"})
+                         "summary.md", "designs", "plots", "report.md", "report.html", "exports",
+                         "placements.parquet"})
 STEPS = ("created", "written", "complete", "moved-away", "moved-in", "removing")
 
 #: called with each step's name as `swap_in` passes it (tests install one that kills the process)

@@ -1,0 +1,272 @@
+"""Design files written compactly: the placement by role and layer, YAML by libyaml's C emitter.
+
+A design's ``placement`` maps each unit to the slots holding it (``L3.e12: [6]``). A per-layer study has
+tens of thousands of units, so a design file may also use two patterns in its keys, expanded in the
+order written (a later entry overrides an earlier one: a role's common placement, then layers and
+units that deviate from it):
+
+* ``{a..b}`` stands for every layer a to b: ``L{0..60}.attn: [0]`` is ``L0.attn: [0]`` ... ``L60.attn: [0]``;
+* ``#`` makes the value a row, entry i for index i: ``L{3..60}.e#: "6 25 17+4 - 9 ..."`` puts expert i of
+  layers 3 to 60 on the slots of entry i: a slot, copies joined by ``+``, or ``-`` for none set here (a
+  YAML list, ``[6, 25, [17, 4], null, 9]``, reads the same).
+
+``L{3..60}.e#: ...`` then ``L7.e#: ...`` then ``L9.e12: [3]`` is expert i's slot in every layer, layer 7's
+own row and one expert moved: the expert-role encoding with per-layer deviations. Files without
+patterns (every file written before them) read exactly as before. `compact_placement` chooses the form
+that writes fewest characters for each role; `expand_placement(compact_placement(p)) == p`. A row is one
+YAML string, so a 15,000-unit file reads in milliseconds (a YAML list builds a Python node per entry).
+
+YAML goes through libyaml's C emitter and loader where PyYAML was built with it (``yaml.CSafeDumper``),
+else the pure-Python ones: a 15,000-unit design takes milliseconds instead of seconds.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from ..errors import StudyError
+
+#: units a design file's patterns may expand to (a per-layer DeepSeek-V3 has 14,972)
+MAX_EXPANDED_UNITS = 1_000_000
+#: characters per line of a written design file (rows wrap after it)
+WIDTH = 100
+
+_BRACE = re.compile(r"\{(\d+)\.\.(\d+)\}")
+_LAYERED = re.compile(r"^(.*?)L(0|[1-9]\d*)\.(.+)$")          # [member/]L<layer>.<role>
+_INDEXED = re.compile(r"^(.*?)L(0|[1-9]\d*)\.(.*\D)(0|[1-9]\d*)$")  # ... .<stem><index>, no leading zeros
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_./{}#+-]*$")
+_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Row(list):
+    """A list written in flow style (``[6, 25, [17, 4]]``) whatever it holds."""
+
+
+class Dumper(_SafeDumper):
+    """PyYAML's safe dumper (libyaml's C emitter when present) writing `_Row` lists on one flow line."""
+
+
+Dumper.add_representer(_Row, lambda dumper, value: dumper.represent_sequence("tag:yaml.org,2002:seq", value,
+                                                                             flow_style=True))
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as YAML: keys in their order, leaf lists in flow style, libyaml's emitter where present."""
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=None, width=WIDTH,
+                     allow_unicode=True)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _slots(value: Any, key: str, source: str | None) -> list[int]:
+    slots = value if isinstance(value, list) else [value]
+    if not all(_is_int(s) for s in slots):
+        raise StudyError(f"slots are whole numbers, got {slots!r}"[:200], key=f"placement.{key}", source=source)
+    return list(slots)
+
+
+def _names(key: str, source: str | None) -> list[str]:
+    """The keys a ``{a..b}`` pattern stands for (the key itself when it has none)."""
+    braces = _BRACE.findall(key)
+    if not braces:
+        return [key]
+    if len(braces) > 1:
+        raise StudyError("one {a..b} layer range per key", key=f"placement.{key[:60]}", source=source)
+    low, high = int(braces[0][0]), int(braces[0][1])
+    if high < low or high - low >= MAX_EXPANDED_UNITS:
+        raise StudyError(f"layer range {{{low}..{high}}} must run upwards and span fewer than "
+                         f"{MAX_EXPANDED_UNITS:,} layers", key=f"placement.{key[:60]}", source=source)
+    match = _BRACE.search(key)
+    return [key[:match.start()] + str(layer) + key[match.end():] for layer in range(low, high + 1)]
+
+
+def _row_entries(key: str, value: Any, source: str | None) -> list[list[int] | None]:
+    """The entries of a ``#`` row: a string of slots (``"6 25 17+4 -"``) or a list (``[6, 25, [17, 4], null]``)."""
+    if key.count("#") > 1 or not isinstance(value, (str, list, int)) or isinstance(value, bool):
+        raise StudyError("a row key holds one '#' (the index) and maps to its entries, entry i for index i "
+                         f"(\"6 25 17+4 -\"), got {value!r}"[:200], key=f"placement.{key[:60]}", source=source)
+    if isinstance(value, list):
+        return [None if s is None else _slots(s, key, source) for s in value]
+    out = []
+    for token in str(value).split():
+        if token.isascii() and token.isdigit():
+            out.append([int(token)])
+        elif token == "-":
+            out.append(None)
+        elif all(part.isdigit() and part.isascii() for part in token.split("+")):
+            out.append([int(part) for part in token.split("+")])
+        else:
+            raise StudyError(f"row entries are slots, copies joined by '+', or '-', got {token[:40]!r}",
+                             key=f"placement.{key[:60]}", source=source)
+    return out
+
+
+def expand_placement(value: Any, source: str | None = None) -> dict[str, list[int]]:
+    """A design file's ``placement`` (module docstring: plain unit names, ``{a..b}`` layer ranges and ``#``
+    rows, later entries overriding earlier ones) as {unit: slots}; every problem a `StudyError` naming the
+    key."""
+    if not isinstance(value, dict):
+        raise StudyError(f"must map each unit to its slot or list of slots ({{embed: [0], ...}}), got {value!r}"[:200],
+                         key="placement", source=source)
+    out: dict[str, list[int]] = {}
+    for key, slots in value.items():
+        key = str(key)
+        names = _names(key, source)
+        if "#" not in key:
+            where = _slots(slots, key, source)
+            for name in names:
+                out[name] = list(where)
+        else:
+            row = _row_entries(key, slots, source)
+            for name in names:
+                head, tail = name.split("#")
+                out.update((f"{head}{i}{tail}", list(where)) for i, where in enumerate(row) if where is not None)
+        if len(out) > MAX_EXPANDED_UNITS:
+            raise StudyError(f"expands to more than {MAX_EXPANDED_UNITS:,} units", key=f"placement.{key[:60]}",
+                             source=source)
+    return out
+
+
+@lru_cache(maxsize=1 << 17)            # the designs of a study share their unit names
+def _split(name: str):
+    """(group, layer, index) of a per-layer unit name: ``L3.e12`` -> (("", "e", True), 3, 12),
+    ``L3.attn`` -> (("", "attn", False), 3, None); None for any other name (``embed``, ``L0-31.e3``)."""
+    if "#" in name or "{" in name:
+        return None
+    m = _INDEXED.match(name)
+    if m is not None:
+        return (m.group(1), m.group(3), True), int(m.group(2)), int(m.group(4))
+    m = _LAYERED.match(name)
+    if m is None:
+        return None
+    return (m.group(1), m.group(3), False), int(m.group(2)), None
+
+
+def _layers_key(group, layers: list[int]) -> str:
+    prefix, role, indexed = group
+    span = str(layers[0]) if len(layers) == 1 else f"{{{layers[0]}..{layers[-1]}}}"
+    return f"{prefix}L{span}.{role}{'#' if indexed else ''}"
+
+
+def _entry(slots: tuple) -> Any:
+    return slots[0] if len(slots) == 1 else list(slots)
+
+
+def _runs(layers: list[int], rows: dict[int, dict]) -> list[list[int]]:
+    """Consecutive layers holding the same units of a role (each run can share one ``{a..b}`` key)."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and runs[-1][-1] == layer - 1 and rows[runs[-1][-1]].keys() == rows[layer].keys():
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return runs
+
+
+def _compact_run(group, run: list[int], rows: dict[int, dict]) -> dict[str, Any]:
+    """One run of layers of a role: its most common placement over the run (when that writes less), then
+    layers that deviate in many units whole, else their deviating units by name; consecutive layers
+    written whole with the same placement share one ``{a..b}`` key."""
+    indices = sorted(rows[run[0]])
+    prefix, role, indexed = group
+    whole = {layer: _row(rows[layer], indices) if indexed else list(rows[layer][None]) for layer in run}
+    common = {i: Counter(rows[layer][i] for layer in run).most_common(1)[0][0] for i in indices}
+    row_chars = 4 * len(indices) + 16
+    deviations = {layer: [i for i in indices if rows[layer][i] != common[i]] for layer in run}
+    shared = row_chars + sum(min(row_chars, 16 * len(d)) for d in deviations.values())
+    out: dict[str, Any] = {}
+    own = run                                       # layers written whole
+    if len(run) > 1 and shared < row_chars * len(run):
+        out[_layers_key(group, run)] = _row(common, indices) if indexed else list(common[None])
+        own = [layer for layer in run if deviations[layer] and (not indexed or 16 * len(deviations[layer]) > row_chars)]
+        for layer in run:
+            if indexed and layer not in own:
+                out.update({f"{prefix}L{layer}.{role}{i}": list(rows[layer][i]) for i in deviations[layer]})
+    spans: list[list[int]] = []
+    for layer in own:
+        if spans and spans[-1][-1] == layer - 1 and whole[spans[-1][-1]] == whole[layer]:
+            spans[-1].append(layer)
+        else:
+            spans.append([layer])
+    out.update((_layers_key(group, span), whole[span[0]]) for span in spans)
+    return out
+
+
+def _row(slots_of: dict, indices: list[int]) -> _Row:
+    """A ``#`` row: entry i the slots of index i (``null`` where the role has no unit of that index)."""
+    have = set(indices)
+    return _Row(_entry(slots_of[i]) if i in have else None for i in range(indices[-1] + 1))
+
+
+def compact_placement(placement: dict[str, list[int]]) -> dict[str, Any]:
+    """``placement`` in the design file's compact form (module docstring): names that are not per-layer
+    units as they are, each per-layer role at the place of its first unit, by layer runs and rows."""
+    groups: dict[tuple, dict[int, dict]] = {}
+    order: list = []
+    for name, slots in placement.items():
+        parts = _split(name)
+        if parts is None:
+            order.append(name)
+            continue
+        group, layer, index = parts
+        if group not in groups:
+            groups[group] = {}
+            order.append(group)
+        groups[group].setdefault(layer, {})[index] = tuple(slots)
+    out: dict[str, Any] = {}
+    for item in order:
+        if isinstance(item, str):
+            out[item] = list(placement[item])
+            continue
+        rows = groups[item]
+        for run in _runs(sorted(rows), rows):
+            out.update(_compact_run(item, run, rows))
+    return out
+
+
+def _key(key: str) -> str:
+    """A mapping key as YAML: plain where it reads back as the same text, else double-quoted (JSON's
+    string syntax is YAML's)."""
+    return key if _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS else json.dumps(key)
+
+
+def _flow(value) -> str:
+    """A placement value: a row as one quoted string (``"6 25 17+4 -"``), slots as a flow list (``[6, 9]``)."""
+    if isinstance(value, _Row):
+        return '"' + " ".join("-" if e is None else "+".join(map(str, e)) if isinstance(e, list) else str(e)
+                              for e in value) + '"'
+    return "[" + ", ".join(map(str, value)) + "]"
+
+
+def placement_yaml(compact: dict[str, Any]) -> str:
+    """The ``placement:`` block of a design file from its compact form, written directly (whole numbers,
+    lists and rows of them need no emitter), long rows wrapped at `WIDTH` characters with a deeper indent
+    (a quoted YAML string folds a line break into one space)."""
+    lines = ["placement:"]
+    for key, value in compact.items():
+        head = f"  {_key(key)}: "
+        line, floor = head + _flow(value), len(head)
+        while len(line) > WIDTH:
+            cut = line.rfind(" ", floor, WIDTH)
+            if cut < 0:
+                break
+            lines.append(line[:cut])
+            line, floor = "    " + line[cut + 1:], 4
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def design_text(design) -> str:
+    """A `Design` (dse.study.space) as the YAML of its design file, placement in the compact form."""
+    data = design.to_dict()
+    data["chiplets"], data["hbm_stacks"] = _Row(data["chiplets"]), _Row(data["hbm_stacks"])
+    del data["placement"]
+    return dump_yaml(data) + placement_yaml(compact_placement(design.placement))

@@ -1,0 +1,177 @@
+"""The results folder at scale (issue 38): CSV cells spreadsheets and Python's csv module accept, design
+files written compactly by role and layer that ``dse evaluate`` reads back to the same metrics, the
+placements of every design in placements.parquet, and design files of the old form still read.
+
+The cap is Excel's: "Total number of characters that a cell can contain: 32,767" (Microsoft, Excel
+specifications and limits); Python's csv module refuses a field over ``csv.field_size_limit()``, 131,072
+characters by default (Python docs, csv.field_size_limit)."""
+import csv
+import io
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import dse
+from dse.errors import StudyError
+from dse.results import placement_store
+from dse.results.design_file import design_from_dict, read_design
+from dse.results.design_yaml import compact_placement, design_text, expand_placement, placement_yaml
+from dse.results.placement_store import (MAX_CELL, cap_cells, placement_cell, placement_digest, placement_of,
+                                         placement_text, placements_table)
+from dse.study.yaml_input import load_yaml
+
+EXCEL_CELL_LIMIT = 32_767          # Microsoft, Excel specifications and limits
+CSV_DEFAULT_FIELD_LIMIT = 131_072  # Python docs, csv.field_size_limit
+
+
+def deepseek_like(rng: random.Random, layers: int = 61, experts: int = 256, slots: int = 64) -> dict:
+    """A DeepSeek-V3-sized per-layer placement (three dense layers, then 256 routed experts and a shared
+    expert per layer: 14,972 units), random, some experts with two copies, one index missing."""
+    p = {"embed": [0]}
+    for layer in range(layers):
+        p[f"L{layer}.attn"] = [rng.randrange(slots) if layer == 5 else 0]
+        if layer < 3:
+            p[f"L{layer}.ffn"] = [1]
+            continue
+        for e in range(experts):
+            if (layer, e) == (7, 4):
+                continue
+            copies = [rng.randrange(slots)]
+            if rng.random() < 0.05:
+                copies.append(rng.randrange(slots))
+            p[f"L{layer}.e{e}"] = copies
+        p[f"L{layer}.shared"] = [2]
+    p.update({"lm_head": [0], "L0-31.e3": [4], "yes": [1], "m/L3.e12": [3], "m/L4.e12": [3], "L3.e012": [5]})
+    return p
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_compact_placement_round_trips(structured):
+    rng = random.Random(3)
+    p = deepseek_like(rng)
+    if structured:       # expert e on slot e % 64 in every layer, a few moved: the role encoding's case
+        p.update({u: [int(u.rsplit(".e", 1)[1]) % 64] for u in p if ".e" in u and u[1:2].isdigit()})
+        p["L7.e4"], p["L9.e12"] = [4], [63]
+    compact = compact_placement(p)
+    text = placement_yaml(compact)
+    assert expand_placement(load_yaml(text)["placement"]) == p
+    assert len(text) < 60_000                       # the flat form writes about 270,000 characters
+    if structured:
+        assert "L{3..60}.e#" in compact and compact["L9.e12"] == [63] and len(compact) < 20
+
+
+def test_patterns_read_by_hand():
+    """Layer ranges, rows as a string or a YAML list, later entries overriding earlier ones."""
+    text = """placement:
+      embed: [0]
+      L{0..2}.attn: [1]
+      L{1..2}.e#: "0 1+2 -"
+      L2.e#: [3, [4, 5]]
+      L1.e2: 6
+    """
+    assert expand_placement(load_yaml(text)["placement"]) == {
+        "embed": [0], "L0.attn": [1], "L1.attn": [1], "L2.attn": [1], "L1.e0": [0], "L1.e1": [1, 2],
+        "L2.e0": [3], "L2.e1": [4, 5], "L1.e2": [6]}
+
+
+@pytest.mark.parametrize("placement, key", [({"L{5..1}.attn": [0]}, "L{5..1}.attn"),
+                                            ({"L1.e#": "0 x 1"}, "L1.e#"),
+                                            ({"L1.e##": "0"}, "L1.e##"),
+                                            ({"L{0..1}{0..1}.e": [0]}, "L{0..1}{0..1}.e"),
+                                            ({"L1.attn": ["a"]}, "L1.attn")])
+def test_bad_patterns_name_the_key(placement, key):
+    with pytest.raises(StudyError, match="placement"):
+        expand_placement(placement)
+
+
+def test_cells_stay_under_the_cap_and_load_with_csv_defaults():
+    rng = random.Random(0)
+    p = deepseek_like(rng)
+    assert len(placement_text(p)) > CSV_DEFAULT_FIELD_LIMIT        # what pareto.csv held before (185,014)
+    cell = placement_cell(p, 64, "designs/d00001.yaml and placements.parquet")
+    assert len(cell) <= EXCEL_CELL_LIMIT and MAX_CELL == EXCEL_CELL_LIMIT
+    assert f"sha256 {placement_digest(p)}" in cell and "designs/d00001.yaml" in cell
+    per_slot = dict(item.split(":") for item in cell.split("copies per slot ")[1].split(";")[0].split())
+    assert sum(map(int, per_slot.values())) == sum(len(s) for s in p.values())
+    small = {"embed": [0], "L0.e1": [1, 2]}
+    assert placement_cell(small, 4, "x") == "embed=0;L0.e1=1+2"
+    table = cap_cells(pd.DataFrame({"placement": [cell, "y" * 200_000], "latency_s": [1.0, 2.0]}))
+    buffer = io.StringIO()
+    table.to_csv(buffer, index=False)
+    rows = list(csv.reader(io.StringIO(buffer.getvalue())))       # the csv module's default field limit
+    assert max(len(c) for row in rows for c in row) <= EXCEL_CELL_LIMIT
+    assert rows[2][0].startswith("yyy") and "200000 characters" in rows[2][0]
+
+
+def test_digest_ignores_unit_order():
+    assert placement_digest({"a": [0], "b": [1, 2]}) == placement_digest({"b": [1, 2], "a": [0]})
+    assert placement_digest({"a": [0], "b": [1, 2]}) != placement_digest({"a": [0], "b": [2, 1]})
+
+
+def test_placements_table_round_trips():
+    placements = [{"a": [0], "b": [1, 2]}, {"b": [3], "a": [1]}]
+    table = placements_table(["d00000", "d00001"], placements)
+    assert table.num_rows == 4
+    assert placement_of(table, "d00001") == placements[1] and placement_of(table, "d00009") == {}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A per-layer Mixtral-8x7B study (290 units, benchmarks/evaluate_mixtral.yaml) searched briefly,
+    with a 400-character cell cap: its placements are summarised as DeepSeek-V3's are at 32,767."""
+    data = yaml.safe_load(Path("benchmarks/evaluate_mixtral.yaml").read_text())
+    data["search"] = {"objectives": ["latency", "energy"], "population": 8, "generations": 2, "seed": 1}
+    out = tmp_path_factory.mktemp("results") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement_store, "MAX_CELL", 400)
+        dse.write_results(dse.Study.from_dict(data).run(), out, report=False)
+    path = tmp_path_factory.mktemp("study") / "study.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return out, path
+
+
+def test_results_folder_loads_with_csv_defaults(small_run):
+    out, _ = small_run
+    for name in ("pareto.csv", "evaluations.csv"):
+        with open(out / name, newline="") as f:
+            rows = list(csv.DictReader(f))                         # csv defaults: fields up to 131,072
+        assert rows and all(len(v) <= 400 for row in rows for v in row.values())
+        assert all(row["placement"].startswith("290 units") for row in rows)
+        assert len(pd.read_csv(out / name)) == len(rows)
+    loaded = dse.load_results(out)
+    assert loaded.placements is not None and loaded.placements.num_rows == 290 * len(loaded.evaluations)
+
+
+def test_design_file_reproduces_its_pareto_row(small_run, dse_cli):
+    out, study_path = small_run
+    pareto = pd.read_csv(out / "pareto.csv")
+    row = pareto.iloc[0]
+    path = out / "designs" / f"{row['design_id']}.yaml"
+    text = path.read_text()
+    assert ".e#: " in text and "L0.e0:" not in text                # experts written as rows by layer
+    design = read_design(path, strict=True)
+    assert f"sha256 {placement_digest(design.placement)}" in row["placement"]
+    table = dse.load_results(out).placements
+    assert placement_of(table, row["design_id"]) == design.placement
+    code, stdout, err = dse_cli("evaluate", study_path, "--design", path, "--json")
+    assert code == 0, err
+    metrics = json.loads(stdout)["metrics"]
+    for name in ("latency_s", "energy_j_per_token", "area_mm2", "cost_usd", "fault_tolerance_frac"):
+        assert metrics[name] == pytest.approx(row[name], rel=1e-9), name
+
+
+def test_old_design_files_still_read(small_run, tmp_path):
+    """A design file of the form every earlier version wrote (PyYAML's block style, one key per unit)
+    reads to the same design as the compact file."""
+    out, _ = small_run
+    path = next((out / "designs").glob("*.yaml"))
+    design = read_design(path)
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(design.to_dict(), sort_keys=False))
+    assert "\n  L0.attn:\n  - " in old.read_text()                   # block style, one key per unit
+    assert read_design(old, strict=True) == design
+    assert design_from_dict(load_yaml(design_text(design))) == design
