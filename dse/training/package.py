@@ -12,8 +12,11 @@ with the formulas of dse.training.iteration (sources there):
   2.5 x its FLOP share of t, FlashAttention-2's recomputed scores), recomputation adds t (full) or the
   attention core's FLOP share of t (selective);
 * 1F1B over P stages with m = global_batch / (batch x replicas) micro-batches per replica:
-  ``(m + P - 1) (3 + r) t``; the replicas are the data-parallel ranks: a ring all-reduce of each
-  package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
+  ``(m + P - 1) (3 + r) t``; a P that does not divide the layers gives the system's packages dse train's
+  balanced split (`StudySplit`, dse.training.stages) and 1F1B over unequal stages, ``(3 + r)(m t_max +
+  sum t - t_max)``, sum t the replica's forward latency (every stage and hand-off once), memory, gradients
+  and Adam the deepest stage's (dse.training.stages.uneven_peak_bytes); the replicas are the
+  data-parallel ranks: a ring all-reduce of each package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
   the network otherwise (dse.system.collectives; 1.5 x the bytes under ZeRO-3, exposed only beyond the
   last backward with ``overlap_grad_reduce``); then Adam streams 28 bytes per parameter (fp32 master,
   moments; over the replicas with ZeRO >= 1) through the package's HBM;
