@@ -70,9 +70,11 @@ def test_compare_cli_table_and_json(two_runs, dse_cli):
     assert list(data) == ["objectives", "reference_rule", "reference_point", "ideal", "nadir", "runs",
                           "dominance", "written"]
     assert [r["label"] for r in data["runs"]] == ["A", "B"]
-    assert list(data["runs"][0]) == ["label", "path", "study", "front_size", "hypervolume", "on_combined_front"]
+    assert list(data["runs"][0]) == ["label", "path", "study", "front_size", "hypervolume", "on_combined_front",
+                                     "baseline"]
     assert list(data["dominance"][0]) == ["run", "other", "dominated", "other_front_size", "dominating", "pairs"]
     assert data["runs"][1]["hypervolume"] == pytest.approx(0.52 / 1.21)
+    assert data["runs"][0]["baseline"] is None             # folders without baseline.json: an unseeded run
 
 
 def test_compare_refuses_other_objectives_and_other_folders(two_runs, tmp_path, dse_cli):

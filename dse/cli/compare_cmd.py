@@ -91,6 +91,10 @@ def compare(results_dirs: tuple[str, ...], out_dir: str | None, as_json: bool) -
                 title="Fronts compared", out=out)
     ref = ", ".join(f"{OBJECTIVE_COLUMNS[o]} {v:.4g}" for o, v in comparison.reference_point().items())
     out.print(f"hypervolume: {REFERENCE_RULE}. Reference point in metric units: {ref}.", soft_wrap=False)
+    for r in comparison.runs:
+        if r.baseline is not None:
+            out.print(f"{r.label}: the EPLB-style seed {r.baseline['design_id']} is dominated by "
+                      f"{len(r.baseline['dominated_by'])} of its front's {len(r.front)} designs")
     print_table(_dominance_rows(comparison),
                 [Col("run", "run", "text", left=True), Col("other", "other", "text", left=True),
                  Col("dominated", "other's designs dominated", "text"), Col("by", "by designs"),

@@ -27,9 +27,10 @@ import pandas as pd
 from pymoo.indicators.hv import HV
 
 from ..errors import StudyError
+from ..model.objectives import OBJECTIVES
 from ..search.hypervolume import costs, from_cost
 from ..system.metrics import reported_metrics
-from .folder import read_study_file
+from .folder import read_baseline, read_study_file
 from .interactive import MAX_POINTS, block, group, metric_entries, objective_entries, spread
 from .plots import Figure, PARETO_COLOUR, label, shown
 
@@ -52,6 +53,7 @@ class Run:
     path: Path
     study: object
     front: pd.DataFrame
+    baseline: dict | None = None      # the EPLB-style seed of a seeded run (baseline.json; `baseline_entry`)
 
 
 @dataclass
@@ -81,7 +83,7 @@ class Comparison:
             "ideal": {o: float(from_cost(o, self.ideal[j])) for j, o in enumerate(self.objectives)},
             "nadir": {o: float(from_cost(o, self.nadir[j])) for j, o in enumerate(self.objectives)},
             "runs": [{"label": r.label, "path": str(r.path), "study": r.study.name, "front_size": len(r.front),
-                      "hypervolume": hv, "on_combined_front": n}
+                      "hypervolume": hv, "on_combined_front": n, "baseline": r.baseline}
                      for r, hv, n in zip(self.runs, self.hypervolume, self.on_combined_front)],
             "dominance": self.dominance}
 
@@ -135,6 +137,20 @@ def hypervolume(C: np.ndarray, ideal: np.ndarray, nadir: np.ndarray) -> float:
     return float(HV(ref_point=np.full(m, MARGIN))(nC)) / MARGIN ** m
 
 
+def baseline_entry(record: dict | None, objectives: list[str], C: np.ndarray, front: pd.DataFrame) -> dict | None:
+    """A run's EPLB-style seed in ``dse compare --json``: its design id, its objectives' metric values, and the
+    designs of the run's own front that dominate it (None: the run was not seeded)."""
+    if record is None:
+        return None
+    metrics = record.get("metrics", {})
+    values = {o: metrics.get(OBJECTIVES[o][0]) for o in objectives}
+    out = {"design_id": record["design_id"], "objectives": values, "dominated_by": []}
+    if all(isinstance(v, (int, float)) for v in values.values()):
+        seed = costs(pd.DataFrame([{OBJECTIVES[o][0]: values[o] for o in objectives}]), objectives)
+        out["dominated_by"] = [str(front["design_id"].iloc[k]) for k in np.flatnonzero(dominates(C, seed)[:, 0])]
+    return out
+
+
 def compare_runs(paths: list[str | Path]) -> Comparison:
     """Load the runs at ``paths`` and compare their fronts (module docstring)."""
     if len(paths) < 2:
@@ -154,6 +170,7 @@ def compare_runs(paths: list[str | Path]) -> Comparison:
         keep = np.isfinite(c).all(axis=1)
         r.front = r.front[keep].reset_index(drop=True)
         C.append(c[keep])
+        r.baseline = baseline_entry(read_baseline(r.path), objectives, C[-1], r.front)
     union = np.vstack(C)
     if len(union):
         ideal, nadir = union.min(axis=0), union.max(axis=0)

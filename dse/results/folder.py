@@ -11,7 +11,9 @@ design, in evaluation order), ``study.yaml`` (the resolved study, defaults fille
 hypervolume of the front so far, see dse.search.hypervolume), ``designs/<design_id>.yaml`` (each Pareto
 design, readable by ``dse evaluate``, its placement written compactly: dse.results.design_yaml),
 ``placements.parquet`` (every evaluated design's placement, one row per unit: dse.results.placement_store;
-a CSV cell holds a placement too long for it as a summary), ``plots/`` (PNG and SVG figures,
+a CSV cell holds a placement too long for it as a summary), ``baseline.json`` (a search seeded with the
+EPLB-style design, dse.search.baseline: its ``design_id`` and its numeric metrics, non-finite as null;
+`load_results` reads it back as ``StudyResult.baseline``), ``plots/`` (PNG and SVG figures,
 dse.results.plots) and ``report.md`` / ``report.html`` (dse.results.report).
 
 Design files are read by dse.results.design_file (`read_design`, re-exported here). Every file goes
@@ -23,6 +25,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
@@ -36,7 +39,11 @@ from .result import StudyResult
 from .swap import DSE_ENTRIES, MARKER, fault_point, new_temporary, read_marker, recover, swap_in, write_marker
 
 __all__ = ["write_results", "load_results", "read_design", "design_from_dict", "design_path", "read_study_file",
-           "check_results_target", "prepare_results_target"]
+           "check_results_target", "prepare_results_target", "baseline_record", "read_baseline"]
+
+BASELINE = "baseline.json"
+BASELINE_SOURCE = "EPLB-style seed (dse.search.baseline)"
+
 
 def read_study_file(folder: Path) -> Study:
     """The resolved study of results folder ``folder`` (its ``study.yaml``)."""
@@ -56,9 +63,46 @@ def load_results(results_dir: str | Path):
     evaluations = pd.read_csv(folder / "evaluations.csv").rename(columns=old_names)
     designs = {p.stem: read_design(p) for p in sorted((folder / "designs").glob("*.yaml"))}
     screening = folder / "screening.json"
+    baseline = read_baseline(folder)
+    if baseline is not None and not (evaluations["design_id"] == baseline["design_id"]).any():
+        raise StudyError(f"{folder / BASELINE} names design {baseline['design_id']!r}, which evaluations.csv "
+                         "does not hold")
     return StudyResult(study=study, evaluations=evaluations, pareto=pareto, designs=designs, out_dir=folder,
                        screening=json.loads(screening.read_text()) if screening.is_file() else None,
-                       placements=read_placements(folder))
+                       placements=read_placements(folder),
+                       baseline=baseline["design_id"] if baseline is not None else None)
+
+
+def baseline_record(result: StudyResult) -> dict | None:
+    """What ``baseline.json`` holds (module docstring); None when the run was not seeded."""
+    if result.baseline is None:
+        return None
+    rows = result.evaluations.loc[result.evaluations["design_id"] == result.baseline]
+    if rows.empty:
+        return None
+    metrics = {}
+    for column, value in rows.iloc[0].items():
+        if column != "design_id" and isinstance(value, (int, float, np.integer, np.floating)) \
+                and not isinstance(value, bool):
+            metrics[str(column)] = float(value) if np.isfinite(value) else None
+    return {"design_id": str(result.baseline), "source": BASELINE_SOURCE, "metrics": metrics}
+
+
+def read_baseline(folder: str | Path) -> dict | None:
+    """The ``baseline.json`` of results folder ``folder`` (None: no such file, a run without the seed);
+    a `StudyError` naming the file when it is not one dse wrote."""
+    path = Path(folder) / BASELINE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path} is unreadable: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("design_id"), str) \
+            or not isinstance(data.get("metrics", {}), dict):
+        raise StudyError(f"{path} must hold an object with a string design_id and a metrics object")
+    check_design_id(data["design_id"])
+    return data
 
 
 def check_results_target(out: Path) -> None:
@@ -115,6 +159,9 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
             result.convergence.to_csv(tmp / "convergence.csv", index=False)
         if result.screening is not None:
             (tmp / "screening.json").write_text(json.dumps(result.screening, indent=2) + "\n")
+        baseline = baseline_record(result)
+        if baseline is not None:
+            (tmp / BASELINE).write_text(json.dumps(baseline, indent=1, allow_nan=False) + "\n")
         (tmp / "study.yaml").write_text(dump_yaml(result.study.resolved()))
         (tmp / "summary.md").write_text(summary_markdown(result))
         (tmp / "designs").mkdir()

@@ -44,7 +44,7 @@ MARKER = ".dse-results"
 #: every top-level entry dse writes into a results folder (exports/: `dse export`'s default place)
 DSE_ENTRIES = frozenset({MARKER, "pareto.csv", "evaluations.csv", "convergence.csv", "screening.json", "study.yaml",
                          "summary.md", "designs", "plots", "report.md", "report.html", "exports",
-                         "placements.parquet"})
+                         "placements.parquet", "baseline.json"})
 STEPS = ("created", "written", "complete", "moved-away", "moved-in", "removing")
 
 #: called with each step's name as `swap_in` passes it (tests install one that kills the process)

@@ -18,7 +18,7 @@ from ..model.prepare import Prepared
 from ..model.tables import EvalTables
 from ..study.space import Design, Space, build_space
 from ..study.spec import Study
-from .slices import expert_ranks, group_start, kept_units, layers_held, slice_tables, stage_layers
+from .slices import expert_ranks, group_start, kept_units, layers_held, slice_tables, stage_bounds, stage_layers
 
 
 @dataclass
@@ -60,6 +60,14 @@ class PackageBank:
         self.tables_at_batch = tables_at_batch           # batch -> EvalTables (dse.model.tables.build_tables)
         self.layers = stage_layers(tables)
         self.cache: dict[tuple[int, int, int], StagePackages] = {}
+        #: (layers, pipeline) -> layers per stage, set by a phase before the first evaluation (training's
+        #: balanced uneven split: dse.training.package); None: ``p L // P`` (dse.system.slices)
+        self.split = None
+
+    def bounds(self, pipeline: int) -> list[int]:
+        """Each pipeline stage's first layer and the last's end (dse.system.slices.stage_bounds)."""
+        L = self.layers.total
+        return stage_bounds(L, pipeline, self.split(L, pipeline) if self.split is not None and L else None)
 
     def __getstate__(self):
         """Pickled (to Dask workers) without the packages built so far: they are rebuilt there when used."""
@@ -87,13 +95,14 @@ class PackageBank:
         batch = math.ceil(self.study.workload.batch / experts)
         rank_t = self.tables_at_batch(batch)
         ranks = expert_ranks(self.tables, experts)
-        held = [layers_held(self.layers, pipeline, p) for p in range(pipeline)]
+        bounds = self.bounds(pipeline)
+        held = [layers_held(self.layers, pipeline, p, bounds) for p in range(pipeline)]
         out = StagePackages(pipeline=pipeline, experts=experts, held=held, ranks=ranks, rank_tables=rank_t)
         kv_scale = float(self.in_flight(pipeline))
         sl = self.space.slices
         head = np.arange(sl["place"].start)
         for p in range(pipeline):
-            starts = group_start(self.layers, pipeline, p)
+            starts = group_start(self.layers, pipeline, p, bounds)
             row = []
             for r in range(experts):
                 keep = kept_units(self.tables, held[p], ranks, r)

@@ -1,9 +1,10 @@
 """The share of the workload one package of a system holds, as the tables its package evaluator reads.
 
 A package of pipeline stage p holds the layers ``[p L / P, (p + 1) L / P)`` (integer division; L layers,
-P stages), the embedding with the first stage and the LM head with the last; a layer group cut by a
-stage boundary keeps its units with its stage count (repeat) and weight and KV bytes scaled to the
-layers held. With E expert-parallel ranks, rank r of a stage holds its own share of the routed experts
+P stages; or a phase's own layers per stage: `stage_bounds`), the embedding with the first stage and
+the LM head with the last; a layer group cut by a stage boundary keeps its units with its stage count
+(repeat) and weight and KV bytes scaled to the layers held. With E expert-parallel ranks, rank r of a
+stage holds its own share of the routed experts
 (same expert ids in every layer, balanced by expected tokens: longest-processing-time first, Graham
 1969, as DeepSeek's EPLB balances ranks) and a data-parallel copy of every other unit serving
 ``ceil(batch / E)`` sequences, while its experts see the tokens of the whole batch routed to them
@@ -49,11 +50,19 @@ def stage_layers(t: EvalTables) -> StageLayers:
     return StageLayers(first=first, count=t.stage_repeat.astype(np.int64))
 
 
-def layers_held(layers: StageLayers, pipeline: int, stage: int) -> np.ndarray:
-    """Layer instances of each workload stage the packages of pipeline stage ``stage`` hold ([S]; 0: none).
+def stage_bounds(total: int, pipeline: int, counts=None) -> list[int]:
+    """The first layer of each pipeline stage and the end of the last ([P + 1]): ``p L // P`` (the default),
+    or the running sum of ``counts`` (layers per stage, an uneven split: dse.training.stages)."""
+    if counts is None:
+        return [p * total // pipeline for p in range(pipeline + 1)]
+    return [int(x) for x in np.concatenate([[0], np.cumsum(counts)])]
+
+
+def layers_held(layers: StageLayers, pipeline: int, stage: int, bounds: list[int] | None = None) -> np.ndarray:
+    """Layer instances of each workload stage the packages of pipeline stage ``stage`` hold ([S]; 0: none),
+    the stages' layers ``bounds`` (`stage_bounds`, the default split when None).
     Stages outside the layers go with the first stage when they come before every layer, else the last."""
-    L = layers.total
-    lo, hi = stage * L // pipeline, (stage + 1) * L // pipeline
+    lo, hi = (bounds or stage_bounds(layers.total, pipeline))[stage: stage + 2]
     inside = layers.first >= 0
     overlap = np.minimum(layers.first + layers.count, hi) - np.maximum(layers.first, lo)
     held = np.where(inside, np.maximum(overlap, 0), 0)
@@ -64,11 +73,10 @@ def layers_held(layers: StageLayers, pipeline: int, stage: int) -> np.ndarray:
     return held
 
 
-def group_start(layers: StageLayers, pipeline: int, stage: int) -> np.ndarray:
+def group_start(layers: StageLayers, pipeline: int, stage: int, bounds: list[int] | None = None) -> np.ndarray:
     """Whether each held stage's first instance in this pipeline stage is its group's first layer (its
     entry hand-off is then inside the package)."""
-    L = layers.total
-    lo = stage * L // pipeline
+    lo = (bounds or stage_bounds(layers.total, pipeline))[stage]
     return (layers.first < 0) | (layers.first >= lo)
 
 

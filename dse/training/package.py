@@ -12,8 +12,11 @@ with the formulas of dse.training.iteration (sources there):
   2.5 x its FLOP share of t, FlashAttention-2's recomputed scores), recomputation adds t (full) or the
   attention core's FLOP share of t (selective);
 * 1F1B over P stages with m = global_batch / (batch x replicas) micro-batches per replica:
-  ``(m + P - 1) (3 + r) t``; the replicas are the data-parallel ranks: a ring all-reduce of each
-  package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
+  ``(m + P - 1) (3 + r) t``; a P that does not divide the layers gives the system's packages dse train's
+  balanced split (`StudySplit`, dse.training.stages) and 1F1B over unequal stages, ``(3 + r)(m t_max +
+  sum t - t_max)``, sum t the replica's forward latency (every stage and hand-off once), memory, gradients
+  and Adam the deepest stage's (dse.training.stages.uneven_peak_bytes); the replicas are the
+  data-parallel ranks: a ring all-reduce of each package's 16-bit gradients over the replicas, on the fabric when a whole layout fits in a node and on
   the network otherwise (dse.system.collectives; 1.5 x the bytes under ZeRO-3, exposed only beyond the
   last backward with ``overlap_grad_reduce``); then Adam streams 28 bytes per parameter (fp32 master,
   moments; over the replicas with ZeRO >= 1) through the package's HBM;
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,6 +54,7 @@ import memory
 import workloads
 from workloads.training import model_flops
 
+from ..errors import StudyError
 from ..model.phases import Phase
 from ..model.prepare import Prepared
 from ..study.spec import Study
@@ -59,9 +64,11 @@ from ..system.layout import Layout, layout_of
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
+from ..system.slices import stage_layers as workload_layers
 from .iteration import ADAM_BYTES_PER_PARAM, ATTENTION_CORE, FUSED_BACKWARD
 from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
 from .resilience import from_spec, job_plan
+from .stages import stage_layers, uneven_peak_bytes
 from .stacks import STACKS
 
 #: columns a training study adds to the system's (units in the names)
@@ -80,6 +87,11 @@ def prepare_training(study: Study) -> Prepared:
     """The study's designs made ready to cost as training devices (module docstring): the system
     evaluator of the forward pass (workloads' ``train`` phase: every position's logits, no KV cache)."""
     p = prepare_step(study)
+    bank = getattr(p.evaluator, "bank", None)
+    if bank is not None:          # the system's packages hold dse train's stages (built again with them)
+        bank.split = study_split(p.tables)
+        bank.cache.clear()
+        p.evaluator.traffic_cache.clear()
     return dataclasses.replace(p, evaluator=TrainingEvaluator(p.evaluator, study, p.tables), system_evaluator=p.evaluator)
 
 
@@ -90,6 +102,7 @@ class TrainingEvaluator(PhaseEvaluator):
     def __init__(self, system: SystemEvaluator, study: Study, tables):
         super().__init__(system)
         self.study, self.tables = study, tables
+        self.split = study_split(tables)
         w, t = study.workload, study.training
         cfg = workloads.load_model(w.model)
         self.cfg, self.batch, self.seq, self.global_batch = cfg, w.batch, w.context, t.global_batch
@@ -165,8 +178,16 @@ class TrainingEvaluator(PhaseEvaluator):
         with np.errstate(divide="ignore", invalid="ignore"):
             stage_s = np.where(ok, self.batch * self.seq * R / np.where(ok, row[:, C["throughput_tok_s"]], 1.0), np.inf)
             passes = 3.0 + self.recompute_share + self.backward_extra
+            counts = self.split(self.cfg.layers, P) if P > 1 else (self.cfg.layers,)
+            uneven = len(set(counts)) > 1
             pipeline_s = (m + P - 1) * passes * stage_s
+            bubble_s = (P - 1) * passes * stage_s
             params = self.dense_params / P + self.expert_params / (P * E)
+            if uneven:     # 1F1B over unequal stages (dse.training.stages): m max + (sum - max)
+                bubble_s = passes * (row[:, C["latency_s"]] - stage_s)   # the forward's other stages, hand-offs
+                pipeline_s = m * passes * stage_s + bubble_s
+                layer_params = (self.dense_params + self.expert_params / E) / self.cfg.layers
+                params = layer_params * max(counts)            # the deepest stage paces gradients and Adam
             grads_bytes = params * GRADIENT_BYTES
             zero3 = 1.5 if training.zero == 3 else 1.0               # dse.training.iteration
             level = self._dp_level(packages)
@@ -182,8 +203,12 @@ class TrainingEvaluator(PhaseEvaluator):
             activations = tokens_mb * activation_bytes_per_token_layer(
                 cfg, self.seq, 1, False, training.recompute, "fused" if self.fused else "unfused",
                 STACK.residual_bytes, STACK.eager)
-            mem = device_bytes(params, STACK, training.zero, R, activations * cfg.layers / P * min(P, m) / E,
-                               tokens_mb * logits_bytes_per_token(cfg, 1, STACK.logit_bytes, STACK.residual_bytes))
+            logits = tokens_mb * logits_bytes_per_token(cfg, 1, STACK.logit_bytes, STACK.residual_bytes)
+            if uneven:
+                mem = uneven_peak_bytes(counts, layer_params, activations / E, logits, m, 1, STACK, training.zero, R)
+            else:
+                mem = device_bytes(params, STACK, training.zero, R, activations * cfg.layers / P * min(P, m) / E,
+                                   logits)
 
             dynamic_j_per_token = sum(row[:, C[c]] for c in ("energy_compute_j_per_token", "energy_dram_j_per_token",
                                                               "energy_network_j_per_token"))
@@ -210,7 +235,7 @@ class TrainingEvaluator(PhaseEvaluator):
             row[:, T["iteration_s"]] = iteration_s
             row[:, T["mfu"]] = self.flops_per_iteration / (iteration_s * packages * peak_flops)
             row[:, T["memory_per_device_bytes"]] = mem
-            row[:, T["bubble_s"]] = (P - 1) * passes * stage_s
+            row[:, T["bubble_s"]] = bubble_s
             row[:, T["dp_communication_s"]] = dp_s
             row[:, T["optimizer_s"]] = optimizer_s
         frac, compute = self._resilience(row, packages, iteration_s)
@@ -263,6 +288,36 @@ class TrainingEvaluator(PhaseEvaluator):
         if packages <= hardware.packages_per_node:
             return hardware.fabric_level()
         return hardware.network_level(hardware.nodes(packages))
+
+
+@dataclass(frozen=True)
+class StudySplit:
+    """dse train's default split (dse.training.stages.stage_layers: L / P, or balanced when P does not
+    divide L) from the study's own costs: a layer's time, the embedding's (first stage) and the ends'
+    (last stage, as dse.training.iteration charges them: embedding, final norm, output layer and loss)."""
+
+    layer_s: float
+    first_s: float
+    last_s: float
+
+    def __call__(self, layers: int, pipeline: int) -> tuple[int, ...]:
+        if pipeline > layers:
+            raise StudyError(f"{pipeline} pipeline stages for the model's {layers} layers; at most one stage a layer",
+                             key="system.parallel.pipeline")
+        return stage_layers(layers, pipeline, (), self.layer_s, self.first_s, self.last_s)
+
+
+def study_split(tables) -> StudySplit:
+    """The `StudySplit` of a study's tables: each unit's expected forward time per layer instance on its
+    fastest chiplet kind (mapping-independent), summed over the layers, the stages before them and
+    every stage outside them; a layer's time is the layers' sum over L."""
+    layers = workload_layers(tables)
+    per_unit = tables.unit_time_s.min(axis=1) * tables.unit_prob * tables.stage_prob[tables.unit_stage]
+    per_stage = np.bincount(tables.unit_stage, per_unit, minlength=len(layers.count)) * layers.count
+    inside = layers.first >= 0
+    before = ~inside & (np.arange(len(inside)) < (int(np.argmax(inside)) if inside.any() else len(inside)))
+    return StudySplit(layer_s=float(per_stage[inside].sum()) / max(layers.total, 1),
+                      first_s=float(per_stage[before].sum()), last_s=float(per_stage[~inside].sum()))
 
 
 def _infeasible(row: np.ndarray) -> np.ndarray:
