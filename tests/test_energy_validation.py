@@ -17,7 +17,7 @@ from dse.validation import energy as energy_validation
 
 
 def test_active_energy_is_the_fit_of_its_calibration_run():
-    # the table's figure is calibrate()'s (300.4 pJ, with the GH100 energy per MAC): at it the simulated
+    # the table's figure is calibrate()'s (296.6 pJ, with the GH100 energy per MAC): at it the simulated
     # calibration run draws the measured
     # power, and without it a fifth of that (95 W)
     case = next(c for c in energy_validation.load_cases() if c["set"] == "calibration")
