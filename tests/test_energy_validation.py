@@ -18,11 +18,11 @@ from dse.validation import energy as energy_validation
 
 def test_active_energy_is_the_fit_of_its_calibration_run():
     # the table's figure is calibrate()'s (296.6 pJ, with the GH100 energy per MAC): at it the simulated
-    # calibration run draws the measured
-    # power, and without it a fifth of that (95 W)
+    # calibration run draws the measured power, and without it about a quarter of that (122 W: 117 W while
+    # mem_efficiency derated the sustained bandwidth twice, a longer step)
     case = next(c for c in energy_validation.load_cases() if c["set"] == "calibration")
     assert energy_validation.served(case)["mean_power_w"] == pytest.approx(case["mean_power_w"], rel=0.01)
-    assert energy_validation.served(case, active_pj=0.0)["mean_power_w"] < 0.25 * case["mean_power_w"]
+    assert energy_validation.served(case, active_pj=0.0)["mean_power_w"] < 0.27 * case["mean_power_w"]
     # energy per operation and area per operation scale alike from 7 to 5 nm in the table: the same figure
     assert arch.node("7nm").active_pj_per_mm2_cycle == arch.node("5nm").active_pj_per_mm2_cycle
 
@@ -60,13 +60,14 @@ def test_a100_power_follows_how_busy_the_host_leaves_it():
     assert all(0.8 < r["ratio"] < 1.35 for r in rows.values())
 
 
-@pytest.mark.parametrize("preset, hbm, bandwidth, tdp_w, most", [("h100-like", "hbm3", 3352e9, 700.0, 2.6),
+@pytest.mark.parametrize("preset, hbm, bandwidth, tdp_w, most", [("h100-like", "hbm3", 3352e9, 700.0, 2.7),
                                                                  ("a100-like", "hbm2e", 2039e9, 400.0, 1.4)])
 def test_peak_power_reaches_the_power_limit(preset, hbm, bandwidth, tdp_w, most):
     # every unit busy at full clock draws at least the board's power limit (GPUs throttle under dense GEMM:
     # Splitwise's A100 peak_power reaches 1.0 of its TDP in long prefills) but not absurdly more: A100 533 W
     # against 400; the GH100 die (its energy per MAC fitted on the H200's Llama-2-7B prefill, which draws
-    # 688 W at 1,590 of 1,980 MHz: about 0.8^3 of its full-clock dynamic power) about 2.4x its 700 W
+    # 688 W at 1,590 of 1,980 MHz: about 0.8^3 of its full-clock dynamic power) about 2.7x its 700 W (under 2.6x
+    # before the prefill read at the sustained bandwidth x mem_efficiency without a second derating)
     ch = arch.preset(preset)
     hbm_w = bandwidth * memory.memory_preset(hbm).energy_j_per_byte
     peak = arch.static_power_w(ch) + arch.active_power_w(ch) + arch.peak_dynamic_power_w(ch, "bf16") + hbm_w
