@@ -66,8 +66,7 @@ def test_peak_power_reaches_the_power_limit(preset, hbm, bandwidth, tdp_w, most)
     # every unit busy at full clock draws at least the board's power limit (GPUs throttle under dense GEMM:
     # Splitwise's A100 peak_power reaches 1.0 of its TDP in long prefills) but not absurdly more: A100 533 W
     # against 400; the GH100 die (its energy per MAC fitted on the H200's Llama-2-7B prefill, which draws
-    # 688 W at 1,590 of 1,980 MHz: about 0.8^3 of its full-clock dynamic power) about 2.7x its 700 W (under 2.6x
-    # before the prefill read at the sustained bandwidth x mem_efficiency without a second derating)
+    # 688 W at 1,590 of 1,980 MHz: about 0.8^3 of its full-clock dynamic power) about 2.6x its 700 W
     ch = arch.preset(preset)
     hbm_w = bandwidth * memory.memory_preset(hbm).energy_j_per_byte
     peak = arch.static_power_w(ch) + arch.active_power_w(ch) + arch.peak_dynamic_power_w(ch, "bf16") + hbm_w
