@@ -2,11 +2,12 @@
 
 The model of one GEMM kernel is the step model's (arch.roofline.kernel_time_s): compute from the
 chiplet's cost model (arch.costing.matrix_costs: tiles, waves and split-K on a GPU, at the fraction
-``max_efficiency`` of peak), memory = the kernel's DRAM bytes / (the attached memory's bandwidth x
-``mem_efficiency``), overlapped in the kernel's load-compute pipeline, plus ``kernel_overhead_us``,
-never less than ``dispatch_us`` (a row times one kernel launched back to back: a host issuing ahead
-then gives each launch the longer of the kernel's time and its issue time, the floor, so the fit serves
-both ``dispatch_mode`` values). `fit` chooses the parameters named in ``fields`` that minimise the
+``max_efficiency`` of peak), memory = the kernel's DRAM bytes / (the attached memory's sustained
+bandwidth, memory.effective_bandwidth_Bps as the step model's tables charge it, x ``mem_efficiency``),
+overlapped in the kernel's load-compute pipeline, plus ``kernel_overhead_us``, never less than
+``dispatch_us`` (a row times one kernel launched back to back: a host issuing ahead then gives each
+launch the longer of the kernel's time and its issue time, the floor, so the fit serves both
+``dispatch_mode`` values). `fit` chooses the parameters named in ``fields`` that minimise the
 squared log ratio of modelled to measured time over every row (scipy.optimize.least_squares, bounded),
 the error measure of the end-to-end validation (geometric-mean relative error).
 

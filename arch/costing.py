@@ -260,7 +260,8 @@ def gemm_kernel(ch: Chiplet, mc: MatrixCost, memory_Bps: float) -> GemmKernel:
     (arch.roofline.kernel_time_s): its compute, its DRAM bytes (A and B read, C written: a GEMM alone
     keeps nothing on chip between kernels) at ``memory_Bps`` x the chiplet's ``mem_efficiency``,
     overlapped in its load-compute pipeline of ``mc.steps``, plus ``kernel_overhead_s``, never under
-    ``dispatch_s``. ``memory_Bps``: the attached memory's bandwidth (the step model: sustained)."""
+    ``dispatch_s``. ``memory_Bps``: the attached memory's sustained bandwidth (memory.effective_bandwidth_Bps, as the
+    step model's tables), of which ``mem_efficiency`` is a fraction."""
     if not (math.isfinite(memory_Bps) and memory_Bps > 0):
         raise ArchError(f"the memory bandwidth must be a positive finite number, got {memory_Bps!r}")
     dram = mc.dram_a_bytes + mc.dram_b_bytes + mc.dram_c_bytes

