@@ -33,7 +33,7 @@ MAX_BACKGROUND = 3000
 MAX_DETAILS = 60
 #: designs x placement units the page's breakdowns may cost: fewer designs' details for studies of many units
 #: (each breakdown walks every unit), so the section's time does not grow with the units
-DETAIL_UNITS = 300_000
+DETAIL_UNITS = 90_000
 #: units named one by one on a chiplet; above this they are counted by kind
 MAX_UNIT_NAMES = 12
 DATA_ID = "dse-front-data"
