@@ -177,6 +177,42 @@ def expected_distinct_experts(q: np.ndarray, tokens: float) -> float:
 # user routing traces
 
 
+#: rows a routing trace may have (a JSONL file of ten million selections is already hundreds of MB)
+MAX_TRACE_ROWS = 10_000_000
+
+
+def trace_rows(path: str | Path) -> list[tuple[int, dict]]:
+    """(line number, JSON object) of every non-blank line of a JSONL routing trace, at most
+    `MAX_TRACE_ROWS`; a `WorkloadError` naming the file and line otherwise."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"cannot read routing trace {path}: "
+                            f"{getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
+    if len(lines) > MAX_TRACE_ROWS:
+        raise WorkloadError(f"routing trace {path}: {len(lines):,} rows; at most {MAX_TRACE_ROWS:,}")
+    rows = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise WorkloadError(f"routing trace {path}, line {n}: not valid JSON: {exc.msg}") from None
+        if not isinstance(row, dict):
+            raise WorkloadError(f"routing trace {path}, line {n}: a row is a JSON object "
+                                "{layer, token, experts, weights}")
+        rows.append((n, row))
+    return rows
+
+
+def distinct_indices(experts, limit: int | None = None) -> bool:
+    """Whether ``experts`` is a non-empty list of distinct whole numbers >= 0 (and < ``limit``)."""
+    return (isinstance(experts, list) and bool(experts)
+            and all(isinstance(e, int) and not isinstance(e, bool) and e >= 0 and (limit is None or e < limit)
+                    for e in experts) and len(set(experts)) == len(experts))
+
+
 class RoutingTrace:
     """Expert choices counted from a JSONL trace: one row per (layer, token), ``experts`` its top-k."""
 
@@ -189,20 +225,8 @@ class RoutingTrace:
         self._read()
 
     def _read(self) -> None:
-        try:
-            lines = self.path.read_text().splitlines()
-        except OSError as exc:
-            raise WorkloadError(f"cannot read routing trace {self.path}: {exc.strerror}") from None
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+        for n, row in trace_rows(self.path):
             where = f"routing trace {self.path}, line {n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise WorkloadError(f"{where}: not valid JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise WorkloadError(f"{where}: a row is a JSON object {{layer, token, experts, weights}}")
             missing = [k for k in ("layer", "token", "experts") if k not in row]
             if missing:
                 raise WorkloadError(f"{where}: missing key {missing[0]!r}; a row has layer, token, experts, weights")
@@ -210,9 +234,7 @@ class RoutingTrace:
             if not isinstance(layer, int) or isinstance(layer, bool) or layer not in self.counts:
                 raise WorkloadError(f"{where}: layer {layer!r} is not a MoE layer of the model "
                                     f"(MoE layers: {self.moe_layers[0]}..{self.moe_layers[-1]})")
-            if (not isinstance(chosen, list) or len(chosen) != self.top_k
-                    or not all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e < self.experts
-                               for e in chosen) or len(set(chosen)) != len(chosen)):
+            if not distinct_indices(chosen, self.experts) or len(chosen) != self.top_k:
                 raise WorkloadError(f"{where}: experts must be {self.top_k} distinct indices in "
                                     f"0..{self.experts - 1}, got {chosen!r}")
             if not isinstance(token, (int, str)) or isinstance(token, bool):

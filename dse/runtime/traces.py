@@ -15,19 +15,19 @@ window is offered the tokens of the requests arriving in it (prompt tokens for a
 tokens for a decode study) over the window's length."""
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 
+from workloads.errors import WorkloadError
+from workloads.routing import distinct_indices, trace_rows
+
 from ..errors import StudyError
 from ..serving.requests import from_file
 
 GROUP = re.compile(r"L(\d+)(?:-(\d+))?$")
-#: rows a routing trace may have (a JSONL file of ten million selections is already hundreds of MB)
-MAX_ROWS = 10_000_000
 
 
 def group_layers(group_names: list[str], key: str) -> list[range]:
@@ -46,30 +46,20 @@ def group_layers(group_names: list[str], key: str) -> list[range]:
 def read_rows(path: str | Path, key: str):
     """(t, layer, experts) of every row, checked strictly; a `StudyError` naming ``key`` and the line."""
     try:
-        lines = Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StudyError(f"cannot read routing trace {path}: {exc.__class__.__name__}", key=key) from None
-    if len(lines) > MAX_ROWS:
-        raise StudyError(f"{len(lines):,} rows; at most {MAX_ROWS:,}", key=key)
+        lines = trace_rows(path)
+    except WorkloadError as exc:
+        raise StudyError(str(exc), key=key) from None
     rows = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for n, row in lines:
         where = f"line {n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise StudyError(f"{where}: not valid JSON: {exc.msg}", key=key) from None
-        if not isinstance(row, dict) or not {"t", "layer", "experts"} <= set(row):
+        if not {"t", "layer", "experts"} <= set(row):
             raise StudyError(f"{where}: a row is a JSON object with t (s), layer and experts", key=key)
         t, layer, experts = row["t"], row["layer"], row["experts"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
             raise StudyError(f"{where}: t must be a finite number of seconds >= 0, got {t!r}"[:200], key=key)
         if isinstance(layer, bool) or not isinstance(layer, int):
             raise StudyError(f"{where}: layer must be a whole number, got {layer!r}"[:200], key=key)
-        if not isinstance(experts, list) or not experts or not all(
-                isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in experts) \
-                or len(set(experts)) != len(experts):
+        if not distinct_indices(experts):
             raise StudyError(f"{where}: experts must be distinct expert indices >= 0, got {experts!r}"[:200], key=key)
         rows.append((float(t), layer, experts))
     if not rows:
