@@ -27,6 +27,7 @@ class MoveCost(NamedTuple):
     time_s: float
     energy_j: float
     moves: int
+    throughput: float = 1.0         # serving's throughput share while it runs (dse.runtime.contention)
 
 
 NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)

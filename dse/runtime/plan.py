@@ -27,6 +27,7 @@ from ..model.evaluator import design_arrays
 from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
+from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
 from .mapping import ExpertGroups, Relabel, copy_arrays, imbalance, moved_copies, perm_key
 from .migration import NO_MOVE, MigrationModel, MoveCost
@@ -271,7 +272,7 @@ class Planner:
                 run.settle(a)
                 now = downs(a)
                 failed = frozenset(self.chips_down(now, design) - run.replaced)
-                lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) if run.stall else 0.0
+                lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) * (1.0 - run.keep)
                 key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
                 if key not in self.cache:
                     self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
@@ -311,14 +312,30 @@ class Planner:
         moves = moved_copies(run.placement, decision.placement)
         for r in decision.revive:
             moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
-        move = mig.cost(moves, failed)
+        move = self.contended(run, design, w, t0, moves, failed, mig) \
+            if self.scenario.migration.mode == "background" else mig.cost(moves, failed)
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
-        run.start(t0, move.time_s, self.scenario.migration, dict(decision.placement), set(decision.revive))
+        run.start(t0, move.time_s, self.scenario.migration, dict(decision.placement), set(decision.revive),
+                  move.throughput)
         if move.moves:
             run.last_change = t0
         return move
+
+    def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: list, failed: frozenset[int],
+                  mig: MigrationModel) -> MoveCost:
+        """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
+        now = self.outages(design)[1](t0)
+        key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
+        if key not in self.cache:
+            self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
+        seg = self.cache[key][0]
+        if seg is None or not moves:
+            return mig.cost(moves, failed)
+        one = self.base._replace(slots=seg.slots[None], ncopy=seg.ncopy[None], stacks=seg.stacks[None])
+        return contended_cost(mig, moves, failed, serving_traffic(self.ev, self.package_spec, one),
+                              self.scenario.migration.share)
 
 
 @dataclass
@@ -335,6 +352,7 @@ class RunState:
     move_start: float = 0.0
     move_end: float = 0.0
     stall: bool = False
+    keep: float = 1.0               # serving's throughput share while the move runs (0: a stall)
     last_change: float = -np.inf
     version: int = 0                # counts the mappings that have served
     rerolled: set = field(default_factory=set)      # reconfigurable slots that took a failed chiplet's role
@@ -342,13 +360,14 @@ class RunState:
     def __post_init__(self):
         self.serving = self.serving or self.placement
 
-    def start(self, t0: float, time_s: float, spec, placement: dict, revive: set) -> None:
-        """A move of ``time_s`` at full bandwidth starts at ``t0``: a stall (serving stops until it lands;
-        the new mapping serves after it) or in the background at ``spec.share`` of the bandwidth (the old
-        mapping serves until it lands)."""
+    def start(self, t0: float, time_s: float, spec, placement: dict, revive: set, keep: float = 1.0) -> None:
+        """A move of ``time_s`` starts at ``t0``: a stall (serving stops until it lands; the new mapping
+        serves after it) or in the background (the old mapping serves, at ``keep`` of its throughput, until
+        it lands: dse.runtime.contention)."""
         self.stall = spec.mode == "stall"
+        self.keep = 0.0 if self.stall else keep
         self.move_start = t0
-        self.move_end = t0 + (time_s if self.stall else time_s / spec.share)
+        self.move_end = t0 + time_s
         self.placement = placement
         self.spares -= len(revive)
         self.pending_revive = revive

@@ -114,10 +114,10 @@ class FailuresSpec(StrictModel):
 
 class MigrationSpec(StrictModel):
     """How a move shares the package: ``stall`` (serving stops while the weights move, at the full
-    modelled bandwidth) or ``background`` (the weights stream at ``share`` of that bandwidth, taking
-    ``1 / share`` as long, while the old mapping keeps serving: throughput stays the old mapping's until
-    the move lands; contention with serving's own traffic is not modelled); ``bandwidth_scale`` scales the
-    modelled bandwidths a move uses (a what-if knob). No policy acts while a move is in flight."""
+    modelled bandwidth) or ``background`` (the old mapping keeps serving while the weights take the link
+    bandwidth its traffic leaves, at least ``share`` of it; serving slowed where the move takes more:
+    dse.runtime.contention); ``bandwidth_scale`` scales the modelled bandwidths a move uses (a what-if
+    knob). No policy acts while a move is in flight."""
 
     mode: Literal["stall", "background"] = "stall"
     share: Annotated[float, Field(gt=0, le=1)] = 0.5

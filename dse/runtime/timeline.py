@@ -22,9 +22,11 @@ from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..study.space import Design
 from .failures import names
+from .link_energy import link_energy_per_token
 from .plan import Planner, WindowPlan
 from .policies import make_policy
 from .scenario import Scenario
+from .serving_window import serving_windows
 
 NEEDED = ("latency_s", "latency_p99_s", "energy_j_per_token")
 
@@ -71,7 +73,10 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
         i = len(plans)
         plans.append(planners[key].plan(design, None if arrays is None else arrays.take(slice(i, i + 1))))
         packages.append((key, planners[key].base))
-    step = step_metrics(plans, packages, planners)
+    serving = serving_windows(prepared)         # a serving study: the closed form per window
+    step = step_metrics(plans, packages, planners, serving)
+    if serving is not None:
+        return [Timeline(policy, scenario.name, *serving.summarise(plan, step[i])) for i, plan in enumerate(plans)]
     return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy)
             for i, (plan, d) in enumerate(zip(plans, designs))]
 
@@ -84,12 +89,14 @@ def check_links(prepared, scenario: Scenario) -> None:
                          "faults: {links: true}", key="failures")
 
 
-def step_metrics(plans: list, packages: list, planners: dict) -> list[dict]:
+def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> list[dict]:
     """Each design's distinct segments (by key) costed by its package evaluator: one population call per
     package variant, every segment of every design in it; per design, key -> (latency, p99, energy/token).
     A segment with links down takes the latency of the evaluator's single-link-failure report of its
     design (`Evaluator.link_failure_report`: routes detoured by minimum hops), the slowest of its links,
-    with p99 scaled alike and the intact energy per token (the report has no energy)."""
+    with p99 scaled alike, and the intact energy per token plus what the detours add
+    (dse.runtime.link_energy: the step's traffic re-routed around every link down). A serving study's
+    segments also carry its other steps' latencies and KV cache (dse.runtime.serving_window)."""
     out: list[dict] = [{} for _ in plans]
     todo: dict[int, list] = {}
     for i, (plan, (pkey, _)) in enumerate(zip(plans, packages)):
@@ -110,10 +117,17 @@ def step_metrics(plans: list, packages: list, planners: dict) -> list[dict]:
                            slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
         ev = planners[pkey].ev
         metrics = ev.decoded_metrics(d, with_faults=False)[:, cols]
+        intact_s = metrics[:, 0].copy()
         for j, (i, key, m) in enumerate(items):
             if m.links:
                 metrics[j, :2] *= link_slowdown(ev, d, j, m.links, metrics[j, 0])
+                metrics[j, 2] += link_energy_per_token(ev, planners[pkey].package_spec, d, j, m.links,
+                                                       planners[pkey].tables.tokens_per_step)
             out[i][key] = metrics[j]
+        if serving is not None:         # the serving study's other steps and KV cache (serving_window.py)
+            rows = serving.figures(ev, d, metrics, intact_s)
+            for j, (i, key, _) in enumerate(items):
+                out[i][key] = rows[j]
     return out
 
 

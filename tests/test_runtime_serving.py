@@ -1,0 +1,187 @@
+"""dse.runtime (issue 36) with serving: a serving study's windows through the serving closed form, a
+background move contending with serving's link traffic, and the energy a failed link's detours add."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import yaml
+
+import noc
+from conftest import DATA
+from dse.model.evaluator import design_arrays
+from dse.model.traffic import chiplet_traffic, package_routes
+from dse.runtime import run_timeline
+from dse.runtime.contention import LinkTraffic, contended_cost, serving_traffic
+from dse.runtime.link_energy import reroute_energy_j
+from dse.runtime.migration import MigrationModel
+from dse.runtime.scenario import scenario_from_dict
+from dse.serving.analytic import steady_state
+from dse.study.spec import Study, load_study
+from dse.system.prepare import prepare
+
+SERVE = DATA / "timeline_serve.yaml"
+STUDY = DATA / "timeline_study.yaml"
+
+
+@pytest.fixture(scope="module")
+def served():
+    p = prepare(load_study(SERVE))
+    return p, p.evaluator.designs(p.space.seeds[:1])[0]
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return prepare(load_study(STUDY))
+
+
+@pytest.fixture(scope="module")
+def design(prepared):
+    return prepared.evaluator.designs(prepared.space.seeds[:1])[0]
+
+
+def scenario(**keys):
+    return scenario_from_dict({"horizon_s": 180, "window_s": 60, **keys})
+
+
+def test_serving_windows_are_the_closed_form_at_the_offered_load(served):
+    """No drift, no failures: every window is the serving closed form at the window's load, the figures
+    `dse run` reports for the study's request rate (dse.serving.analytic.steady_state on the design's
+    affine steps, called here directly)."""
+    p, design = served
+    sv = p.study.serving
+    m = dict(zip(p.evaluator.columns, p.evaluator.design_metrics([design])[0]))
+    steps, slots, _ = p.evaluator.steps_of(design)
+    for rate in (sv.request_rate, 0.5 * sv.request_rate):
+        tl = run_timeline(p, design, scenario(load={"tokens_per_s": rate * sv.output_len}))
+        ref = steady_state(steps, rate, sv.input_len, sv.output_len, max_batch=sv.max_batch,
+                           kv_tokens=slots * (sv.input_len + sv.output_len), slo_ttft_s=sv.slo.ttft_ms * 1e-3,
+                           slo_tpot_s=sv.slo.tpot_ms * 1e-3)
+        for w in tl.windows:
+            assert w["p99_ttft_ms"] == pytest.approx(1e3 * ref.ttft_p99_s, rel=1e-9)
+            assert w["p99_tpot_ms"] == pytest.approx(1e3 * ref.tpot_p99_s, rel=1e-9)
+            assert w["mean_ttft_ms"] == pytest.approx(1e3 * ref.ttft_s, rel=1e-9)
+            assert w["latency_s"] == pytest.approx(ref.tpot_s, rel=1e-9) == pytest.approx(w["mean_tpot_ms"] / 1e3)
+            assert w["request_throughput"] == pytest.approx(rate, rel=1e-12)
+            assert w["output_throughput"] == w["tokens_per_s"] == pytest.approx(rate * sv.output_len, rel=1e-12)
+            assert w["served_frac"] == pytest.approx(1.0)
+        if rate == sv.request_rate:         # what the serving study itself reports at its rate
+            assert tl.windows[0]["p99_ttft_ms"] == pytest.approx(1e3 * m["ttft_p99_s"], rel=1e-9)
+            assert tl.windows[0]["p99_tpot_ms"] == pytest.approx(1e3 * m["tpot_p99_s"], rel=1e-9)
+        assert tl.totals["p99_tpot_ms"] == pytest.approx(1e3 * ref.tpot_p99_s, rel=1e-9)
+        assert tl.totals["energy_j_per_token"] == pytest.approx(m["energy_j_per_token"], rel=1e-12)
+
+
+def test_load_past_capacity_is_served_at_capacity(served):
+    p, design = served
+    sv = p.study.serving
+    saturation = dict(zip(p.evaluator.columns, p.evaluator.design_metrics([design])[0]))["saturation_req_s"]
+    assert 0 < saturation < np.inf
+    tl = run_timeline(p, design, scenario(load={"tokens_per_s": 3 * saturation * sv.output_len}))
+    for w in tl.windows:
+        assert w["served_frac"] == pytest.approx(1 / 3, rel=1e-9)
+        assert w["tokens_per_s"] == pytest.approx(saturation * sv.output_len, rel=1e-9)
+        assert w["request_throughput"] == pytest.approx(saturation, rel=1e-9)
+    saturating = run_timeline(p, design, scenario())
+    assert saturating.windows[0]["tokens_per_s"] == pytest.approx(saturation * sv.output_len, rel=1e-9)
+    assert saturating.totals["availability"] == pytest.approx(1.0)
+
+
+def test_serving_timeline_follows_drift_and_failures(served):
+    """A chiplet failure under a serving study lowers what is served (the closed form on the re-mapped
+    design, its lost selections unserved) until repaired."""
+    p, design = served
+    only = [s[0] for s in design.placement.values() if len(s) == 1]
+    fail = {"events": [{"t_s": 60, "chiplet": only[0], "repair_s": 60}]}
+    tl = run_timeline(p, design, scenario(failures=fail))
+    before, during, after = (w["tokens_per_s"] for w in tl.windows)
+    assert during < before and after == pytest.approx(before, rel=1e-12)
+
+
+def test_a_detour_costs_its_extra_hops(prepared):
+    """Hand computation: 1 GB from chiplet 0 to 1 of a 2 x 2 mesh of UCIe advanced; link 0-1 fails, the
+    route detours 0 -> 2 -> 3 -> 1: two hops more, each 0.3 pJ/bit of link (Gemini, HPCA'24; UCIe 2.5D
+    target 0.25-0.3 pJ/bit) and 0.28 pJ/bit of router (Gemini, HPCA'24)."""
+    topology = prepared.study.hardware.package.network(2, 2)
+    routes = noc.route(topology, "xy")
+    traffic = np.zeros((4, 4))
+    traffic[0, 1] = 1e9
+    expected = 1e9 * 8 * 2 * (0.3e-12 + 0.28e-12)
+    assert reroute_energy_j(routes, traffic, [(0, 1)]) == pytest.approx(expected, rel=1e-9)
+    assert reroute_energy_j(routes, traffic, []) == 0.0
+
+
+def test_link_failure_window_energy_counts_the_rerouted_traffic(design):
+    """A failed link's window: the step's energy per token plus its traffic's extra hops (each pair whose
+    route crossed the link detours by the shortest path around it; hops x bits x pJ/bit by hand)."""
+    data = yaml.safe_load(STUDY.read_text())
+    data["faults"] = {"links": True}
+    linked = prepare(Study.from_dict(data, base_dir=DATA))
+    t = linked.tables
+    sc = scenario(failures={"events": [{"t_s": 0, "component": "link", "link": [0, 1]}]})
+    tl = run_timeline(linked, design, sc)
+    intact = linked.evaluator.evaluate_designs([design])["energy_j_per_token"].iloc[0]
+    _, routes = package_routes(design, linked.study.hardware.package)
+    graph = nx.grid_2d_graph(2, 3)
+    graph = nx.convert_node_labels_to_integers(graph, ordering="sorted")      # chiplet r * 3 + c
+    cut = graph.copy()
+    cut.remove_edge(0, 1)
+    traffic = chiplet_traffic(design, t)
+    extra_hops_bytes = 0.0
+    for a, b in zip(*np.nonzero(traffic)):
+        path = routes.path(a, b)
+        if any({x, y} == {0, 1} for x, y in zip(path, path[1:])):
+            extra_hops_bytes += traffic[a, b] * (nx.shortest_path_length(cut, a, b) - (len(path) - 1))
+    assert extra_hops_bytes > 0
+    pj_per_bit = 0.3 + 0.28                     # UCIe advanced link + router (noc/data/links.yaml, Gemini)
+    by_hand = extra_hops_bytes * 8 * pj_per_bit * 1e-12 / t.tokens_per_step
+    assert tl.totals["energy_j_per_token"] == pytest.approx(intact + by_hand, rel=1e-9)
+
+
+def test_background_move_takes_what_serving_leaves(prepared, design):
+    """Hand computation: one expert copied from chiplet 0 to chiplet 5 (3 hops) while serving sends r B/s
+    on each link of the route: time = bytes / (link bandwidth - r); energy as without contention; with
+    ``share`` above what is left, the move takes share x bandwidth and serving keeps (bw - taken) / r."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    unit = "L0-31.e1"
+    nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    bw = t.link.bandwidth_Bps
+    n_links = len(routes.topology.link_src)
+    rate = np.zeros(n_links)
+    rate[routes.links(0, 5)] = 0.4 * bw
+    traffic = LinkTraffic(rate, np.full(n_links, bw), routes)
+    free = model.cost([(unit, 5, [0])])
+    cost = contended_cost(model, [(unit, 5, [0])], frozenset(), traffic, share=0.1)
+    assert cost.time_s == pytest.approx(nbytes / (bw - 0.4 * bw), rel=1e-12)
+    assert cost.energy_j == pytest.approx(free.energy_j, rel=1e-12) and cost.throughput == 1.0
+    squeezed = contended_cost(model, [(unit, 5, [0])], frozenset(), traffic, share=0.8)
+    assert squeezed.time_s == pytest.approx(nbytes / (0.8 * bw), rel=1e-12)
+    assert squeezed.throughput == pytest.approx((bw - 0.8 * bw) / (0.4 * bw), rel=1e-12)
+
+
+def test_serving_traffic_is_the_steps_link_bytes_over_its_latency(prepared, design):
+    ev = prepared.for_design(design).package_evaluator
+    d = design_arrays([design], prepared.tables, ev.space.max_slots, prepared.study.mapping.max_replicas)
+    traffic = serving_traffic(ev, prepared.study.hardware.package, d)
+    step = prepared.evaluator.evaluate_designs([design])["latency_s"].iloc[0]
+    pairs = chiplet_traffic(design, prepared.tables)
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    by_link = np.zeros(len(traffic.rate_Bps))
+    for a, b in zip(*np.nonzero(pairs)):
+        by_link[routes.links(a, b)] += pairs[a, b]
+    assert traffic.rate_Bps == pytest.approx(by_link / step, rel=1e-9)
+
+
+def test_background_periodic_pays_for_contention(prepared, design):
+    """Background moves under a rotating hot set: the moves run at what serving leaves (at least the
+    share), so they land later than at the full bandwidth a stall gets, and the old mapping serves meanwhile."""
+    rot = {"drift": "rotate", "rate_per_s": 1 / 300}
+    sc = dict(horizon_s=1800, popularity=rot)
+    stall = run_timeline(prepared, design, scenario(**sc), "periodic", every_s=300)
+    back = run_timeline(prepared, design, scenario(**sc, migration={"mode": "background", "share": 0.5}),
+                        "periodic", every_s=300)
+    moved = [i for i, w in enumerate(stall.windows) if w["migrations"]]
+    assert moved and all(back.windows[i]["migration_s"] >= stall.windows[i]["migration_s"] for i in moved)
+    assert all(back.windows[i]["served_frac"] >= stall.windows[i]["served_frac"] for i in moved)
