@@ -88,6 +88,21 @@ def place_below(n, kind, chip_ptr, item_u, item_r, ncopy, split, unit_capacity, 
     return unplaced
 
 
+@nb.njit(cache=True, error_model="numpy")
+def stage_fetch(u0, u1, kind, slots, ncopy, w_copy, other_dram, f_host, f_ssd, T, hbm_e):
+    """`fetch_stage` of the copies of units ``u0`` to ``u1 - 1`` (one stage): the bytes each reads a step
+    (dse.model.copy_cost.copy_bytes) times its host and SSD fractions, summed in unit and copy order.
+    A loop of its own, run only with tiers: the stage's copy loop carries nothing for them."""
+    host_bytes = ssd_bytes = 0.0
+    for u in range(u0, u1):
+        c = ncopy[nowrap(u)]
+        for r in range(c):
+            b = copy_bytes(w_copy, other_dram, u, c, kind[nowrap(slots[nowrap(u), nowrap(r)])])
+            host_bytes += b * f_host[nowrap(u), nowrap(r)]
+            ssd_bytes += b * f_ssd[nowrap(u), nowrap(r)]
+    return fetch_stage(host_bytes, ssd_bytes, T.link_bps, T.ssd_bps, T.host_e, T.ssd_e, hbm_e)
+
+
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def fetch_stage(host_bytes, ssd_bytes, link_bps, ssd_bps, host_e, ssd_e, hbm_e):
     """(seconds, joules) of fetching a stage's host and SSD bytes into HBM (module docstring)."""

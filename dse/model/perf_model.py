@@ -57,7 +57,7 @@ from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, k
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design
-from .offload import fetch_stage, place_below
+from .offload import place_below, stage_fetch
 from .scenarios import scenario_latency
 
 #: what the intact pass gives per design: capacity shortfall [B], expected and p99 latency [s], compute and
@@ -185,7 +185,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     lq[nowrap(s), nowrap(i)] = 0.0
                 if hosts:                           # else ht stays all 0
                     ht[nowrap(s), nowrap(i)] = 0.0
-            sd = e_compute = e_dram = dram = net = e_net = fetch_host = fetch_ssd = 0.0
+            sd = e_compute = e_dram = dram = net = e_net = 0.0
             for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
                 c = ncopy[nowrap(u)]
                 ar_time[nowrap(u)] = 0.0
@@ -215,9 +215,6 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                                  issue[nowrap(k)], alone)
                     sd += b_ddr
                     dram += b
-                    if offload:
-                        fetch_host += b * f_host[nowrap(u), nowrap(r)]
-                        fetch_ssd += b * f_ssd[nowrap(u), nowrap(r)]
                     e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
                                   + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)] + de)
                     e_dram += ed
@@ -226,8 +223,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                         ht)
             sd_[nowrap(s)] = sd
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
-            if offload:       # misses fetched into HBM before the stage computes
-                t_fetch, e_fetch = fetch_stage(fetch_host, fetch_ssd, T.link_bps, T.ssd_bps, T.host_e, T.ssd_e, hbm_e)
+            if offload:       # misses fetched into HBM before the stage computes (a loop of its own)
+                t_fetch, e_fetch = stage_fetch(stage_start[nowrap(s)], stage_start[nowrap(s + 1)], kind, slots, ncopy,
+                                               w_copy, other_dram, f_host, f_ssd, T, hbm_e)
                 stage_t[nowrap(s)] += t_fetch
                 e_dram += e_fetch
             repeat = stage_repeat[nowrap(s)]
