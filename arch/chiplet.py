@@ -26,6 +26,7 @@ from .technology import node as tech_node
 
 DATAFLOWS = ("os", "ws", "is")
 BUFFERING = ("double", "single")
+SPLIT_KV = ("fill", "gqa")                    # when a fused decode attention splits its keys (GpuChiplet)
 DISPATCH_MODES = ("ahead", "per_kernel")    # how the host's issue time counts (Chiplet docstring)
 KINDS = ("systolic", "gpu", "cpu", "reconfigurable")
 
@@ -183,7 +184,10 @@ class GpuChiplet(Chiplet):
     (arch.gpu); ``sfu_per_sm`` the exponentials an SM computes a clock and ``attention_overhead_s`` a fused
     attention kernel's fixed time (arch.gpu.flash_attention). Area counts ``die_sms`` (default ``sms``):
     products often ship with SMs fused off. ``l2_bytes_per_cycle``: the L2's bandwidth per clock, at which
-    an elementwise kernel moves its operands when they stay on chip (0: not modelled)."""
+    an elementwise kernel moves its operands when they stay on chip (0: not modelled). ``split_kv``: when a
+    fused decode attention splits its keys over thread blocks: ``fill`` whenever its blocks are too few to
+    fill the SMs (flash-decoding), ``gqa`` only for grouped-query heads (FlashAttention-2's mha_fwd, as
+    PyTorch's scaled_dot_product_attention runs it) (arch.gpu.flash_attention)."""
 
     kind: ClassVar[str] = "gpu"
     sms: int
@@ -201,9 +205,11 @@ class GpuChiplet(Chiplet):
     sm_area_mm2: float = 0.0           # 0: the node's gpu_sm_area_mm2
     d2d_phys: int = 0
     l2_bytes_per_cycle: float = 0.0
+    split_kv: str = "fill"
 
     def __post_init__(self):
         super().__post_init__()
+        _need(self.split_kv in SPLIT_KV, self.name, f"split_kv must be one of {', '.join(SPLIT_KV)}")
         _need(self.sms >= 1, self.name, f"sms must be >= 1, got {self.sms}")
         _need(isinstance(self.tensor_flops_per_sm_cycle, dict) and self.tensor_flops_per_sm_cycle, self.name,
               "tensor_flops_per_sm_cycle must map precisions to FLOPs per SM per cycle")

@@ -166,9 +166,11 @@ def math_precision(name: str, precision: str) -> str:
     return precision
 
 
-def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16") -> CostTable:
+def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16",
+             vector_from_dram: bool = False) -> CostTable:
     """Cost of every operator row of ``ops`` (workloads OP_COLUMNS) on every chiplet; each matrix row at
-    its `math_precision`."""
+    its `math_precision`. ``vector_from_dram``: every elementwise kernel reads and writes its operands in
+    memory, on chip or not (unfused elementwise kernels between GEMMs that stream more than the L2)."""
     n, c = len(ops), len(chiplets)
     is_matrix = ops["engine"].to_numpy() == "matrix"
     M, N, K = (ops[k].to_numpy(float) for k in ("M", "N", "K"))
@@ -218,7 +220,8 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
             out["time_s"][vec, j] = t
             out["energy_j"][vec, j] = energy.vector_energy_j(ch, flops[vec], moved)
             out["sram_bytes"][vec, j] = moved
-            out["dram_bytes"][vec, j] = weights[vec] + kv_read[vec] + kv_write[vec] + np.where(spills[vec], moved, 0.0)
+            out["dram_bytes"][vec, j] = weights[vec] + kv_read[vec] + kv_write[vec] + \
+                np.where(spills[vec] | vector_from_dram, moved, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 out["utilisation"][vec, j] = np.where(t > 0, work / (t * ch.vector_flops()), 0.0)
     return CostTable(mode=mode, **out)

@@ -105,8 +105,9 @@ MIN_ROWS = 64.0
 
 @nb.njit(cache=True)
 def gpu_attention(mq, nk, d, bh, share, sms, flops_per_sm_cycle, max_efficiency, sfu_per_sm, smem_bytes, elem_bytes,
-                  tile_cycles):
-    """(cycles, thread blocks, KV steps of the longest) of one fused attention kernel (`flash_attention`)."""
+                  tile_cycles, split_gqa_only=False):
+    """(cycles, thread blocks, KV steps of the longest) of one fused attention kernel (`flash_attention`);
+    ``split_gqa_only``: split the keys only when a block holds one token of several query heads."""
     br = ATTENTION_TILES[-1]
     for t in ATTENTION_TILES:
         if (t + 4.0 * t) * d * elem_bytes <= smem_bytes:
@@ -116,7 +117,8 @@ def gpu_attention(mq, nk, d, bh, share, sms, flops_per_sm_cycle, max_efficiency,
     kv_blocks = math.ceil(nk / br)
     blocks = bh * q_blocks
     splits = 1.0
-    if blocks < sms:                                        # split-KV (flash-decoding) fills the SMs
+    may_split = 1.0 < mq <= br if split_gqa_only else True
+    if blocks < sms and may_split:                          # split-KV (flash-decoding) fills the SMs
         splits = max(1.0, min(math.floor(sms / blocks), kv_blocks))
     block_share = 1.0 if share >= 1.0 else min(1.0, share + 0.5 / kv_blocks)
     chain = math.ceil(kv_blocks / splits)                   # the longest block: the last query rows, causal
@@ -141,7 +143,11 @@ def flash_attention(ch, M, N, K, batch, share, precision: str) -> tuple[float, f
     half the GEMMs' time at head dim 128), in series. Causal blocks skip the fully masked key blocks, so
     the last query rows' block is the longest: with longest-first scheduling (FlashAttention-3's causal
     scheduling) the kernel takes max(that chain, all steps / SMs) steps. Too few blocks to fill the SMs
-    (decode) split the keys (flash-decoding, Dao et al. 2023), their partial results combined at the end. Plus ``tile_overhead_s``
+    (decode) split the keys (flash-decoding, Dao et al. 2023), their partial results combined at the end;
+    with ``split_kv: gqa`` only when a block holds one token of several query heads sharing a KV head
+    (FlashAttention-2's ``mha_fwd`` splits only under ``seqlenq_ngroups_swapped``, decode with GQA; a
+    multi-head decode runs one block per head and sequence, stepping over every key block in turn:
+    Dao-AILab/flash-attention issue #1029, 77 us unsplit against 24 us split). Plus ``tile_overhead_s``
     per wave of blocks (its prologue and epilogue) and ``attention_overhead_s``, the kernel's fixed time
     beyond ``kernel_overhead_s`` (the first Q, K and V loads' latency, the output's normalisation and
     store, the split-KV combine), which a batch-1 kernel of any length takes (11-14 us on an H200)."""
@@ -149,7 +155,7 @@ def flash_attention(ch, M, N, K, batch, share, precision: str) -> tuple[float, f
     cycles, _, steps = gpu_attention(float(M), float(N), float(K), float(batch), float(share), float(ch.sms),
                                      ch.sm_flops_per_cycle(precision), ch.efficiency(precision), float(ch.sfu_per_sm),
                                      float(ch.smem_bytes_per_sm), precision_bytes(precision),
-                                     ch.tile_overhead_s * ch.freq_hz)
+                                     ch.tile_overhead_s * ch.freq_hz, ch.split_kv == "gqa")
     return cycles / ch.freq_hz + ch.attention_overhead_s, steps
 
 

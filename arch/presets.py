@@ -26,7 +26,7 @@ KIND_FIELDS = {
                  "weight_buffering"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
             "max_efficiency", "precision_efficiency", "tile_overhead_us", "sfu_per_sm", "attention_overhead_us",
-            "io_area_mm2", "sm_area_mm2", "l2_bytes_per_cycle"),
+            "io_area_mm2", "sm_area_mm2", "l2_bytes_per_cycle", "split_kv"),
     "cpu": ("cores", "simd_bits", "fma_units", "llc_mb", "max_efficiency", "core_area_mm2", "instruction_pj"),
 }
 KIND_FIELDS["reconfigurable"] = KIND_FIELDS["systolic"] + ("modes", "reconfig_us", "reconfig_uj",

@@ -90,8 +90,11 @@ def test_h200_steps_and_their_power(suite):
     # decode of one sequence, which it moves to 1.023 until that is re-fitted
     for cid in h200.CALIBRATION:
         assert steps[cid]["ratio"] == pytest.approx(1.0, abs=0.03)
-    assert sum(abs(r["ratio"] - 1.0) <= 0.05 for r in steps.values()) >= 5
-    assert all(abs(r["ratio"] - 1.0) <= 0.12 for r in steps.values())
+    # the issue's target is every step within 5 %: 9 of 10 (8 before PyTorch's decode attention ran its
+    # heads unsplit and its unfused elementwise kernels moved their operands through memory), the prefill
+    # of 128 tokens 0.934 (0.922 before)
+    assert sum(abs(r["ratio"] - 1.0) <= 0.05 for r in steps.values()) >= 9
+    assert all(abs(r["ratio"] - 1.0) <= 0.07 for r in steps.values())
     # prefill at the power limit (688 W measured), decode under it at the full clock
     # (one clock per kernel: the step's memory-bound kernels run at the full clock below the limit, 672 W)
     assert power["step-prefill-b1-c8192"]["modelled"] == pytest.approx(687.8, rel=0.03)
@@ -151,3 +154,54 @@ def test_a_systolic_chiplet_over_its_limit_slows_too():
     free = _systolic_step_s(0.0)
     assert _systolic_step_s(10.0) > 1.2 * free
     assert _systolic_step_s(1000.0) == pytest.approx(free)
+
+
+def test_pytorch_runs_a_multi_head_decode_unsplit():
+    # FlashAttention-2's mha_fwd splits a decode's keys only for grouped-query heads (split-KV requires
+    # seqlenq_ngroups_swapped, num_heads > num_heads_k: Dao-AILab/flash-attention issue #1029)
+    from arch.gpu import gpu_attention
+    rest = (132.0, 4096.0, 0.8, 16.0, 228 * 1024.0, 2.0, 0.0)
+    # Llama-2-7B (32 heads, no GQA), one sequence over 4,096 keys: 32 blocks stepping over 32 key blocks
+    assert gpu_attention(1.0, 4096.0, 128.0, 32.0, 1.0, *rest, True)[1:] == (32.0, 32.0)
+    assert gpu_attention(1.0, 4096.0, 128.0, 32.0, 1.0, *rest, False)[1:] == (128.0, 8.0)   # flash-decoding
+    # GQA (4 query heads a KV head, 8 KV heads) splits either way: 8 blocks x 16
+    assert gpu_attention(4.0, 4096.0, 128.0, 8.0, 1.0, *rest, True)[1] == 128.0
+    assert arch.preset("h200-like").split_kv == "fill"
+    assert gpu.STACKS["pytorch-graphs"]["h200"]["split_kv"] == "gqa"
+
+
+def test_long_context_decode_of_one_sequence_grows_as_measured(suite):
+    # measured on the H200 (h200_steps_llama2_7b.csv): 1,024 -> 4,096 tokens of KV add 0.709 ms a step,
+    # 22 us a layer (0.26 ms modelled while the heads' keys were split four ways)
+    steps = {r["id"]: r for r in suite if r["figure"] == "step"}
+    a, b = steps["step-decode-b1-c1024"], steps["step-decode-b1-c4096"]
+    assert b["modelled"] - a["modelled"] == pytest.approx(b["measured"] - a["measured"], rel=0.15)
+
+
+def test_unfused_elementwise_kernels_against_the_measured_timeline():
+    # measured (h200_timeline_llama2_7b_decode_b128_c1024.csv, torch.profiler): PyTorch's elementwise
+    # kernels of a decode of 128 sequences take 65.5 us of GPU time a layer, without the gaps between
+    # kernels that the model's kernel_overhead_us holds; the model's (operands through memory) just above
+    import pandas as pd
+
+    from arch.roofline import kernel_time_s
+    from dse.model.tables import build_workload
+    from dse.validation.common import DATA
+
+    timeline = pd.read_csv(DATA / "h200_timeline_llama2_7b_decode_b128_c1024.csv", comment="#")
+    measured = timeline[timeline.kernel.str.startswith("void at::native")].total_us.sum() / 32
+    assert measured == pytest.approx(65.5, abs=0.5)
+    study = gpu.case_study(h200.step_case(type("Row", (), dict(phase="decode", batch=128, context=1024))))
+    ch, ops = study.hardware.library()[0], build_workload(study).ops
+    rows = np.flatnonzero(ops.unit.str.startswith("L0").to_numpy() & (ops.engine == "vector").to_numpy()
+                          & (ops.act_in_bytes > 0).to_numpy())
+    bandwidth = h200.BANDWIDTH_BPS * ch.mem_efficiency
+
+    def per_layer_us(from_dram: bool) -> float:
+        c = arch.op_costs(ops, [ch], "bf16", vector_from_dram=from_dram)
+        return 1e6 * sum(kernel_time_s(c.time_s[i, 0], c.dram_bytes[i, 0] / bandwidth, 0.0, ch.kernel_overhead_s,
+                                       0.0) for i in rows)
+    modelled = per_layer_us(True)
+    assert measured < modelled < 1.25 * measured
+    # 50 MB a layer at the memory's 4.2 TB/s, not the L2's 9 TB/s: about 6 us more
+    assert modelled - per_layer_us(False) == pytest.approx(6.5, abs=1.5)

@@ -106,7 +106,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     wl = workload or build_workload(study)
     chiplets = study.hardware.library()
     precision = study.workload.precision
-    costs = expected_costs(wl, chiplets, precision, arch.op_costs(wl.ops, chiplets, precision))
+    # plain PyTorch's elementwise kernels (``elementwise: unfused``) move their operands through memory
+    costs = expected_costs(wl, chiplets, precision, arch.op_costs(
+        wl.ops, chiplets, precision, vector_from_dram=study.workload.elementwise == "unfused"))
 
     units = wl.units
     index = {u: i for i, u in enumerate(units)}

@@ -97,14 +97,16 @@ def load_cases() -> list[dict]:
 #: CUDA graph (dse.validation.h200's steps, whose workload runs plain PyTorch's kernels: ``elementwise:
 #: unfused``, 24 a layer): its time per kernel inside the graph (launch, ramp and drain of back-to-back
 #: kernels, below the 5 us of one GEMM timed alone), fitted on the H200's Llama-2-7B decode of one sequence
-#: (`fit_host_us(case, "kernel_overhead_us")`).
+#: at 1,024 tokens (`fit_host_us(case, "kernel_overhead_us")`); its attention is PyTorch's
+#: scaled_dot_product_attention, which splits the keys of a decode only for grouped-query heads
+#: (``split_kv: gqa``, arch.gpu.flash_attention).
 STACKS: dict[str, dict] = {
     "graphs": {},
     "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1},
               "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
     "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.915, "dispatch_us": 35.2,
                                      "dispatch_mode": "per_kernel"}},
-    "pytorch-graphs": {"h200": {"kernel_overhead_us": 3.56}},
+    "pytorch-graphs": {"h200": {"kernel_overhead_us": 3.38, "split_kv": "gqa"}},
 }
 
 

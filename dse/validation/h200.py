@@ -22,10 +22,12 @@ What was fitted (set ``calibration``): the h200-like preset's ``max_efficiency``
 the GH100 presets' ``overrides.mac_energy_pj`` (5.36 x the 5 nm node's: the tensor cores' switching energy
 per MAC, h100-like and h200-like alike) on the Llama-2-7B prefill of 8,192 tokens, through the clock its
 700 W limit leaves, jointly with the node's ``active_pj_per_mm2_cycle`` on ML.ENERGY's calibration run
-(dse.validation.energy.calibrate); the ``pytorch-graphs`` stack's ``kernel_overhead_us`` (3.56 us a kernel
+(dse.validation.energy.calibrate); the ``pytorch-graphs`` stack's ``kernel_overhead_us`` (3.38 us a kernel
 of plain PyTorch's 24 a layer: ``elementwise: unfused``) on the decode of one sequence at 1,024 tokens
-(`CALIBRATION`). Power limit and idle power are the datasheet's and the measured idle; every other row is
-a check (``validation``).
+(`CALIBRATION`); the stack's ``split_kv: gqa`` (PyTorch's attention splits a decode's keys only for
+grouped-query heads) and its unfused elementwise kernels reading and writing through memory are not
+fitted. Power limit and idle power are the datasheet's and the measured idle; every other row is a check
+(``validation``).
 
 ``python -m dse.validation.h200 [--write docs/validation.md]`` prints (and writes) the tables;
 ``dse fidelity --suite h200`` prints its cases (`cases`).

@@ -71,6 +71,7 @@ class ChipletSpec(StrictModel):
     tile_overhead_us: float = Field(default=0.0, ge=0, lt=1000)
     sfu_per_sm: PositiveInt = 16
     attention_overhead_us: float = Field(default=0.0, ge=0, lt=1000)
+    split_kv: Literal["fill", "gqa"] = "fill"
     mem_efficiency: float = Field(default=1.0, gt=0, le=1)
     kernel_overhead_us: float = Field(default=0.0, ge=0, lt=10000)
     dispatch_us: float = Field(default=0.0, ge=0, lt=10000)
