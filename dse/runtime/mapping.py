@@ -44,6 +44,21 @@ class ExpertGroups:
                    weight_bytes=[np.asarray(tables.unit_capacity_bytes[g], float) for g in idx],
                    units=[np.asarray(g, np.int64) for g in idx])
 
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every expert's unit index, the layers' offsets into them and their selection probabilities,
+        in group order (built once)."""
+        if not hasattr(self, "_flat"):
+            sizes = [len(n) for n in self.names]
+            self._flat = (np.concatenate(self.units) if self.units else np.zeros(0, np.int64),
+                          np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                          np.concatenate(self.q).astype(float) if self.q else np.zeros(0))
+        return self._flat
+
+    def load(self, perm: list[np.ndarray]) -> np.ndarray:
+        """Each expert's selections per token at popularity ``perm`` (a relabelling), in group order."""
+        _, offsets, q = self.flat()
+        return q[np.concatenate([p + o for p, o in zip(perm, offsets[:-1])])] if perm else q
+
     def identity(self) -> list[np.ndarray]:
         """The study's own popularity: no expert relabelled."""
         return [np.arange(len(n)) for n in self.names]
@@ -118,26 +133,41 @@ def placement_arrays(placement: dict[str, list[int]], unit_names: list[str], wid
     return Placement(slots, n)
 
 
+def on_chips(slots: np.ndarray, chips) -> np.ndarray:
+    """Where ``slots`` names one of ``chips`` (a few: `np.isin` costs more)."""
+    out = np.zeros(slots.shape, bool)
+    for c in chips:
+        out |= slots == c
+    return out
+
+
 def live_copies(p: Placement, failed: frozenset[int]) -> Placement:
     """``p`` with the copies on ``failed`` chiplets dropped (order kept)."""
     if not failed:
         return p
-    valid = (np.arange(p.slots.shape[1])[None, :] < p.ncopy[:, None]) & ~np.isin(p.slots, list(failed))
+    valid = (np.arange(p.slots.shape[1])[None, :] < p.ncopy[:, None]) & ~on_chips(p.slots, failed)
     order = np.argsort(~valid, axis=1, kind="stable")
     slots = np.where(np.take_along_axis(valid, order, 1), np.take_along_axis(p.slots, order, 1), -1)
     return Placement(slots, valid.sum(axis=1))
 
 
-def placement_imbalance(p: Placement, groups: ExpertGroups, perm: list[np.ndarray], chiplets: int) -> float:
-    """`imbalance` of a `Placement` (the experts' rows in `ExpertGroups.units` order, copy by copy)."""
-    e = p.rows(np.concatenate(groups.units)) if groups.units else Placement(np.zeros((0, 1), np.int64),
-                                                                             np.zeros(0, np.int64))
-    valid = np.arange(e.slots.shape[1])[None, :] < e.ncopy[:, None]
-    rows, cols = np.nonzero(valid)
-    layer = np.repeat(np.arange(len(groups.names)), [len(n) for n in groups.names])[rows]
-    share = 1.0 / e.ncopy[rows]
-    c = Copies(layer, rows, e.slots[rows, cols], share)
-    return imbalance({}, groups, perm, chiplets, c)
+def placement_imbalance(p: Placement, groups: ExpertGroups, perm: list[np.ndarray], chiplets: int,
+                        memo: dict | None = None) -> float:
+    """`imbalance` of a `Placement` (the experts' rows in `ExpertGroups.units` order, copy by copy);
+    ``memo``: the placement's copies (built again only when it changes) and its imbalance per popularity."""
+    memo = {} if memo is None else memo
+    if memo.get("placement") is not p:
+        e = p.rows(np.concatenate(groups.units)) if groups.units else Placement(np.zeros((0, 1), np.int64),
+                                                                                 np.zeros(0, np.int64))
+        valid = np.arange(e.slots.shape[1])[None, :] < e.ncopy[:, None]
+        rows, cols = np.nonzero(valid)
+        layer = np.repeat(np.arange(len(groups.names)), [len(n) for n in groups.names])[rows]
+        memo.clear()
+        memo.update(placement=p, copies=Copies(layer, rows, e.slots[rows, cols], 1.0 / e.ncopy[rows]))
+    key = perm_key(perm)
+    if key not in memo:
+        memo[key] = imbalance({}, groups, perm, chiplets, memo["copies"])
+    return memo[key]
 
 
 class Copies(NamedTuple):

@@ -20,6 +20,7 @@ import numpy as np
 from ..model.tables import EvalTables
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
+from .mapping import on_chips
 
 
 class MoveCost(NamedTuple):
@@ -139,7 +140,7 @@ class MigrationModel:
             return NO_MOVE
         t, e, hops = self.tables_of()
         n = len(hops)
-        live = (sources >= 0) & (sources != dest[:, None]) & ~np.isin(sources, list(failed))
+        live = (sources >= 0) & (sources != dest[:, None]) & ~on_chips(sources, failed)
         dist = np.where(live, hops[np.maximum(sources, 0), dest[:, None]], np.iinfo(np.int64).max)
         source = np.where(live.any(axis=1), sources[np.arange(len(unit)), np.argmin(dist, axis=1)], n)
         nbytes = np.asarray(self.tables.unit_capacity_bytes, float)[unit]

@@ -28,7 +28,7 @@ from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
 from .failures import Down, change_times, down_at, outages
-from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, perm_key,
+from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
                       placement_imbalance)
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
@@ -84,7 +84,7 @@ def lost_selections(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int]
     ``q_unit``: each unit's selections per token at the window's popularity (0 for non-experts),
     ``experts``: which units are routed experts."""
     width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
-    live = (width & ~np.isin(slots, list(failed))).any(axis=1)
+    live = (width & ~on_chips(slots, failed)).any(axis=1)
     orphan = ~live & (ncopy > 0)
     if (orphan & ~experts).any():
         return 1.0

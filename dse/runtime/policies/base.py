@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ...study.space import Design
-from ..mapping import ExpertGroups, Placement
+from ..mapping import ExpertGroups, Placement, on_chips
 
 
 @dataclass
@@ -59,7 +59,7 @@ def swapped(placement: Placement, a: int, b: int) -> Placement:
 def holds(placement: Placement, chips) -> bool:
     """Whether any copy of ``placement`` is on one of ``chips``."""
     valid = np.arange(placement.slots.shape[1])[None, :] < placement.ncopy[:, None]
-    return bool((valid & np.isin(placement.slots, list(chips))).any())
+    return bool((valid & on_chips(placement.slots, chips)).any())
 
 
 def same(a: Placement, b: Placement) -> bool:

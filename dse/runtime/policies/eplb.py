@@ -52,9 +52,7 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int) -> tuple[np.ndarray, np.nda
             for b in range(bins):
                 if count[b] >= room:
                     continue
-                has = False
-                for k in range(count[b]):
-                    has = has or content[b, k] == e
+                has = contains(content[b], count[b], e)
                 if pick < 0 or (pick_has and not has) or (has == pick_has and (
                         weight[b] < weight[pick] or (weight[b] == weight[pick] and count[b] < count[pick]))):
                     pick, pick_has = b, has
@@ -115,6 +113,14 @@ def assign_max(gain: np.ndarray) -> np.ndarray:
     return col4row
 
 
+@nb.njit(cache=True, inline="always")
+def contains(row: np.ndarray, n: int, x: int) -> bool:
+    for k in range(n):
+        if row[k] == x:
+            return True
+    return False
+
+
 @nb.njit(cache=True)
 def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, out_n):
     """One layer (its experts' rows of the arrays of `rebalance_arrays`); returns whether it has a live
@@ -159,12 +165,12 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
     for e in range(m):          # copies already in place keep their order (no move), then the new ones
         n_out = 0
         for k in range(ncopy[e]):
-            if (new[e, : n_new[e]] == slots[e, k]).any():
+            if contains(new[e], n_new[e], slots[e, k]):
                 out[e, n_out] = slots[e, k]
                 n_out += 1
-        kept = out[e, :n_out].copy()
+        n_kept = n_out
         for k in range(n_new[e]):
-            if not (kept == new[e, k]).any():
+            if not contains(out[e], n_kept, new[e, k]):
                 out[e, n_out] = new[e, k]
                 n_out += 1
         out_n[e] = n_out
@@ -198,11 +204,10 @@ def dead_mask(slots: np.ndarray, home: np.ndarray, failed: frozenset[int]) -> np
 def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: list[np.ndarray],
                         failed: frozenset[int], max_copies: int) -> Placement:
     """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always."""
-    units = np.concatenate(groups.units) if groups.units else np.zeros(0, np.int64)
+    units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    offsets = np.concatenate([[0], np.cumsum([len(g) for g in groups.names])]).astype(np.int64)
-    load = np.concatenate([np.asarray(q, float)[o] for q, o in zip(groups.q, observed)])
+    load = groups.load(observed)
     now, back = p.rows(units), home.rows(units)
     new, count = rebalance_arrays(offsets, load, now.slots, now.ncopy, back.slots, back.ncopy,
                                   dead_mask(now.slots, back.slots, failed), max_copies)

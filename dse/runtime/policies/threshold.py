@@ -21,7 +21,8 @@ class ThresholdPolicy:
         base = survivors_placement(state)
         if base is None or state.window == 0:
             return None
-        seen = placement_imbalance(base, state.groups, state.observed, state.chiplets)
+        seen = placement_imbalance(base, state.groups, state.observed, state.chiplets,
+                                   state.memo.setdefault("imbalance", {}))
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
             return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
                                                 state.max_copies))
