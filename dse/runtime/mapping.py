@@ -201,10 +201,8 @@ def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: l
     expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
     placement when known."""
     c = copies if copies is not None else copy_arrays(placement, groups)
-    sizes = [len(n) for n in groups.names]
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    q_now = np.concatenate(groups.q)[np.concatenate([p + o for p, o in zip(perm, offsets)])] if sizes else np.zeros(0)
-    G = len(sizes)
+    q_now = groups.load(perm)
+    G = len(groups.names)
     flat = np.bincount(c.layer * chiplets + c.slot, weights=q_now[c.expert] * c.share, minlength=G * chiplets)
     return flat.reshape(G, chiplets)
 
