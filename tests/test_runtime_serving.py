@@ -153,10 +153,11 @@ def test_background_move_takes_what_serving_leaves(prepared, design):
     rate[routes.links(0, 5)] = 0.4 * bw
     traffic = LinkTraffic(rate, np.full(n_links, bw), routes)
     free = model.cost([(unit, 5, [0])])
-    cost = contended_cost(model, [(unit, 5, [0])], frozenset(), traffic, share=0.1)
+    move = (np.array([t.unit_names.index(unit)]), np.array([5]), np.array([[0]]))
+    cost = contended_cost(model, *move, frozenset(), traffic, share=0.1)
     assert cost.time_s == pytest.approx(nbytes / (bw - 0.4 * bw), rel=1e-12)
     assert cost.energy_j == pytest.approx(free.energy_j, rel=1e-12) and cost.throughput == 1.0
-    squeezed = contended_cost(model, [(unit, 5, [0])], frozenset(), traffic, share=0.8)
+    squeezed = contended_cost(model, *move, frozenset(), traffic, share=0.8)
     assert squeezed.time_s == pytest.approx(nbytes / (0.8 * bw), rel=1e-12)
     assert squeezed.throughput == pytest.approx((bw - 0.8 * bw) / (0.4 * bw), rel=1e-12)
 

@@ -54,26 +54,27 @@ def serving_traffic(ev, package, d: DecodedDesigns) -> LinkTraffic:
                        routes)
 
 
-def contended_cost(mig: MigrationModel, moves: list[tuple[str, int, list[int]]], failed: frozenset[int],
-                   traffic: LinkTraffic, share: float) -> MoveCost:
-    """``moves`` (as `MigrationModel.cost` takes them, the same sources: the nearest live copy) priced
-    against serving's ``traffic`` (module docstring): time at the contended bandwidths, energy as
-    `MigrationModel.cost`, and serving's throughput share while they run."""
-    if not moves:
-        return mig.cost(moves, failed)
+def contended_cost(mig: MigrationModel, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
+                   failed: frozenset[int], traffic: LinkTraffic, share: float) -> MoveCost:
+    """Moves (as `MigrationModel.cost_arrays` takes them: unit indices, destinations, -1-padded sources;
+    the same source, the nearest live copy) priced against serving's ``traffic`` (module docstring): time
+    at the contended bandwidths, energy as `MigrationModel.cost_arrays`, and serving's throughput share
+    while they run."""
+    if not len(unit):
+        return mig.cost_arrays(unit, dest, sources, failed)
     per_dest: dict[int, float] = {}
     total_b = total_e = 0.0
     keep = 1.0
     hops, capacity = mig.hops, mig.tables.unit_capacity_bytes
-    for unit, dest, sources in moves:
-        nbytes = float(capacity[mig.unit[unit]])
-        live = [s for s in sources if s not in failed and s != dest]
-        source = min(live, key=lambda s: hops[s][dest]) if live else None
-        _, e = mig.copy_cost(1.0, dest, source)
-        bw_d = mig.memory(dest)[0]
+    for u, d, row in zip(unit.tolist(), dest.tolist(), sources.tolist()):
+        nbytes = float(capacity[u])
+        live = [s for s in row if s >= 0 and s not in failed and s != d]
+        source = min(live, key=lambda s: hops[s][d]) if live else None
+        _, e = mig.copy_cost(1.0, d, source)
+        bw_d = mig.memory(d)[0]
         bw_s = mig.memory(source)[0] if source is not None else mig.ddr()[0]
         bw = min(bw_s, bw_d)
-        links = traffic.crossed(source, dest) if source is not None else np.zeros(0, np.int64)
+        links = traffic.crossed(source, d) if source is not None else np.zeros(0, np.int64)
         if len(links):
             cap, rate = traffic.bandwidth_Bps[links], traffic.rate_Bps[links]
             taken = min(bw, max(float(np.min(cap - rate)), share * float(np.min(cap))))
@@ -83,7 +84,7 @@ def contended_cost(mig: MigrationModel, moves: list[tuple[str, int, list[int]]],
                 keep = min(keep, float(np.min(np.where(rate > 0, np.minimum(1.0, left / rate), 1.0))))
         else:
             taken = bw * mig.scale
-        per_dest[dest] = per_dest.get(dest, 0.0) + nbytes / taken
+        per_dest[d] = per_dest.get(d, 0.0) + nbytes / taken
         total_b += nbytes
         total_e += e * nbytes
-    return MoveCost(total_b, max(per_dest.values()), total_e, len(moves), keep)
+    return MoveCost(total_b, max(per_dest.values()), total_e, len(unit), keep)

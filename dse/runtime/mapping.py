@@ -44,6 +44,21 @@ class ExpertGroups:
                    weight_bytes=[np.asarray(tables.unit_capacity_bytes[g], float) for g in idx],
                    units=[np.asarray(g, np.int64) for g in idx])
 
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every expert's unit index, the layers' offsets into them and their selection probabilities,
+        in group order (built once)."""
+        if not hasattr(self, "_flat"):
+            sizes = [len(n) for n in self.names]
+            self._flat = (np.concatenate(self.units) if self.units else np.zeros(0, np.int64),
+                          np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                          np.concatenate(self.q).astype(float) if self.q else np.zeros(0))
+        return self._flat
+
+    def load(self, perm: list[np.ndarray]) -> np.ndarray:
+        """Each expert's selections per token at popularity ``perm`` (a relabelling), in group order."""
+        _, offsets, q = self.flat()
+        return q[np.concatenate([p + o for p, o in zip(perm, offsets[:-1])])] if perm else q
+
     def identity(self) -> list[np.ndarray]:
         """The study's own popularity: no expert relabelled."""
         return [np.arange(len(n)) for n in self.names]
@@ -94,6 +109,67 @@ def perm_key(perm: list[np.ndarray]) -> bytes:
     return np.concatenate(perm).astype(np.int32).tobytes() if perm else b""
 
 
+class Placement(NamedTuple):
+    """A mapping as kernel arrays: unit slots ``[U, C]`` (-1 padded) and copies ``[U]``. The runtime tells
+    mappings apart by identity (a policy's new mapping is a new object, even when equal)."""
+
+    slots: np.ndarray
+    ncopy: np.ndarray
+
+    def rows(self, units: np.ndarray) -> "Placement":
+        return Placement(self.slots[units], self.ncopy[units])
+
+    def to_dict(self, unit_names: list[str]) -> dict[str, list[int]]:
+        return {u: s[:c] for u, s, c in zip(unit_names, self.slots.tolist(), self.ncopy.tolist())}
+
+
+def placement_arrays(placement: dict[str, list[int]], unit_names: list[str], width: int = 1) -> Placement:
+    """``placement`` (every unit of ``unit_names``) as a `Placement` at least ``width`` copies wide."""
+    lists = [placement[u] for u in unit_names]
+    n = np.fromiter(map(len, lists), np.int64, len(lists))
+    slots = np.full((len(lists), max(width, int(n.max(initial=1)))), -1, np.int64)
+    slots[np.arange(len(lists)).repeat(n), np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)] = \
+        [s for x in lists for s in x]
+    return Placement(slots, n)
+
+
+def on_chips(slots: np.ndarray, chips) -> np.ndarray:
+    """Where ``slots`` names one of ``chips`` (a few: `np.isin` costs more)."""
+    out = np.zeros(slots.shape, bool)
+    for c in chips:
+        out |= slots == c
+    return out
+
+
+def live_copies(p: Placement, failed: frozenset[int]) -> Placement:
+    """``p`` with the copies on ``failed`` chiplets dropped (order kept)."""
+    if not failed:
+        return p
+    valid = (np.arange(p.slots.shape[1])[None, :] < p.ncopy[:, None]) & ~on_chips(p.slots, failed)
+    order = np.argsort(~valid, axis=1, kind="stable")
+    slots = np.where(np.take_along_axis(valid, order, 1), np.take_along_axis(p.slots, order, 1), -1)
+    return Placement(slots, valid.sum(axis=1))
+
+
+def placement_imbalance(p: Placement, groups: ExpertGroups, perm: list[np.ndarray], chiplets: int,
+                        memo: dict | None = None) -> float:
+    """`imbalance` of a `Placement` (the experts' rows in `ExpertGroups.units` order, copy by copy);
+    ``memo``: the placement's copies (built again only when it changes) and its imbalance per popularity."""
+    memo = {} if memo is None else memo
+    if memo.get("placement") is not p:
+        e = p.rows(np.concatenate(groups.units)) if groups.units else Placement(np.zeros((0, 1), np.int64),
+                                                                                 np.zeros(0, np.int64))
+        valid = np.arange(e.slots.shape[1])[None, :] < e.ncopy[:, None]
+        rows, cols = np.nonzero(valid)
+        layer = np.repeat(np.arange(len(groups.names)), [len(n) for n in groups.names])[rows]
+        memo.clear()
+        memo.update(placement=p, copies=Copies(layer, rows, e.slots[rows, cols], 1.0 / e.ncopy[rows]))
+    key = perm_key(perm)
+    if key not in memo:
+        memo[key] = imbalance({}, groups, perm, chiplets, memo["copies"])
+    return memo[key]
+
+
 class Copies(NamedTuple):
     """Every expert copy of a placement, one entry each."""
 
@@ -125,10 +201,8 @@ def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: l
     expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
     placement when known."""
     c = copies if copies is not None else copy_arrays(placement, groups)
-    sizes = [len(n) for n in groups.names]
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    q_now = np.concatenate(groups.q)[np.concatenate([p + o for p, o in zip(perm, offsets)])] if sizes else np.zeros(0)
-    G = len(sizes)
+    q_now = groups.load(perm)
+    G = len(groups.names)
     flat = np.bincount(c.layer * chiplets + c.slot, weights=q_now[c.expert] * c.share, minlength=G * chiplets)
     return flat.reshape(G, chiplets)
 
@@ -144,6 +218,16 @@ def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[
         return 1.0
     ratio = loads[rows].max(axis=1) / (loads[rows].sum(axis=1) / count[rows])
     return float(ratio.mean())
+
+
+def moved_arrays(old: Placement, new: Placement) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`moved_copies` on arrays: (unit, destination slot, slots it can be copied from ``[M, C]``), unit by
+    unit and copy by copy."""
+    n_valid = np.arange(new.slots.shape[1])[None, :] < new.ncopy[:, None]
+    o_valid = np.arange(old.slots.shape[1])[None, :] < old.ncopy[:, None]
+    had = ((new.slots[:, :, None] == old.slots[:, None, :]) & o_valid[:, None, :]).any(axis=2)
+    unit, k = np.nonzero(n_valid & ~had)
+    return unit, new.slots[unit, k], np.where(o_valid, old.slots, -1)[unit]
 
 
 def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[tuple[str, int, list[int]]]:

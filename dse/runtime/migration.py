@@ -20,6 +20,7 @@ import numpy as np
 from ..model.tables import EvalTables
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
+from .mapping import on_chips
 
 
 class MoveCost(NamedTuple):
@@ -107,3 +108,45 @@ class MigrationModel:
             total_b += nbytes
             total_e += e * nbytes
         return MoveCost(total_b, max(per_dest.values()), total_e, len(moves))
+
+    def tables_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds and
+        joules (`copy_cost`, on arrays), and the hops between chiplets ``[S, S]`` (once per model)."""
+        if "arrays" not in self.per_byte:
+            n = len(self.design.hbm_stacks)
+            key = ("hop-array", self.design.rows, self.design.cols)
+            if key not in self.memo:
+                far = n * n             # not connected: never the nearest copy
+                self.memo[key] = np.array([[self.hops.get(a, {}).get(b, far) for b in range(n)]
+                                           for a in range(n)], np.int64)
+            hops = self.memo[key]
+            stacks = np.asarray(self.design.hbm_stacks)
+            ddr_bw, ddr_e = self.ddr()
+            hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
+            bw = np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw)
+            energy = np.where(hbm, self.tables.hbm.energy_j_per_byte if self.tables.hbm else 0.0, ddr_e)
+            bw_s = np.append(bw, ddr_bw)[None, :]           # [dest, source]: the source's memory
+            e_s = np.append(energy, ddr_e)[None, :]
+            h = np.hstack([hops.T, np.ones((n, 1), np.int64)])
+            link = np.where(h > 0, self.link.bandwidth_Bps, np.inf)
+            t = 1.0 / (np.minimum(np.minimum(bw_s, bw[:, None]), link) * self.scale)
+            e = e_s + h * self.link.hop_energy_j_per_byte + energy[:, None]
+            self.per_byte["arrays"] = (t, e, hops)
+        return self.per_byte["arrays"]
+
+    def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
+                    failed: frozenset[int] = frozenset()) -> MoveCost:
+        """`cost` of moves given as arrays (dse.runtime.mapping.moved_arrays: ``sources`` -1 padded)."""
+        if not len(unit):
+            return NO_MOVE
+        t, e, hops = self.tables_of()
+        n = len(hops)
+        live = (sources >= 0) & (sources != dest[:, None]) & ~on_chips(sources, failed)
+        dist = np.where(live, hops[np.maximum(sources, 0), dest[:, None]], np.iinfo(np.int64).max)
+        source = np.where(live.any(axis=1), sources[np.arange(len(unit)), np.argmin(dist, axis=1)], n)
+        nbytes = np.asarray(self.tables.unit_capacity_bytes, float)[unit]
+        per_dest = np.bincount(dest, weights=t[dest, source] * nbytes)
+        ones = np.zeros(len(unit), np.int64)        # bincount adds in order (as `cost` does)
+        total_b = float(np.bincount(ones, weights=nbytes)[0])
+        total_e = float(np.bincount(ones, weights=e[dest, source] * nbytes)[0])
+        return MoveCost(total_b, float(per_dest.max()), total_e, len(unit))

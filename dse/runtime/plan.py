@@ -29,17 +29,15 @@ from ..study.space import Design
 from ..errors import StudyError
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
-from .mapping import ExpertGroups, Relabel, copy_arrays, imbalance, moved_copies, perm_key
+from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
+                      placement_imbalance)
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
+from .policies.base import holds
 from .policies.static import StaticPolicy
 from .popularity import window_perms
 from .scenario import Scenario
 from .traces import request_load, trace_perms
-
-
-#: remembered packings and layer results a planner keeps (dse.runtime.policies.eplb: about 1 kB each)
-MEMO_ENTRIES = 200_000
 
 
 @dataclass
@@ -87,7 +85,7 @@ def lost_selections(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int]
     ``q_unit``: each unit's selections per token at the window's popularity (0 for non-experts),
     ``experts``: which units are routed experts."""
     width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
-    live = (width & ~np.isin(slots, list(failed))).any(axis=1)
+    live = (width & ~on_chips(slots, failed)).any(axis=1)
     orphan = ~live & (ncopy > 0)
     if (orphan & ~experts).any():
         return 1.0
@@ -123,9 +121,8 @@ class Planner:
             if sc.load.kind == "trace" else None
         self.perm_keys = [perm_key(p) for p in self.perms]
         self.q_units: dict[bytes, np.ndarray] = {}
-        self.memo: dict = {}            # the policies' work shared by every design and window (policies/eplb.py)
+        self.memo: dict = {}            # what the policy keeps between windows of one design
         self.cache: dict = {}
-        self.copies: dict = {}
         self.balance: dict = {}
 
     def q_unit(self, w: int) -> np.ndarray:
@@ -155,45 +152,38 @@ class Planner:
             return load.tokens_per_s * (1 + load.amplitude * np.sin(2 * np.pi * t / load.period_s))
         return load.tokens_per_s
 
-    def arrays(self, version: int, placement: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """Kernel arrays (slots ``[U, C]``, copies ``[U]``) of mapping ``version`` (``placement``), built from
-        the last version's by the units that changed."""
-        if version not in self.versions:
-            last_v = max(self.versions)
-            slots, ncopy = (a.copy() for a in self.versions[last_v])
-            before = self.placements[last_v]
-            width = max([slots.shape[1]] + [len(x) for x in placement.values()])
-            if width > slots.shape[1]:
-                slots = np.pad(slots, ((0, 0), (0, width - slots.shape[1])), constant_values=-1)
-            for u, name in enumerate(self.tables.unit_names):
-                where = placement[name]
-                if where is not before[name] and where != before[name]:
-                    slots[u] = -1
-                    slots[u, : len(where)] = where
-                    ncopy[u] = len(where)
-            self.versions[version] = (slots, ncopy)
-            self.placements[version] = placement
-        return self.versions[version]
-
-    def effective(self, version: int, placement, failed: frozenset[int], w: int, down: Down):
+    def effective(self, version: int, serving: Placement, failed: frozenset[int], w: int, down: Down):
         """The design a segment costs (`SegmentMapping`, relabelled to window ``w``'s popularity; None:
-        nothing survives) and the share of selections it serves."""
-        slots, ncopy = self.arrays(version, placement)
+        nothing survives) and the share of selections it serves; the re-mapping once per mapping, failed
+        set and stacks (popularity only relabels it)."""
+        slots, ncopy = serving
         stacks = self.base.stacks[0].copy()
         for c, k in down.stacks:
             stacks[c] -= k
-        width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
-        if not failed or not (width & np.isin(slots, list(failed))).any():
+        if not failed or not holds(serving, failed):
             return SegmentMapping(*self.relabel(slots, ncopy, self.perms[w]), stacks, down.links), 1.0
-        lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
-        one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
-        width = slots.shape[1]
-        if width not in self.workspaces:        # one per copy width, reused: the planner runs on one thread
-            self.workspaces[width] = self.ev.workspace(width)
-        ok, new_slots, new_ncopy = self.ev.remapped_arrays(one, sorted(failed), self.workspaces[width])
+        key = ("remap", version, failed, down.stacks)
+        if key not in self.cache:
+            one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
+            self.cache[key] = self.ev.remapped_arrays(one, sorted(failed), self.workspace(slots.shape[1]))
+        ok, new_slots, new_ncopy = self.cache[key]
         if not ok:
             return None, 0.0
+        lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
         return SegmentMapping(*self.relabel(new_slots, new_ncopy, self.perms[w]), stacks, down.links), 1.0 - lost
+
+    def workspace(self, width: int):
+        """The evaluator's scratch arrays for re-mapping at a copy width, reused (one thread)."""
+        if width not in self.workspaces:
+            self.workspaces[width] = self.ev.workspace(width)
+        return self.workspaces[width]
+
+    def remap(self, placement: Placement, failed: frozenset) -> Placement | None:
+        """``placement`` after the chiplets ``failed`` die (`Evaluator.remapped_arrays` on the design's own
+        HBM stacks); None when nothing survives. The policies' re-mapping."""
+        one = self.base._replace(slots=placement.slots[None], ncopy=placement.ncopy[None])
+        ok, slots, ncopy = self.ev.remapped_arrays(one, sorted(failed), self.workspace(placement.slots.shape[1]))
+        return Placement(slots.copy(), ncopy.copy()) if ok else None
 
     def chips_down(self, down: Down, design: Design) -> frozenset[int]:
         """Chiplets down, and those whose every HBM stack failed in a package without DDR (units forced off)."""
@@ -241,18 +231,16 @@ class Planner:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
         when the caller has them (a population's decoding), else built from the record."""
         sc = self.scenario
-        if len(self.memo) > MEMO_ENTRIES:       # a long search: forget the oldest generations' packings
-            self.memo.clear()
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
         outs, downs, cuts = self.outages(design)
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
-        run = RunState(dict(design.placement), sc.failures.spares)     # lists are replaced, never changed
-        self.cache, self.copies, self.balance = {}, {}, {}
+        self.cache, self.balance = {}, {}
         self.base = base if base is not None else \
             design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
-        self.versions = {0: (self.base.slots[0], self.base.ncopy[0])}
-        self.placements = {0: run.placement}
+        self.home = Placement(self.base.slots[0], self.base.ncopy[0])
+        run = RunState(self.home, sc.failures.spares)       # placements are replaced, never changed
+        self.memo = {}
         roles = self.roles(design)
         out = []
         for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
@@ -286,15 +274,8 @@ class Planner:
     def imbalance(self, run: "RunState", seg: Segment, w: int, n: int) -> float:
         """The imbalance the window's last segment shows (dse.runtime.mapping.imbalance), once per key."""
         if seg.key not in self.balance:
-            live = seg.failed
-            if live:
-                value = imbalance({u: [x for x in s if x not in live] for u, s in run.serving.items()},
-                                  self.groups, self.perms[w], n)
-            else:
-                if run.version not in self.copies:
-                    self.copies = {run.version: copy_arrays(run.serving, self.groups)}
-                value = imbalance(run.serving, self.groups, self.perms[w], n, self.copies[run.version])
-            self.balance[seg.key] = value
+            serving = live_copies(run.serving, seg.failed)
+            self.balance[seg.key] = placement_imbalance(serving, self.groups, self.perms[w], n)
         return self.balance[seg.key]
 
     def act(self, run: "RunState", design: Design, w: int, t0: float, failed: frozenset[int],
@@ -302,28 +283,35 @@ class Planner:
         """Ask the policy at window ``w``'s start; price and start the move it decides (a re-roled
         reconfigurable chiplet adds its reconfiguration time to the move)."""
         free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
-        state = PolicyState(w, t0, design, run.placement, failed, self.perms[max(w - 1, 0)], self.groups,
-                            run.spares, self.ev, self.max_copies, run.last_change, self.memo, free)
+        state = PolicyState(w, t0, design, run.placement, self.home, failed, self.perms[max(w - 1, 0)],
+                            self.groups, run.spares, self.remap, self.max_copies, run.last_change, self.memo,
+                            free)
         decision = self.policy.decide(state)
         if not failed:
             run.rerolled = set()
         if decision is None:
             return NO_MOVE
-        moves = moved_copies(run.placement, decision.placement)
-        for r in decision.revive:
-            moves += [(u, r, [x for x in s if x != r]) for u, s in decision.placement.items() if r in s]
-        move = self.contended(run, design, w, t0, moves, failed, mig) \
-            if self.scenario.migration.mode == "background" else mig.cost(moves, failed)
+        new = decision.placement
+        unit, dest, sources = moved_arrays(run.placement, new)
+        valid = np.arange(new.slots.shape[1])[None, :] < new.ncopy[:, None]
+        for r in sorted(decision.revive):       # a spare takes a slot: every copy there is reloaded
+            u = np.flatnonzero((valid & (new.slots == r)).any(axis=1))
+            others = np.where(valid[u] & (new.slots[u] != r), new.slots[u], -1)
+            width = max(sources.shape[1], others.shape[1])
+            pad = [np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=-1) for x in (sources, others)]
+            unit, dest, sources = np.concatenate([unit, u]), np.concatenate([dest, np.full(len(u), r)]), \
+                np.concatenate(pad)
+        move = self.contended(run, design, w, t0, (unit, dest, sources), failed, mig) \
+            if self.scenario.migration.mode == "background" else mig.cost_arrays(unit, dest, sources, failed)
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
-        run.start(t0, move.time_s, self.scenario.migration, dict(decision.placement), set(decision.revive),
-                  move.throughput)
+        run.start(t0, move.time_s, self.scenario.migration, new, set(decision.revive), move.throughput)
         if move.moves:
             run.last_change = t0
         return move
 
-    def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: list, failed: frozenset[int],
+    def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: tuple, failed: frozenset[int],
                   mig: MigrationModel) -> MoveCost:
         """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
         now = self.outages(design)[1](t0)
@@ -331,10 +319,10 @@ class Planner:
         if key not in self.cache:
             self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
         seg = self.cache[key][0]
-        if seg is None or not moves:
-            return mig.cost(moves, failed)
+        if seg is None or not len(moves[0]):
+            return mig.cost_arrays(*moves, failed)
         one = self.base._replace(slots=seg.slots[None], ncopy=seg.ncopy[None], stacks=seg.stacks[None])
-        return contended_cost(mig, moves, failed, serving_traffic(self.ev, self.package_spec, one),
+        return contended_cost(mig, *moves, failed, serving_traffic(self.ev, self.package_spec, one),
                               self.scenario.migration.share)
 
 
@@ -344,9 +332,9 @@ class RunState:
     (the old one while a background move is in flight), spares in use (``replaced``: slots a spare stands
     in for) and left, and the move in flight (``move_start``..``move_end``; ``stall``: serving stops)."""
 
-    placement: dict[str, list[int]]
+    placement: Placement
     spares: int
-    serving: dict[str, list[int]] | None = None
+    serving: Placement | None = None
     replaced: set = field(default_factory=set)
     pending_revive: set = field(default_factory=set)
     move_start: float = 0.0
@@ -360,7 +348,7 @@ class RunState:
     def __post_init__(self):
         self.serving = self.serving or self.placement
 
-    def start(self, t0: float, time_s: float, spec, placement: dict, revive: set, keep: float = 1.0) -> None:
+    def start(self, t0: float, time_s: float, spec, placement: Placement, revive: set, keep: float = 1.0) -> None:
         """A move of ``time_s`` starts at ``t0``: a stall (serving stops until it lands; the new mapping
         serves after it) or in the background (the old mapping serves, at ``keep`` of its throughput, until
         it lands: dse.runtime.contention)."""

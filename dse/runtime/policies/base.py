@@ -1,34 +1,38 @@
 """What every runtime policy sees and returns (dse.runtime.policies): the state at a window's start, and
-a decision (a new placement, spares brought in)."""
+a decision (a new placement, spares brought in). Placements are kernel arrays
+(dse.runtime.mapping.Placement), told apart by identity: a policy returning the state's own placement
+changes nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from ...study.space import Design
-from ..mapping import ExpertGroups, with_placement
+from ..mapping import ExpertGroups, Placement, on_chips
 
 
 @dataclass
 class PolicyState:
     """The runtime's view at the start of window ``window`` (time ``t_s``): the placement in force, the
-    chiplets down, the popularity the last window's counters observed (``observed``: a relabelling,
-    dse.runtime.mapping), spares left, and the package evaluator (dse.model.evaluator.Evaluator) whose
-    failure re-mapping (`Evaluator.remapped`) policies use."""
+    design's own (``home``), the chiplets down, the popularity the last window's counters observed
+    (``observed``: a relabelling, dse.runtime.mapping), spares left, and ``remap(placement, failed)``: the
+    package evaluator's failure re-mapping (`Evaluator.remapped_arrays`; None: nothing survives)."""
 
     window: int
     t_s: float
-    design: Design                      # the design as given (its placement: the static mapping)
-    placement: dict[str, list[int]]
+    design: Design                      # the design as given
+    placement: Placement
+    home: Placement                     # the design's own mapping (static)
     failed: frozenset[int]
     observed: list[np.ndarray]
     groups: ExpertGroups
     spares: int
-    package_evaluator: object
+    remap: Callable[[Placement, frozenset], "Placement | None"]
     max_copies: int
     last_change_s: float = -np.inf      # when the policy last changed the placement
-    memo: dict = field(default_factory=dict)    # work shared by every design and window (eplb.rebalance)
+    memo: dict = field(default_factory=dict)    # what a policy keeps between windows of one design
     reconfigurable: dict = field(default_factory=dict)  # live reconfigurable slots free to re-role -> time, s
 
     @property
@@ -41,23 +45,34 @@ class Decision:
     """A new ``placement``, the failed slots a spare chiplet takes over (``revive``) and the failed slots
     whose role a reconfigurable chiplet takes (``rerole``: failed slot -> reconfigurable slot)."""
 
-    placement: dict[str, list[int]]
+    placement: Placement
     revive: set[int] = field(default_factory=set)
     rerole: dict[int, int] = field(default_factory=dict)
 
 
-def swapped(placement: dict[str, list[int]], a: int, b: int) -> dict[str, list[int]]:
+def swapped(placement: Placement, a: int, b: int) -> Placement:
     """``placement`` with chiplets ``a`` and ``b`` trading their units (roles)."""
-    swap = {a: b, b: a}
-    return {u: [swap.get(x, x) for x in s] for u, s in placement.items()}
+    s = placement.slots
+    return Placement(np.where(s == a, b, np.where(s == b, a, s)), placement.ncopy.copy())
 
 
-def survivors_placement(state: PolicyState) -> dict[str, list[int]] | None:
+def holds(placement: Placement, chips) -> bool:
+    """Whether any copy of ``placement`` is on one of ``chips``."""
+    valid = np.arange(placement.slots.shape[1])[None, :] < placement.ncopy[:, None]
+    return bool((valid & on_chips(placement.slots, chips)).any())
+
+
+def same(a: Placement, b: Placement) -> bool:
+    """Whether two placements put every unit's copies in the same places, in the same order."""
+    w = min(a.slots.shape[1], b.slots.shape[1])
+    return bool((a.ncopy == b.ncopy).all() and (a.slots[:, :w] == b.slots[:, :w]).all()
+                and (a.slots[:, w:] < 0).all() and (b.slots[:, w:] < 0).all())
+
+
+def survivors_placement(state: PolicyState) -> Placement | None:
     """The placement with no copy on a failed chiplet: the package evaluator's re-mapping (surviving
     replicas take over, orphaned units move to the survivor with the most free HBM); None when nothing
-    survives."""
-    if not state.failed or not any(s in state.failed for slots in state.placement.values() for s in slots):
+    survives; the state's own placement when it holds nothing on a failed chiplet."""
+    if not state.failed or not holds(state.placement, state.failed):
         return state.placement
-    remapped = state.package_evaluator.remapped(with_placement(state.design, state.placement),
-                                                sorted(state.failed))
-    return None if remapped is None else remapped.placement
+    return state.remap(state.placement, state.failed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .base import Decision, PolicyState, survivors_placement, swapped
+from .base import Decision, PolicyState, holds, same, survivors_placement, swapped
 
 
 class OnFailurePolicy:
@@ -20,16 +20,15 @@ class OnFailurePolicy:
 
     def decide(self, state: PolicyState) -> Decision | None:
         if not state.failed:
-            if state.placement != state.design.placement:
-                return Decision({u: list(s) for u, s in state.design.placement.items()})
+            if not same(state.placement, state.home):
+                return Decision(state.home)
             return None
         revive = set(sorted(state.failed)[: state.spares])
         rest = state.failed - revive
         placement, rerole = state.placement, {}
-        held = {x for slots in placement.values() for x in slots}
         free = sorted(state.reconfigurable)
         for f in sorted(rest):
-            if free and f in held:
+            if free and holds(state.placement, [f]):
                 r = free.pop(0)
                 placement, rerole[f] = swapped(placement, f, r), r
         base = survivors_placement(dataclasses.replace(state, placement=placement, failed=rest)) if rest \

@@ -4,7 +4,7 @@ units first move to survivors (the evaluator's re-mapping)."""
 from __future__ import annotations
 
 from .base import Decision, PolicyState, survivors_placement
-from .eplb import rebalance
+from .eplb import rebalance_placement
 
 DEFAULT_EVERY_S = 600.0
 
@@ -21,5 +21,5 @@ class PeriodicPolicy:
         base = survivors_placement(state)
         if base is None:
             return None
-        return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
-                                  state.design.placement, state.memo))
+        return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
+                                            state.max_copies))

@@ -3,9 +3,9 @@ the layers (dse.runtime.mapping.imbalance) exceeds ``bound``, at most once every
 failed chiplets' units move to survivors (the evaluator's re-mapping) as soon as a failure is seen."""
 from __future__ import annotations
 
-from ..mapping import copy_arrays, imbalance
+from ..mapping import placement_imbalance
 from .base import Decision, PolicyState, survivors_placement
-from .eplb import rebalance
+from .eplb import rebalance_placement
 
 DEFAULT_BOUND = 1.2
 
@@ -21,11 +21,9 @@ class ThresholdPolicy:
         base = survivors_placement(state)
         if base is None or state.window == 0:
             return None
-        kept = state.memo.get("copies")        # the placement's copies, built again only when it changes
-        if kept is None or kept[0] is not base:
-            kept = state.memo["copies"] = (base, copy_arrays(base, state.groups))
-        seen = imbalance(base, state.groups, state.observed, state.chiplets, kept[1])
+        seen = placement_imbalance(base, state.groups, state.observed, state.chiplets,
+                                   state.memo.setdefault("imbalance", {}))
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
-            return Decision(rebalance(base, state.groups, state.observed, state.failed, state.max_copies,
-                                  state.design.placement, state.memo))
+            return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
+                                                state.max_copies))
         return Decision(base) if base is not state.placement else None
