@@ -100,3 +100,24 @@ def test_breakdown_accounts_for_every_unit_copy(tiny):
     # chiplets without HBM keep what they store in DDR
     assert chips.loc[2, "spill_GiB"] == pytest.approx(chips.loc[2, "stored_GiB"])
     assert chips["sent_MB"].sum() == pytest.approx(chips["received_MB"].sum())
+
+
+def test_shards_send_once_and_all_reduce_in_a_ring(tiny):
+    """One-to-many (module docstring of dse.model.traffic, by hand): an unsharded sender sends the whole
+    payload to every shard, only a sharded unit's first shard sends on, and its c shards pass
+    2 (c - 1) D / c bytes round a ring (Thakur, Rabenseifner & Gropp, IJHPCA 2005)."""
+    t = tiny.tables
+    embed, attn, ffn, head = t.unit_names
+    d = design(1, 4, ["big"] * 4, {embed: [0], attn: [1, 2], ffn: [3], head: [3]}, mapping="one-to-many")
+    flows = unit_flows(d, t)
+    into = flows[(flows["src_unit"] == embed) & (flows["dst_unit"] == attn)]
+    assert sorted(zip(into["src_slot"], into["dst_slot"])) == [(0, 1), (0, 2)]
+    assert np.all(into["bytes_per_occurrence"] == edge(t, embed, attn)[0])
+    out = flows[(flows["src_unit"] == attn) & (flows["dst_unit"] == ffn)]
+    assert list(zip(out["src_slot"], out["dst_slot"])) == [(1, 3)]
+    assert out["bytes_per_occurrence"].iloc[0] == edge(t, attn, ffn)[0]
+    ring = flows[flows["kind"] == "all-reduce"]
+    assert sorted(zip(ring["src_slot"], ring["dst_slot"])) == [(1, 2), (2, 1)]
+    u = t.unit_names.index(attn)
+    assert ring["bytes_per_occurrence"].to_numpy() == pytest.approx(2.0 * (2 - 1) * t.unit_out_bytes[u] / 2)
+    assert np.all(ring["edge"] == -1) and set(ring["src_unit"]) == {attn}

@@ -17,6 +17,7 @@ energy and traffic of the expert GEMMs are their mean. Rows of every other opera
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.stats import binom
 
 import arch
@@ -24,28 +25,41 @@ import arch
 #: equal-probability points of an expert's token count (mid-quantiles, given it runs)
 POINTS = 8
 _SCALED = ("flops", "act_in_bytes", "act_out_bytes", "tokens")
+#: operator columns that say where a row sits in the model, not what it computes: rows equal in every other
+#: column (and in their token-count distribution) cost the same, so each such row is costed once
+_PLACE = ("unit", "prob", "layers", "expert", "layer")
 
 
 def count_points(tokens: float, q: float, points: int = POINTS) -> np.ndarray:
     """Mid-quantiles of n ~ Binomial(round(tokens), q) given n >= 1 (``points`` of them, each 1 / points
     of the probability)."""
-    T = max(int(round(tokens)), 1)
-    if q >= 1.0:
-        return np.full(points, float(T))
-    p0 = (1.0 - q) ** T
-    u = p0 + (1.0 - p0) * (np.arange(points) + 0.5) / points
-    return np.maximum(binom.ppf(u, T, q), 1.0)
+    return count_points_many(np.array([tokens], float), np.array([q], float), points)[0]
+
+
+def count_points_many(tokens: np.ndarray, q: np.ndarray, points: int = POINTS) -> np.ndarray:
+    """`count_points` of many (tokens, q) pairs at once: [pairs, points], one binomial quantile call."""
+    T = np.maximum(np.rint(tokens), 1.0).astype(np.int64)
+    q = np.asarray(q, float)
+    p0 = np.array([(1.0 - p) ** int(t) for p, t in zip(q, T)])       # as the scalar pow, bit for bit
+    u = p0[:, None] + (1.0 - p0)[:, None] * (np.arange(points) + 0.5) / points
+    quantiles = np.maximum(binom.ppf(u, T[:, None], q[:, None]), 1.0)
+    return np.where((q >= 1.0)[:, None], T[:, None].astype(float), quantiles)
 
 
 def expert_matrix_rows(wl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, route tokens, selection probability) of the routed experts' matrix operators of ``wl``."""
     nodes = wl.graph.nodes
     ops = wl.ops
-    units = ops["unit"].to_numpy()
-    expert = np.array([nodes[u]["kind"] == "expert" for u in units], dtype=bool)
+    unit_of_row, names = pd.factorize(ops["unit"].to_numpy())
+    expert = np.array([nodes[u]["kind"] == "expert" for u in names], dtype=bool)[unit_of_row]
     rows = np.flatnonzero(expert & (ops["engine"].to_numpy() == "matrix") & (ops["M"].to_numpy(float) > 0))
-    q = np.array([float(nodes[units[r]]["selection_prob"]) for r in rows])
-    tokens = np.array([float(nodes[units[r]]["tokens"]) for r in rows])
+    unit = unit_of_row[rows]
+    q_unit = np.zeros(len(names))
+    tokens_unit = np.zeros(len(names))
+    for i in np.unique(unit):
+        q_unit[i] = float(nodes[names[i]]["selection_prob"])
+        tokens_unit[i] = float(nodes[names[i]]["tokens"])
+    q, tokens = q_unit[unit], tokens_unit[unit]
     with np.errstate(divide="ignore", invalid="ignore"):
         route = np.where(q > 0, tokens / np.where(q > 0, q, 1.0), 0.0)
     keep = (q > 0) & (route >= 1.0)
@@ -54,19 +68,27 @@ def expert_matrix_rows(wl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def expected_costs(wl, chiplets, precision: str, costs):
     """``costs`` (arch.op_costs of ``wl.ops``) with the routed experts' matrix rows replaced by their
-    expected cost over each expert's token count (module docstring); returns ``costs``."""
+    expected cost over each expert's token count (module docstring); returns ``costs``. Each distinct row
+    (operator columns but `_PLACE`, and token-count distribution) is costed once and copied to its rows."""
     rows, route, q = expert_matrix_rows(wl)
     if not len(rows):
         return costs
-    ops = wl.ops.iloc[rows]
-    counts = np.stack([count_points(t, p) for t, p in zip(route, q)])          # [rows, POINTS]
-    scale = counts / ops["M"].to_numpy(float)[:, None]
-    expanded = ops.loc[ops.index.repeat(POINTS)].reset_index(drop=True)
+    pairs, pair_of = np.unique(np.column_stack([np.maximum(np.rint(route), 1.0), q]), axis=0,
+                               return_inverse=True)
+    pair_of = pair_of.reshape(-1)
+    ops = wl.ops.iloc[rows].reset_index(drop=True)
+    key = ops.drop(columns=[c for c in _PLACE if c in ops.columns]).assign(_pair=pair_of)
+    group = key.groupby(list(key.columns), sort=False, dropna=False).ngroup().to_numpy()
+    first = np.unique(group, return_index=True)[1]                               # one row per group, in order
+    distinct = ops.iloc[first]
+    counts = count_points_many(pairs[:, 0], pairs[:, 1])[pair_of[first]]         # [distinct, POINTS]
+    scale = counts / distinct["M"].to_numpy(float)[:, None]
+    expanded = distinct.loc[distinct.index.repeat(POINTS)].reset_index(drop=True)
     expanded["M"] = counts.ravel()
     for col in _SCALED:
         expanded[col] = expanded[col].to_numpy(float) * scale.ravel()
     spread = arch.op_costs(expanded, chiplets, precision)
     for field in ("time_s", "energy_j", "dram_bytes", "sram_bytes", "utilisation", "overlap_steps"):
-        values = getattr(spread, field).reshape(len(rows), POINTS, -1)
-        getattr(costs, field)[rows] = values.mean(axis=1)
+        values = getattr(spread, field).reshape(len(first), POINTS, -1)
+        getattr(costs, field)[rows] = values.mean(axis=1)[group]
     return costs

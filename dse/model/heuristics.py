@@ -46,21 +46,23 @@ def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], c
     if copies > 1:
         experts = np.where(t.unit_kind == EXPERT)[0]
         hot = set(experts[np.argsort(-t.unit_selection[experts])][: max(1, len(experts) // 4)].tolist())
+    stored = _stored(t)
     for stage in np.unique(t.unit_stage):
         load = np.zeros(n)
         units = np.where(t.unit_stage == stage)[0]
-        for u in units[np.argsort(-work[units], kind="stable")]:
+        for u in units[np.argsort(-work[units], kind="stable")].tolist():
             wanted = min(2 if u in hot else 1, n)
             chosen: list[int] = []
             for _ in range(wanted):
-                room = capacity - used >= _stored(t)[u]
+                room = capacity - used >= stored[u]
                 key = np.where(room, 0.0, 1.0) * 1e30 + load      # lightest chiplet with room, else lightest
-                key[chosen] = np.inf
-                i = int(np.argmin(key))
+                if chosen:
+                    key[chosen] = np.inf
+                i = int(key.argmin())
                 chosen.append(i)
             for i in chosen:
                 load[i] += work[u] / len(chosen)
-                used[i] += _stored(t)[u]
+                used[i] += stored[u]
             placement[t.unit_names[u]] = chosen
     return placement
 
@@ -69,7 +71,8 @@ def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -
     """Traffic-weighted growth from the mesh centre (see module docstring).
 
     Sparse: the traffic is a CSR matrix of the workload graph's edges and the unit to place next comes from
-    a heap of pulls (bytes to units already placed) updated as each unit lands, so the whole placement
+    a heap of pulls (bytes to units already placed) updated as each unit lands (units nobody pulls are taken
+    in index order, as ties of zero pull), so the whole placement
     takes O(E log U + U n) for E edges, U units and n chiplets (DeepSeek-V3 per layer: 15k units)."""
     n = rows * cols
     U = t.n_units
@@ -77,40 +80,43 @@ def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -
     traffic = (traffic + traffic.T).tocsr()
     traffic.sum_duplicates()
     traffic.sort_indices()
-    ptr, nbr, val = traffic.indptr, traffic.indices, traffic.data
-    work = _unit_work(t, kinds)
+    ptr, nbr, val = traffic.indptr.tolist(), traffic.indices.tolist(), traffic.data.tolist()
+    work = _unit_work(t, kinds).tolist()
     r, c = np.divmod(np.arange(n), cols)
-    hops = np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
+    hops = (np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])).astype(float)
     load = np.zeros((int(t.unit_stage.max()) + 1, n))
-    slot = np.full(U, -1)
+    stage = t.unit_stage.tolist()
+    slot = [-1] * U                                 # Python lists: the loop below touches them one unit at a time
     centre = int(np.argmin(hops.sum(axis=1)))
-    pull = np.zeros(U)
-    heap = [(0.0, u) for u in range(U)]           # (-pull, unit): the most pulled, lowest index first
+    pull = [0.0] * U
     first = int(np.argmax(np.asarray(traffic.sum(axis=1)).ravel()))
-    heap.remove((0.0, first))
-    heapq.heapify(heap)
+    heap: list = []          # (-pull, unit) of pulled units: the most pulled, lowest index first
+    unpulled = 0             # below it every unit is placed: the next unit no one pulls, in index order
 
     def place(u: int, i: int) -> None:
         slot[u] = i
-        load[t.unit_stage[u], i] += work[u]
+        load[stage[u], i] += work[u]
         for x in range(ptr[u], ptr[u + 1]):
             v = nbr[x]
             if slot[v] < 0:
                 pull[v] += val[x]
-                heapq.heappush(heap, (-pull[v], int(v)))
+                heapq.heappush(heap, (-pull[v], v))
 
     place(first, centre)
-    while heap:
-        minus, u = heapq.heappop(heap)
-        if slot[u] >= 0 or -minus != pull[u]:
-            continue                                 # placed already, or a stale pull
-        anchor = centre
-        if pull[u] > 0:
+    for _ in range(U - 1):
+        while heap and (heap[0][0] >= 0.0 or slot[heap[0][1]] >= 0 or -heap[0][0] != pull[heap[0][1]]):
+            heapq.heappop(heap)                      # placed already, a stale pull, or no pull at all
+        if heap:
+            u = heapq.heappop(heap)[1]
             partners = [(val[x], -nbr[x]) for x in range(ptr[u], ptr[u + 1]) if slot[nbr[x]] >= 0]
             anchor = slot[-max(partners)[1]]
+        else:                                        # every unplaced unit has zero pull: lowest index first
+            while slot[unpulled] >= 0:
+                unpulled += 1
+            u, anchor = unpulled, centre
         # one hop further away is worth it only to save more than the unit's own work in waiting
-        place(u, int(np.argmin(load[t.unit_stage[u]] + hops[anchor] * work[u])))
-    return {t.unit_names[u]: [int(slot[u])] for u in range(U)}
+        place(u, int((load[stage[u]] + hops[anchor] * work[u]).argmin()))
+    return {name: [i] for name, i in zip(list(t.unit_names), slot)}
 
 
 def encode(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: int,
@@ -128,10 +134,10 @@ def encode(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: 
     x[sl["ddr"]] = ddr
     place = sl["place"].start
     copies = sl["copies"].start
-    for u, name in enumerate(unit_names):
-        slots = placement[name]
-        x[place + u] = slots[0]
-        x[copies + u] = min(len(slots), space.upper[copies + u])
+    U = len(unit_names)
+    slots = [placement[name] for name in unit_names]
+    x[place: place + U] = [s[0] for s in slots]
+    x[copies: copies + U] = np.minimum([len(s) for s in slots], space.upper[copies: copies + U])
     return np.clip(x, space.lower, space.upper)
 
 

@@ -35,22 +35,43 @@ def _slots(design: Design, unit: str) -> list[int]:
                          key="placement") from None
 
 
+def _slot_lists(design: Design, names: list[str], units: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first index, count) of each unit's slots in the flat slot array (the third), for ``units`` (indices into
+    ``names``, each looked up in that order, so a missing unit is reported as the edge loop met it)."""
+    start = np.zeros(len(names), dtype=np.int64)
+    count = np.zeros(len(names), dtype=np.int64)
+    flat: list[int] = []
+    for u in units.tolist():
+        slots = _slots(design, names[u])
+        start[u], count[u] = len(flat), len(slots)
+        flat.extend(slots)
+    return start, count, np.array(flat, dtype=np.int64)
+
+
 def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
     """Every (sender copy, receiver copy) flow of one step, expected bytes (see module docstring).
 
-    ``edge`` is the flow's edge in the tables' edge arrays (-1 for an all-reduce)."""
+    ``edge`` is the flow's edge in the tables' edge arrays (-1 for an all-reduce). Built with whole-array
+    operations: edge by edge, each sender copy, then each receiver copy."""
     split = design.mapping in SPLIT_MAPPINGS
     names = tables.unit_names
+    src_u, dst_u = np.asarray(tables.edge_src, np.int64), np.asarray(tables.edge_dst, np.int64)
+    start, count, flat = _slot_lists(design, names, pd.unique(np.column_stack([src_u, dst_u]).ravel()))
+    senders = np.minimum(count[src_u], 1) if split else count[src_u]
+    receivers = count[dst_u]
+    with np.errstate(divide="ignore", invalid="ignore"):               # a unit with no copy sends nothing
+        share = tables.edge_bytes / senders / (1.0 if split else receivers)
+    occurrences = tables.edge_repeat * tables.stage_prob[tables.unit_stage[dst_u]]
+    per_edge = senders * receivers
+    e = np.repeat(np.arange(len(src_u)), per_edge)
+    k = np.arange(len(e)) - np.repeat(np.cumsum(per_edge) - per_edge, per_edge)     # position in the edge's block
+    label = np.array(names, dtype=object)
+    flows = pd.DataFrame({
+        "src_unit": label[src_u[e]], "dst_unit": label[dst_u[e]],
+        "src_slot": flat[start[src_u[e]] + k // receivers[e]], "dst_slot": flat[start[dst_u[e]] + k % receivers[e]],
+        "kind": np.full(len(e), "hand-off", dtype=object), "edge": e, "bytes_per_occurrence": share[e],
+        "occurrences_per_step": occurrences[e], "bytes_per_step": share[e] * occurrences[e]}, columns=FLOW_COLUMNS)
     rows = []
-    for e in range(len(tables.edge_src)):
-        a, b = names[tables.edge_src[e]], names[tables.edge_dst[e]]
-        src, dst = _slots(design, a), _slots(design, b)
-        senders = src[:1] if split else src
-        share = tables.edge_bytes[e] / len(senders) / (1.0 if split else len(dst))
-        occurrences = tables.edge_repeat[e] * tables.stage_prob[tables.unit_stage[tables.edge_dst[e]]]
-        for i in senders:
-            for j in dst:
-                rows.append((a, b, i, j, "hand-off", e, share, occurrences, share * occurrences))
     if split:
         for u, name in enumerate(names):
             ring = _slots(design, name)
@@ -63,7 +84,10 @@ def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
             for r in range(c):
                 rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", -1, chunk_bytes, occurrences,
                              chunk_bytes * occurrences))
-    return pd.DataFrame(rows, columns=FLOW_COLUMNS)
+    if not rows:
+        return flows if len(flows) else pd.DataFrame([], columns=FLOW_COLUMNS)
+    rings = pd.DataFrame(rows, columns=FLOW_COLUMNS)
+    return pd.concat([flows, rings], ignore_index=True) if len(flows) else rings
 
 
 def chiplet_traffic(design: Design, tables: EvalTables) -> np.ndarray:
