@@ -112,3 +112,30 @@ def test_report_draws_in_a_headless_browser_without_network(written, tmp_path):
     assert f'id="dse-selected">{pick}<' in dom
     floorplan = dom.split('id="dse-floorplan"', 1)[1]
     assert "main-svg" in floorplan.split('id="dse-breakdown"', 1)[0]
+
+
+def test_report_costs_each_shown_design_once(tmp_path, monkeypatch):
+    """The floorplans, design sections and page details share one breakdown per design
+    (dse.results.breakdowns), and hand out the numbers dse.model.breakdown gives for that design."""
+    from dse.model.breakdown import chiplet_table
+    from dse.results import breakdowns
+
+    result = dse.load_study("tests/data/tiny.yaml").run(seed=5)
+    calls: list[int] = []
+
+    def counted(design, prepared, latency_s):
+        calls.append(id(design))
+        return chiplet_table(design, prepared, latency_s)
+
+    monkeypatch.setattr(breakdowns, "chiplet_table", counted)
+    out = dse.write_results(result, tmp_path / "tiny")
+    assert calls and len(calls) == len(set(calls)), "a design's breakdown was computed twice"
+    _, data = page_data((out / "report.html").read_text())
+    design_id, detail = next(iter(data["details"].items()))
+    design = result.designs[design_id]
+    latency = float(result.pareto.set_index("design_id").loc[design_id, "latency_s"])
+    direct = chiplet_table(design, result.prepare(), latency)
+    assert [c["busy_pct"] for c in detail["chiplets"]] == pytest.approx(list(100 * direct["busy_share"]))
+    cache = breakdowns.Breakdowns(result.prepare())
+    half = cache.chiplets(design, latency / 2)          # the kept table, its shares over another step
+    assert list(half["busy_share"]) == pytest.approx(list(2 * direct["busy_share"]))

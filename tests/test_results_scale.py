@@ -112,6 +112,22 @@ def test_digest_ignores_unit_order():
     assert placement_digest({"a": [0], "b": [1, 2]}) != placement_digest({"a": [0], "b": [2, 1]})
 
 
+def test_digest_is_the_documented_hash():
+    """placement_digest against its definition written out here: SHA-256 of the sorted names, each with a
+    newline, then the copy counts and the slots in that order as 32-bit little-endian integers."""
+    import hashlib
+    import struct
+    rng = random.Random(5)
+    p = {f"L{rng.randrange(60)}.e{i}": [rng.randrange(64) for _ in range(rng.choice([1, 1, 2, 3]))]
+         for i in range(400)}
+    names = sorted(p)
+    blob = "".join(n + "\n" for n in names).encode() + struct.pack(f"<{len(names)}i", *(len(p[n]) for n in names))
+    slots = [s for n in names for s in p[n]]
+    blob += struct.pack(f"<{len(slots)}i", *slots)
+    assert placement_digest(p) == hashlib.sha256(blob).hexdigest()[:16]
+    assert placement_digest({}) == hashlib.sha256(b"").hexdigest()[:16]
+
+
 def test_placements_table_round_trips():
     placements = [{"a": [0], "b": [1, 2]}, {"b": [3], "a": [1]}]
     table = placements_table(["d00000", "d00001"], placements)

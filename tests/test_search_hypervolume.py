@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import dse
-from dse.search.hypervolume import Convergence, costs, from_cost, reference_point, to_cost
+from dse.search.hypervolume import Convergence, costs, from_cost, needs_faults, reference_point, to_cost
 from dse.model.objectives import constraint_matrix, objective_matrix
 
 
@@ -66,6 +66,32 @@ def test_reference_point_given_and_derived(tiny):
     given = study.model_copy(update={"search": study.search.model_copy(update={"reference_point": {"latency": 0.5}})})
     ref = reference_point(given, p.evaluator)
     assert ref["latency"] == 0.5 and ref["energy"] == derived["energy"]
+
+
+class _Faulted:
+    """An evaluator that always runs the failure pass (as reference points were derived before)."""
+
+    def __init__(self, evaluator):
+        self.evaluator, self.space = evaluator, evaluator.space
+
+    def __call__(self, X, with_faults=True):
+        return self.evaluator(X, with_faults=True)
+
+
+def test_reference_point_of_intact_objectives_skips_the_failures_alone(tiny):
+    """The sample evaluated intact gives the same reference point as with every failure re-mapped: only
+    the fault columns differ between the two (the evaluator's own intact pass)."""
+    study, p = tiny
+    assert not needs_faults(study)
+    assert reference_point(study, p.evaluator) == reference_point(study, _Faulted(p.evaluator))
+    X = np.random.default_rng(0).integers(p.space.lower, p.space.upper + 1, size=(16, p.space.n_var))
+    whole, intact = p.evaluator(X), p.evaluator(X, with_faults=False)
+    differ = {c for c in whole.columns if not np.array_equal(whole[c].to_numpy(float), intact[c].to_numpy(float),
+                                                              equal_nan=True)}
+    assert differ <= {"fault_tolerance_frac", "worst_retained_frac", "all_served_frac"}
+    faulty = study.model_copy(update={"search": study.search.model_copy(
+        update={"objectives": ["latency", "fault_tolerance"]})})
+    assert needs_faults(faulty)
 
 
 def test_convergence_record_matches_the_front(tiny, tmp_path):

@@ -20,9 +20,9 @@ from importlib.resources import files
 import numpy as np
 import pandas as pd
 
-from ..model.breakdown import chiplet_table
-from ..model.traffic import chiplet_traffic, link_loads, link_utilisation
+from ..model.traffic import link_loads, link_utilisation
 from ..system.metrics import reported_metrics
+from .breakdowns import Breakdowns
 from .plots import DISPLAY, KIND_COLOURS, PARETO_COLOUR, better, column
 
 #: front designs drawn in the interactive plot
@@ -90,15 +90,15 @@ def _units_text(units: list[str], kinds: dict[str, str]) -> str:
     return ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
-def design_detail(design, prepared, latency_s: float) -> dict:
+def design_detail(design, prepared, latency_s: float, breakdowns: Breakdowns | None = None) -> dict:
     """A design's floorplan and per-chiplet breakdown as plain data (dse.model.breakdown, dse.model.traffic);
     ``latency_s``: the step the busy shares and link utilisations are taken over (a system's first
-    package: that package's own step)."""
+    package: that package's own step); ``breakdowns``: the report's (dse.results.breakdowns)."""
+    breakdowns = breakdowns or Breakdowns(prepared)
     view = prepared.for_design(design)
-    tables = view.tables
-    chips = chiplet_table(design, prepared, latency_s)
-    kinds = {u: tables.workload.graph.nodes[u]["kind"] for u in tables.unit_names}
-    loads = link_loads(design, chiplet_traffic(design, tables), view.study.hardware.package)
+    chips = breakdowns.chiplets(design, latency_s)
+    kinds = breakdowns.unit_kinds(design)
+    loads = link_loads(design, breakdowns.traffic(design), view.study.hardware.package)
     util = 100.0 * link_utilisation(loads, latency_s).to_numpy(float)
     return {
         "rows": design.rows, "cols": design.cols, "topology": view.study.hardware.package.topology,
@@ -133,9 +133,11 @@ def detail_ids(pareto: pd.DataFrame, first: list[str], cap: int = MAX_DETAILS) -
     return ids
 
 
-def report_data(result, prepared, first: list[str]) -> dict:
+def report_data(result, prepared, first: list[str], breakdowns: Breakdowns | None = None) -> dict:
     """The data of the report's interactive front: the feasible designs (grey), the front, and the
-    floorplan and breakdown of the designs `detail_ids` picks."""
+    floorplan and breakdown of the designs `detail_ids` picks (``breakdowns``: the report's, whose
+    designs' breakdowns are reused)."""
+    breakdowns = breakdowns or Breakdowns(prepared)
     objectives = result.study.search.objectives
     pareto = result.pareto
     names = reported_metrics(result.study, pareto.columns)
@@ -155,7 +157,7 @@ def report_data(result, prepared, first: list[str]) -> dict:
         if design.system:           # a system's floorplan is its first package's, over that package's step
             latency = float(prepared.for_design(design).evaluator.evaluate_designs(
                 [design], with_faults=False)["latency_s"].iloc[0])
-        details[design_id] = design_detail(design, prepared, latency)
+        details[design_id] = design_detail(design, prepared, latency, breakdowns)
     caps = []
     if len(front) < len(pareto):
         caps.append(f"{len(front)} of the {len(pareto)} front designs drawn, evenly spread (all in pareto.csv)")

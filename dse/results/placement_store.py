@@ -38,38 +38,46 @@ def placement_text(placement: dict[str, list[int]]) -> str:
 _SORTED: dict[tuple, tuple] = {}
 
 
-def placement_digest(placement: dict[str, list[int]]) -> str:
+def _flat(placement: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(copies of each unit, every unit's slots one after another), in the placement's order."""
+    counts = np.fromiter(map(len, placement.values()), "<i4", len(placement))
+    return counts, np.fromiter(chain.from_iterable(placement.values()), "<i4", int(counts.sum()))
+
+
+def placement_digest(placement: dict[str, list[int]], flat: tuple | None = None) -> str:
     """The first 16 hex digits of a SHA-256 over the units sorted by name: their names (each followed by a
     newline), then each unit's copy count, then every unit's slots, as 32-bit little-endian integers. Two
-    placements have the same digest when they put every unit on the same slots, whatever their order."""
+    placements have the same digest when they put every unit on the same slots, whatever their order.
+    ``flat``: the placement's `_flat` arrays, when already made."""
     names = tuple(placement)
     if names not in _SORTED:
         if len(_SORTED) > 64:
             _SORTED.clear()
-        order = sorted(range(len(names)), key=names.__getitem__)
+        order = np.array(sorted(range(len(names)), key=names.__getitem__), np.int64)
         _SORTED[names] = (order, "".join(names[i] + "\n" for i in order).encode())
     order, blob = _SORTED[names]
-    values = list(placement.values())
-    ordered = [values[i] for i in order]
-    counts = np.fromiter(map(len, ordered), "<i4", len(ordered))
-    slots = np.fromiter(chain.from_iterable(ordered), "<i4")
-    return hashlib.sha256(blob + counts.tobytes() + slots.tobytes()).hexdigest()[:16]
+    counts, slots = flat if flat is not None else _flat(placement)
+    starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)[:-1]])
+    ordered = counts[order]                     # each unit's slots gathered in name order, by whole runs
+    begin = np.repeat(starts[order] - np.concatenate([[0], np.cumsum(ordered, dtype=np.int64)[:-1]]), ordered)
+    gathered = slots[begin + np.arange(len(slots))]
+    return hashlib.sha256(blob + ordered.astype("<i4").tobytes() + gathered.astype("<i4").tobytes()).hexdigest()[:16]
 
 
 def placement_summary(placement: dict[str, list[int]], slots: int, files: str) -> str:
     """A placement too long for a cell, in a few hundred characters: ``14972 units in 14972 copies; copies
     per slot 0:250 1:233 ...; sha256 1f0c...; whole in designs/d00042.yaml and placements.parquet``."""
-    flat = np.fromiter(chain.from_iterable(placement.values()), np.int64)
-    counts = np.bincount(flat, minlength=slots) if len(flat) else np.zeros(slots, np.int64)
+    flat = _flat(placement)
+    counts = np.bincount(flat[1], minlength=slots) if len(flat[1]) else np.zeros(slots, np.int64)
     per_slot = " ".join(f"{s}:{n}" for s, n in enumerate(counts.tolist()))
-    return (f"{len(placement)} units in {len(flat)} copies; copies per slot {per_slot}; "
-            f"sha256 {placement_digest(placement)}; whole in {files}")
+    return (f"{len(placement)} units in {len(flat[1])} copies; copies per slot {per_slot}; "
+            f"sha256 {placement_digest(placement, flat)}; whole in {files}")
 
 
 def placement_cell(placement: dict[str, list[int]], slots: int, files: str) -> str:
     """The ``placement`` cell of a design: the placement itself when it fits in `MAX_CELL` characters, else
     `placement_summary` naming ``files``."""
-    names = sum(len(u) + 3 for u in placement)          # "u=s;" at least: no need to write what cannot fit
+    names = sum(map(len, placement)) + 3 * len(placement)      # "u=s;" at least: no need to write what cannot fit
     if names <= MAX_CELL:
         text = placement_text(placement)
         if len(text) <= MAX_CELL:

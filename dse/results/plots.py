@@ -23,8 +23,9 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from ..model.characterize import characterize
 from ..model.objectives import OBJECTIVES
-from ..model.traffic import chiplet_traffic, link_loads, link_utilisation
+from ..model.traffic import link_loads, link_utilisation
 from ..study.space import Design
+from .breakdowns import Breakdowns
 from .knee import knee_index, minimised
 
 #: metric column -> (axis label, factor from SI, display unit)
@@ -254,23 +255,26 @@ def _units_text(units: list[str], kinds: dict[str, str], one_group: bool, width:
 
 
 WRAP_BULGE = 0.2        # how far a torus wrap-around arc leaves the chiplet edge (chiplet side = 1)
+#: chiplets above which a floorplan writes each chiplet's kind, units, memory and busy share as one text
+MANY_CHIPLETS = 16
 
 
-def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, title: str = "") -> Figure:
+def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, title: str = "",
+                   breakdowns: Breakdowns | None = None) -> Figure:
     """The mesh of one design: chiplets coloured by kind, with the units (experts) each holds, its HBM
     (GiB stored / GiB of HBM) and busy share of the step (dse.model.breakdown); each directed link coloured by
-    its utilisation, bytes per step / (link bandwidth x step time) (dse.model.traffic)."""
-    from ..model.breakdown import chiplet_table
-
+    its utilisation, bytes per step / (link bandwidth x step time) (dse.model.traffic). ``breakdowns``: the
+    report's (dse.results.breakdowns), so a design's breakdown is computed once."""
+    breakdowns = breakdowns or Breakdowns(prepared)
     prepared = prepared.for_design(design)          # the design's package variant (dse.model.variants)
     tables = prepared.tables
     if metrics is None:
         metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     latency = float(metrics["latency_s"])
-    loads = link_loads(design, chiplet_traffic(design, tables), prepared.study.hardware.package)
+    loads = link_loads(design, breakdowns.traffic(design), prepared.study.hardware.package)
     util = 100.0 * link_utilisation(loads, latency).to_numpy()
-    chips = chiplet_table(design, prepared, latency)
-    kinds = {u: tables.workload.graph.nodes[u]["kind"] for u in tables.unit_names}
+    chips = breakdowns.chiplets(design, latency)
+    kinds = breakdowns.unit_kinds(design)
     one_group = len({u.split(".", 1)[0] for u in tables.unit_names if "." in u}) <= 1
     kind_names = list(dict.fromkeys(list(tables.kind_names) + list(design.chiplets)))
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
@@ -290,13 +294,17 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         ax.add_patch(Rectangle((x0, y0), size, size, fc=colour[chip.kind], ec="black", lw=1.2))
         held = chip.units.split() if chip.units else []
         kind_label = chip.kind.replace("[", "\n[", 1) if len(chip.kind) > 14 else chip.kind   # variants wrap
-        ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}", ha="left", va="top", fontsize=8, weight="bold")
         memory = (f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB" if chip.hbm_stacks else
                   f"no HBM: {chip.stored_GiB:.3g} GiB stored")
-        ax.text(x0 + 0.05, y0 + 0.05, f"{memory}\nbusy {100 * chip.busy_share:.0f}% of the step", ha="left",
-                va="bottom", fontsize=7)
-        ax.text(x0 + size / 2, y0 + size / 2 + 0.05, _units_text(held, kinds, one_group) or "(no units)",
-                ha="center", va="center", fontsize=7)
+        state = f"{memory}\nbusy {100 * chip.busy_share:.0f}% of the step"
+        units = _units_text(held, kinds, one_group) or "(no units)"
+        if R * C > MANY_CHIPLETS:       # one text a chiplet: drawing a text costs more than its glyphs
+            ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}\n{units}\n{state}", ha="left", va="top",
+                    fontsize=7)
+            continue
+        ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}", ha="left", va="top", fontsize=8, weight="bold")
+        ax.text(x0 + 0.05, y0 + 0.05, state, ha="left", va="bottom", fontsize=7)
+        ax.text(x0 + size / 2, y0 + size / 2 + 0.05, units, ha="center", va="center", fontsize=7)
     peak = float(util.max()) if len(util) else 0.0
     norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
@@ -347,24 +355,36 @@ def _mappable(cmap, norm):
     return sm
 
 
+MAX_PNG_PIXELS = 4_000_000     # a larger figure (an 8 x 8 floorplan) is written at a lower dpi; its SVG stays exact
+
+
+def png_dpi(fig: Figure) -> float:
+    """150 dpi, or less where the figure would exceed `MAX_PNG_PIXELS`."""
+    width, height = fig.get_size_inches()
+    return min(150.0, (MAX_PNG_PIXELS / max(width * height, 1e-9)) ** 0.5)
+
+
 def save(fig: Figure, folder: Path, name: str) -> list[Path]:
-    """Write ``name.png`` (150 dpi) and ``name.svg``; returns the PNG path first. The SVG carries no date and
-    its element ids are salted by ``name``, not drawn at random: the same study writes the same bytes."""
+    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and ``name.svg``; returns the PNG path first. The SVG
+    carries no date and its element ids are salted by ``name``, not drawn at random: the same study writes the
+    same bytes."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.svg"]
-    fig.savefig(paths[0], dpi=150)
+    fig.savefig(paths[0], dpi=png_dpi(fig))
     fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
     with matplotlib.rc_context({"svg.hashsalt": name}):
         fig.savefig(paths[1], metadata={"Date": None})
     return paths
 
 
-def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str, str] | None = None) -> dict:
+def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str, str] | None = None,
+                breakdowns: Breakdowns | None = None) -> dict:
     """Every figure of a study into ``folder`` (PNG + SVG); returns {figure name: PNG path}.
     A ``convergence.csv`` in the folder above (the results folder) is plotted if the search wrote one.
 
     ``floorplans`` maps design ids to titles (default: the balanced design); ``prepared`` is the
-    study's `dse.model.prepare.Prepared` (the result's own, `StudyResult.prepare`, if not given).
+    study's `dse.model.prepare.Prepared` (the result's own, `StudyResult.prepare`, if not given);
+    ``breakdowns`` the report's per-design breakdowns (dse.results.breakdowns).
     """
     folder = Path(folder)
     objectives = result.study.search.objectives
@@ -382,15 +402,16 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
         floorplans = {result.pareto["design_id"].iloc[k]: "balanced design"}
     if floorplans:
         prepared = prepared or result.prepare()
+        breakdowns = breakdowns or Breakdowns(prepared)
         rows = result.pareto.set_index("design_id")
         for design_id, title in floorplans.items():
             design = result.designs[design_id]
             if design.system:          # one package of a system: its own step, not the system's
                 fig = plot_floorplan(design, prepared, None, title=f"{title} {design_id}: package 0 (pipeline "
-                                     "stage 0, expert rank 0)")
+                                     "stage 0, expert rank 0)", breakdowns=breakdowns)
             else:
                 fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
-                                     title=f"{title} {design_id}")
+                                     title=f"{title} {design_id}", breakdowns=breakdowns)
             written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}")[0]
         written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline")[0]
     return written

@@ -17,8 +17,8 @@ import pandas as pd
 
 import noc
 
-from ..model.breakdown import chiplet_table
 from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
+from .breakdowns import Breakdowns
 from .interactive import block as interactive_block, report_data
 from .knee import knee_index
 from ..serving.load_curve import load_curve
@@ -237,7 +237,8 @@ def held_text(units: str, graph) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.items())
 
 
-def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str]) -> list[str]:
+def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str],
+                   breakdowns: Breakdowns | None = None) -> list[str]:
     row = result.pareto.set_index("design_id").loc[design_id]
     design = result.designs[design_id]
     objectives = result.study.search.objectives
@@ -258,7 +259,7 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
             lines += [f"![system {design_id}]({figures[f'system_{design_id}']})", ""]
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
-    chips = chiplet_table(design, prepared, latency)
+    chips = (breakdowns or Breakdowns(prepared)).chiplets(design, latency)
     graph = prepared.tables.workload.graph
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
@@ -298,7 +299,8 @@ FILES_TEXT = """## Files in this folder
 """
 
 
-def report_markdown(result, prepared, figures: dict[str, str], extra: list[str] = ()) -> str:
+def report_markdown(result, prepared, figures: dict[str, str], extra: list[str] = (),
+                    breakdowns: Breakdowns | None = None) -> str:
     """The report as markdown; ``figures`` maps figure names to paths relative to the report; ``extra``
     lines (a serving study's load curve) follow the chosen designs."""
     s = result.study
@@ -314,7 +316,7 @@ def report_markdown(result, prepared, figures: dict[str, str], extra: list[str] 
         lines += plots_section(figures)
         lines += ["## Designs to look at first", ""]
         for design_id, why in chosen.items():
-            lines += design_section(result, prepared, design_id, why, figures)
+            lines += design_section(result, prepared, design_id, why, figures, breakdowns)
         lines += list(extra)
     lines += front_section(result, prepared) if chosen else []
     lines += [FILES_TEXT]
@@ -353,7 +355,8 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
     folder = Path(folder)
     prepared = prepared or result.prepare()
     chosen = picks(result)
-    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen)
+    breakdowns = Breakdowns(prepared)              # each shown design's breakdown, computed once
+    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen, breakdowns=breakdowns)
     if result.study.system is not None:
         rows = result.pareto.set_index("design_id")
         for design_id, why in chosen.items():
@@ -371,9 +374,9 @@ def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
     pngs.update(timeline_pngs)
     extra = extra + timeline_lines
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
-    md_text = report_markdown(result, prepared, figures, extra)
+    md_text = report_markdown(result, prepared, figures, extra, breakdowns)
     (folder / "report.md").write_text(md_text)
-    front = interactive_block(report_data(result, prepared, list(chosen))) if chosen else ""
+    front = interactive_block(report_data(result, prepared, list(chosen), breakdowns)) if chosen else ""
     (folder / "report.html").write_text(report_html(md_text, folder, f"Study {result.study.name}", front))
     return {"report.md": folder / "report.md", "report.html": folder / "report.html", **pngs}
 

@@ -15,7 +15,10 @@ objective it leaves out gets 1.1 x the worst cost on the Pareto front (in all th
 of a fixed sample of the space: `ANCHOR_SIZE` uniform designs drawn with `ANCHOR_SEED`, independent of
 the search seed, feasible ones only when there are any. (For fault tolerance that may lie below 0: a
 design keeping nothing after a failure still counts.) The reference thus depends on the study alone:
-every algorithm and seed of a study is measured in the same box.
+every algorithm and seed of a study is measured in the same box. A one-package decode or prefill study
+whose objectives are all intact metrics (`INTACT_OBJECTIVES`) evaluates its sample without the failure
+pass: those metrics and the constraints are the intact design's either way (only the fault columns,
+``fault_tolerance_frac`` and its kin, come from the failures), so the reference point is the same.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ from ..study.spec import Study
 ANCHOR_SIZE = 256
 ANCHOR_SEED = 0
 MARGIN = 1.1
+#: objectives read from the intact design alone (the failure pass adds the fault columns only)
+INTACT_OBJECTIVES = frozenset({"latency", "throughput", "energy", "area", "cost", "peak_power"})
 
 
 def costs(metrics: pd.DataFrame, objectives: list[str]) -> np.ndarray:
@@ -63,6 +68,13 @@ def from_cost(objective: str, cost):
     return cost
 
 
+def needs_faults(study: Study) -> bool:
+    """Whether the reference point's sample needs the failure pass (module docstring): a system, a
+    serving, training or runtime study, or an objective outside `INTACT_OBJECTIVES`."""
+    plain = study.system is None and study.runtime is None and study.workload.phase in ("decode", "prefill")
+    return not (plain and set(study.search.objectives) <= INTACT_OBJECTIVES)
+
+
 def reference_point(study: Study, evaluator) -> dict[str, float]:
     """The study's reference point, per objective in the metric's unit (see module docstring)."""
     s = study.search
@@ -72,7 +84,7 @@ def reference_point(study: Study, evaluator) -> dict[str, float]:
         space = evaluator.space
         rng = np.random.default_rng(ANCHOR_SEED)
         X = rng.integers(space.lower, np.asarray(space.upper) + 1, size=(ANCHOR_SIZE, space.n_var))
-        metrics = evaluator(X)
+        metrics = evaluator(X, with_faults=needs_faults(study))
         C = costs(metrics, s.objectives)
         feasible = (constraint_matrix(metrics, study) <= 0).all(axis=1)
         pool = C[feasible] if feasible.any() else C
