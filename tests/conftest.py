@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny study and an in-process runner for the ``dse`` command."""
+"""Shared fixtures: the tiny study, an in-process runner for the ``dse`` command, and the runtime tests' study
+(prepared once for every file that uses it)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,3 +43,17 @@ def _checkpoint_key(tmp_path_factory):
     import os
     os.environ["DSE_CHECKPOINT_KEY"] = str(tmp_path_factory.mktemp("key") / "checkpoint.key")
     yield
+
+
+@pytest.fixture(scope="session")
+def timeline_prepared():
+    """The runtime tests' study (tests/data/timeline_study.yaml), prepared."""
+    from dse.study.spec import load_study
+    from dse.system.prepare import prepare
+    return prepare(load_study(DATA / "timeline_study.yaml"))
+
+
+@pytest.fixture(scope="session")
+def timeline_design(timeline_prepared):
+    """The first seed design of the runtime tests' study."""
+    return timeline_prepared.evaluator.designs(timeline_prepared.space.seeds[:1])[0]

@@ -12,21 +12,19 @@ from dse.runtime import run_timeline
 from dse.runtime.mapping import ExpertGroups, relabelled
 from dse.runtime.migration import MigrationModel
 from dse.runtime.scenario import scenario_from_dict
-from dse.study.spec import load_study
-from dse.system.prepare import prepare
 
 STUDY = DATA / "timeline_study.yaml"
 ROTATE = {"drift": "rotate", "rate_per_s": 1 / 300}
 
 
 @pytest.fixture(scope="module")
-def prepared():
-    return prepare(load_study(STUDY))
+def prepared(timeline_prepared):
+    return timeline_prepared
 
 
 @pytest.fixture(scope="module")
-def design(prepared):
-    return prepared.evaluator.designs(prepared.space.seeds[:1])[0]
+def design(timeline_design):
+    return timeline_design
 
 
 @pytest.fixture

@@ -14,20 +14,20 @@ from dse.runtime import run_timeline
 from dse.runtime.mapping import ExpertGroups, relabelled
 from dse.runtime.report import table_rows
 from dse.runtime.scenario import load_scenario, scenario_from_dict
-from dse.study.spec import Study, load_study
+from dse.study.spec import Study
 from dse.system.prepare import prepare
 
 STUDY = DATA / "timeline_study.yaml"
 
 
 @pytest.fixture(scope="module")
-def prepared():
-    return prepare(load_study(STUDY))
+def prepared(timeline_prepared):
+    return timeline_prepared
 
 
 @pytest.fixture(scope="module")
-def design(prepared):
-    return prepared.evaluator.designs(prepared.space.seeds[:1])[0]
+def design(timeline_design):
+    return timeline_design
 
 
 def scenario(tmp_path, **keys):

@@ -31,13 +31,13 @@ def served():
 
 
 @pytest.fixture(scope="module")
-def prepared():
-    return prepare(load_study(STUDY))
+def prepared(timeline_prepared):
+    return timeline_prepared
 
 
 @pytest.fixture(scope="module")
-def design(prepared):
-    return prepared.evaluator.designs(prepared.space.seeds[:1])[0]
+def design(timeline_design):
+    return timeline_design
 
 
 def scenario(**keys):
