@@ -51,6 +51,19 @@ def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
     return max(t, host_issue_s(T.unit_launches, u, False, T.kind_issue[k], 1.0)), b
 
 
+@nb.njit(cache=True)
+def _alone_all(T, stacks, hbm_bw, ddr_bw):
+    """`_alone` of every unit (rows, on ``stacks[u]`` HBM stacks, DDR where 0) on every kind (columns):
+    (time [U, K], DRAM bytes [U, K]), in one call."""
+    U, K = stacks.shape[0], T.kind_mem_eff.shape[0]
+    time = np.empty((U, K))
+    dram = np.empty((U, K))
+    for u in range(U):
+        for k in range(K):
+            time[u, k], dram[u, k] = _alone(T, u, k, stacks[u] * hbm_bw, ddr_bw, stacks[u] == 0)
+    return time, dram
+
+
 def _model_of(unit: str, members: set[str], model: str) -> str:
     """The ensemble member a unit belongs to (``member/unit``), or the study's model."""
     head = unit.split("/", 1)[0]
@@ -83,32 +96,43 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
     ensemble = getattr(t.workload, "ensemble", None)
     members = set(ensemble.nodes) if ensemble is not None else set()
     model = p.study.workload.label
-    rows = []
-    for u, unit in enumerate(t.unit_names):
-        repeat = float(t.stage_repeat[t.unit_stage[u]])
-        held = t.unit_capacity_bytes[u] + t.unit_kv_bytes[u]
-        stacks = max(1, math.ceil(held / hbm_cap)) if hbm_cap > 0 else 0
-        for k, chiplet in enumerate(chiplets):
-            time_s, dram = _alone(T, u, k, stacks * hbm_bw, ddr_bw, stacks == 0)
-            bw = (stacks * hbm_bw if stacks else ddr_bw) * chiplet.mem_efficiency
-            energy = t.unit_energy_j[u, k] + dram * (hbm_e if stacks else ddr_e)
-            compute = flops[u] / peak[k]
-            memory = dram / bw
-            overhead = max(time_s - max(compute, memory), 0.0)
-            terms = (compute, memory, overhead)
-            rows.append({
-                "model": _model_of(unit, members, model), "unit": unit, "unit_kind": UNIT_KINDS[t.unit_kind[u]],
-                "layers": _layers(unit, repeat), "tokens": float(t.unit_route_tokens[u] * t.unit_selection[u]),
-                "flops": flops[u] * repeat, "weight_bytes": float(t.unit_capacity_bytes[u]),
-                "kv_bytes": float(t.unit_kv_bytes[u]), "visit_prob": float(t.unit_prob[u] * t.stage_prob[t.unit_stage[u]]),
-                "chiplet": chiplet.name, "hbm_stacks": stacks, "time_s": time_s * repeat,
-                "compute_s": compute * repeat, "memory_s": memory * repeat, "overhead_s": overhead * repeat,
-                "bound": BOUNDS[terms.index(max(terms))], "dram_bytes": dram * repeat,
-                "compute_utilisation": flops[u] / (time_s * peak[k]) if time_s > 0 else 0.0,
-                "memory_utilisation": dram / (time_s * bw) if time_s > 0 else 0.0,
-                "peak_flops": float(peak[k]), "bandwidth_Bps": bw,
-                "energy_j": energy * repeat, "mean_power_w": energy / time_s if time_s > 0 else 0.0})
-    df = pd.DataFrame(rows, columns=COLUMNS[:-2])
+    U, K = len(t.unit_names), len(chiplets)
+    repeat = np.asarray(t.stage_repeat, float)[np.asarray(t.unit_stage)]
+    held = np.asarray(t.unit_capacity_bytes, float) + np.asarray(t.unit_kv_bytes, float)
+    stacks = (np.maximum(1, np.ceil(held / hbm_cap)) if hbm_cap > 0 else np.zeros(U)).astype(np.int64)
+    time_s, dram = _alone_all(T, stacks, float(hbm_bw), float(ddr_bw))
+    efficiency = np.array([c.mem_efficiency for c in chiplets])
+    bw = np.where(stacks[:, None] > 0, stacks[:, None] * hbm_bw, ddr_bw) * efficiency[None, :]
+    energy = np.asarray(t.unit_energy_j, float)[:, :K] + dram * np.where(stacks[:, None] > 0, hbm_e, ddr_e)
+    compute = flops[:, None] / peak[None, :]
+    memory = dram / bw
+    overhead = np.maximum(time_s - np.maximum(compute, memory), 0.0)
+    bound = np.where((compute >= memory) & (compute >= overhead), 0, np.where(memory >= overhead, 1, 2))
+    busy = time_s > 0
+    safe = np.where(busy, time_s, 1.0)
+    names = list(t.unit_names)
+    per_unit = {      # one value a unit, repeated over the kinds
+        "model": [_model_of(unit, members, model) for unit in names], "unit": names,
+        "unit_kind": [UNIT_KINDS[x] for x in t.unit_kind],
+        "layers": [_layers(unit, r) for unit, r in zip(names, repeat)],
+        "tokens": np.asarray(t.unit_route_tokens, float) * np.asarray(t.unit_selection, float),
+        "flops": flops * repeat, "weight_bytes": np.asarray(t.unit_capacity_bytes, float),
+        "kv_bytes": np.asarray(t.unit_kv_bytes, float),
+        "visit_prob": np.asarray(t.unit_prob, float) * np.asarray(t.stage_prob, float)[np.asarray(t.unit_stage)]}
+    columns = {c: np.repeat(np.asarray(v, dtype=object if isinstance(v, list) else float), K)
+               for c, v in per_unit.items()}
+    columns.update({
+        "chiplet": np.tile(np.array([c.name for c in chiplets], dtype=object), U),
+        "hbm_stacks": np.repeat(stacks, K), "time_s": (time_s * repeat[:, None]).ravel(),
+        "compute_s": (compute * repeat[:, None]).ravel(), "memory_s": (memory * repeat[:, None]).ravel(),
+        "overhead_s": (overhead * repeat[:, None]).ravel(), "bound": np.asarray(BOUNDS, dtype=object)[bound.ravel()],
+        "dram_bytes": (dram * repeat[:, None]).ravel(),
+        "compute_utilisation": np.where(busy, flops[:, None] / (safe * peak[None, :]), 0.0).ravel(),
+        "memory_utilisation": np.where(busy, dram / (safe * bw), 0.0).ravel(),
+        "peak_flops": np.tile(peak.astype(float), U), "bandwidth_Bps": bw.ravel(),
+        "energy_j": (energy * repeat[:, None]).ravel(),
+        "mean_power_w": np.where(busy, energy / safe, 0.0).ravel()})
+    df = pd.DataFrame(columns, columns=COLUMNS[:-2])
     by_unit = df.groupby("unit", sort=False)
     for column, by in (("best_by_latency", "time_s"), ("best_by_energy", "energy_j")):
         best = df.loc[by_unit[by].idxmin(), ["unit", "chiplet"]]      # first of ties, as before
