@@ -26,6 +26,7 @@ energies as their latencies are; so a lightly loaded window costs more per token
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,6 +41,16 @@ from .failures import names
 POINTS = ("decode_1", "prefill_1", "prefill_ref")
 LATENCY = METRICS.index("latency_s")
 ENERGY = METRICS.index("energy_j_per_token")
+
+
+class Served(NamedTuple):
+    """The segments that serve and, per segment, its request rate (req/s), closed-form record and energy
+    per output token (J) at that rate (`ServingWindows.segments`)."""
+
+    segments: list
+    rates: np.ndarray
+    records: np.ndarray
+    energy_per_token: np.ndarray
 
 
 class ServingWindows:
@@ -91,14 +102,14 @@ class ServingWindows:
         return continuous_batching(rates, *steps, float(sv.output_len), slots, sv.slo.ttft_ms * 1e-3,
                                    sv.slo.tpot_ms * 1e-3)
 
-    def segments(self, plan: list, step: dict) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+    def segments(self, plan: list, step: dict) -> Served:
         """The segments that serve, their request rates (offered, capped at saturation), closed-form
         records (one call at the offered rates, one at saturation for those past it) and energies per
         output token at those rates (module docstring)."""
         segs = [s for win in plan for s in win.segments if s.mapping is not None]
         out = self.sv.output_len
         if not segs:
-            return segs, np.zeros(0), np.zeros(0), np.zeros(0)
+            return Served(segs, np.zeros(0), np.zeros(0), np.zeros(0))
         rows = np.array([step[s.key] for s in segs])
         steps, joules, slots = self.steps(rows)
         offered = np.array([np.inf if s.offered_tps is None else s.offered_tps / out for s in segs])
@@ -109,11 +120,13 @@ class ServingWindows:
             cf[over] = self.closed_form(rates[over], tuple(x[over] for x in steps), slots[over])
         e_tok = energy_per_output_token(rates, cf["in_flight"], slots, steps, joules, rows[:, 11], float(out),
                                         self.sv.scheduler == "chunked")
-        return segs, rates, cf, e_tok
+        return Served(segs, rates, cf, e_tok)
 
     def summarise(self, plan: list, step: dict) -> tuple[list[dict], dict]:
         """The windows and totals of a serving study's timeline (module docstring)."""
-        segs, rates, cf, e_tok = self.segments(plan, step)
+        served_segs = self.segments(plan, step)
+        segs, rates, cf, e_tok = served_segs.segments, served_segs.rates, served_segs.records, \
+            served_segs.energy_per_token
         at = {id(s): i for i, s in enumerate(segs)}
         out_len = self.sv.output_len
         windows, served_all, rows, energy, demand_total = [], [], [], 0.0, 0.0
