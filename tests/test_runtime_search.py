@@ -70,8 +70,9 @@ def test_bad_scenario_names_the_runtime_key(tmp_path):
 
 
 def test_runtime_needs_one_package_step(tmp_path):
-    path = write_study(tmp_path, {"policy": "static"}, objectives=["latency", "goodput"],
-                       base=DATA.parent.parent / "studies" / "serve_llama2_7b.yaml")
+    path = tmp_path / "study.yaml"          # a training study: the refusal stays (serving ones follow their server)
+    path.write_text((DATA.parent.parent / "studies" / "train_llama2_7b.yaml").read_text() +
+                    "\nruntime: {scenario: scenario.yaml, policy: static}\n")
     with pytest.raises(StudyError) as exc:
         dse.load_study(path)
     assert exc.value.key == "runtime"

@@ -5,7 +5,8 @@ what the running design could serve when the load saturates) and ``migration_ene
 policy) rank designs through drift, failures and repairs rather than at one snapshot (docs/runtime.md).
 
 `RuntimeEvaluator` wraps the study's evaluator (explicit delegation, dse.model.contract): its snapshot
-metrics are the study's, and each population's timelines are one `run_timelines` call, whose windows of
+metrics are the study's (a serving study's: its serving evaluator's, `steps_of` delegated for the
+report's load curve), and each population's timelines are one `run_timelines` call, whose windows of
 every design are costed in one population call of the step evaluator (dse.runtime.timeline). The facade
 registers `with_runtime` with dse.system.prepare, so every layer that prepares a study gets it."""
 from __future__ import annotations
@@ -66,6 +67,16 @@ class RuntimeEvaluator(PopulationEvaluator):
 
     def package_evaluators(self) -> list:
         return self.inner.package_evaluators()
+
+    @property
+    def study(self):
+        """The study (a serving study's report reads its ``serving`` section here, as of its evaluator)."""
+        return self.prepared.study
+
+    def steps_of(self, design: Design) -> tuple:
+        """A serving study's affine steps, slots and replicas of ``design`` (dse.serving.package.
+        ServingEvaluator.steps_of: the report's load curve, dse.serving.load_curve)."""
+        return self.inner.steps_of(design)
 
 
 def with_runtime(study, prepared):

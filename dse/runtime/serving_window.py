@@ -18,23 +18,39 @@ state, the closed form's ``saturation_req_s``) is served at that rate, the rest 
 saturation rate. A window reports vLLM's names beside the timeline's: ``request_throughput`` (req/s),
 ``output_throughput`` (tokens/s, = ``tokens_per_s``), ``mean_ttft_ms``, ``p99_ttft_ms``,
 ``mean_tpot_ms``, ``p99_tpot_ms``; its ``latency_s`` is the mean TPOT (the time between two decode steps
-of a sequence at that load). Energy per output token is the decode step's (the figure the serving study
-reports)."""
+of a sequence at that load). Energy per output token is priced at the load the segment serves
+(dse.serving.analytic.energy_per_output_token): the decode steps at the batch the closed form keeps in
+flight at that rate, each request's prefill, and the package's idle power (dse.serving.steps.
+package_idle_w) over the time it waits, the steps' joules fitted affine through the four steps'
+energies as their latencies are; so a lightly loaded window costs more per token than a saturated one."""
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
 from ..model.metrics import METRICS
-from ..serving.analytic import REF_PROMPTS, AffineSteps
+from ..serving.analytic import REF_PROMPTS, AffineSteps, energy_per_output_token
 from ..serving.closed_form import chunked_prefill, continuous_batching
-from ..serving.package import uncached_share
+from ..serving.package import ServingEvaluator, uncached_share
+from ..serving.steps import package_idle_w
 from .failures import names
 
 #: the serving study's other steps, as dse.serving.package names them
 POINTS = ("decode_1", "prefill_1", "prefill_ref")
 LATENCY = METRICS.index("latency_s")
+ENERGY = METRICS.index("energy_j_per_token")
+
+
+class Served(NamedTuple):
+    """The segments that serve and, per segment, its request rate (req/s), closed-form record and energy
+    per output token (J) at that rate (`ServingWindows.segments`)."""
+
+    segments: list
+    rates: np.ndarray
+    records: np.ndarray
+    energy_per_token: np.ndarray
 
 
 class ServingWindows:
@@ -47,25 +63,35 @@ class ServingWindows:
         self.points = {name: serving.points[name].package_evaluators() for name in POINTS}
 
     def figures(self, ev, d, metrics: np.ndarray, intact_s: np.ndarray) -> np.ndarray:
-        """``[n, 7]`` per design of the kernel arrays ``d`` (package evaluator ``ev``): the timeline's
+        """``[n, 12]`` per design of the kernel arrays ``d`` (package evaluator ``ev``): the timeline's
         (latency, p99, energy per token) of the decode step, then the latencies of `POINTS` (scaled as a
-        failed link scales the decode step: ``metrics`` latency over ``intact_s``) and the KV cache tokens."""
+        failed link scales the decode step: ``metrics`` latency over ``intact_s``), the KV cache tokens,
+        the joules of the decode step and of `POINTS` (energy per token x the step's tokens, as
+        dse.serving.steps.step_figures) and the package's idle power (W)."""
         k = next(i for i, p in enumerate(self.packages) if p is ev)
-        at = np.column_stack([self.points[name][k].decoded_metrics(d, with_faults=False)[:, LATENCY]
-                              for name in POINTS])
+        pts = {name: self.points[name][k] for name in POINTS}
+        rows = {name: p.decoded_metrics(d, with_faults=False) for name, p in pts.items()}
+        at = np.column_stack([rows[name][:, LATENCY] for name in POINTS])
         at *= (metrics[:, 0] / intact_s)[:, None]
         kv = self.serving.kv_cache_tokens(d.stacks, d.ddr, np.ones(len(metrics)))
-        return np.column_stack([metrics, at, kv])
+        joules = np.column_stack([metrics[:, 2] * ev.tables.tokens_per_step] +
+                                 [rows[name][:, ENERGY] * pts[name].tables.tokens_per_step for name in POINTS])
+        return np.column_stack([metrics, at, kv, joules, package_idle_w(ev.tables, d.kind, d.chiplets)])
 
     def steps(self, rows: np.ndarray) -> tuple:
-        """Affine steps (d1, slope, p0, pk arrays) and slots of `figures` rows, as dse.serving.package fits."""
+        """Affine steps (d1, slope, p0, pk arrays) in seconds, the same in joules, and slots of `figures`
+        rows, as dse.serving.package fits them."""
         sv = self.sv
-        fitted = [AffineSteps.from_points(r[3], r[0], sv.max_batch, r[4], r[5], min(REF_PROMPTS, sv.max_batch),
-                                          sv.input_len) for r in rows]
-        share = uncached_share(sv)
-        fitted = [dataclasses.replace(s, pk=s.pk * share) for s in fitted]
+        ref, share = min(REF_PROMPTS, sv.max_batch), uncached_share(sv)
+
+        def fit(d1, d_batch, p1, p_ref) -> tuple:
+            fitted = [AffineSteps.from_points(a, b, sv.max_batch, p, q, ref, sv.input_len)
+                      for a, b, p, q in zip(d1, d_batch, p1, p_ref)]
+            fitted = [dataclasses.replace(s, pk=s.pk * share) for s in fitted]
+            return tuple(np.array([getattr(s, f) for s in fitted]) for f in ("d1", "slope", "p0", "pk"))
         slots = np.minimum(float(sv.max_batch), np.floor(rows[:, 6] / (sv.input_len + sv.output_len)))
-        return tuple(np.array([getattr(s, f) for s in fitted]) for f in ("d1", "slope", "p0", "pk")), slots
+        return (fit(rows[:, 3], rows[:, 0], rows[:, 4], rows[:, 5]),
+                fit(rows[:, 8], rows[:, 7], rows[:, 9], rows[:, 10]), slots)
 
     def closed_form(self, rates: np.ndarray, steps: tuple, slots: np.ndarray) -> np.ndarray:
         """The study's scheduler's closed form at ``rates`` (requests/s) for each row."""
@@ -76,25 +102,31 @@ class ServingWindows:
         return continuous_batching(rates, *steps, float(sv.output_len), slots, sv.slo.ttft_ms * 1e-3,
                                    sv.slo.tpot_ms * 1e-3)
 
-    def segments(self, plan: list, step: dict) -> tuple[list, np.ndarray, np.ndarray]:
-        """The segments that serve, their request rates (offered, capped at saturation) and closed-form
-        records (one call at the offered rates, one at saturation for those past it)."""
+    def segments(self, plan: list, step: dict) -> Served:
+        """The segments that serve, their request rates (offered, capped at saturation), closed-form
+        records (one call at the offered rates, one at saturation for those past it) and energies per
+        output token at those rates (module docstring)."""
         segs = [s for win in plan for s in win.segments if s.mapping is not None]
         out = self.sv.output_len
         if not segs:
-            return segs, np.zeros(0), np.zeros(0)
-        steps, slots = self.steps(np.array([step[s.key] for s in segs]))
+            return Served(segs, np.zeros(0), np.zeros(0), np.zeros(0))
+        rows = np.array([step[s.key] for s in segs])
+        steps, joules, slots = self.steps(rows)
         offered = np.array([np.inf if s.offered_tps is None else s.offered_tps / out for s in segs])
         cf = self.closed_form(np.where(np.isfinite(offered), offered, 0.0), steps, slots)
         rates = np.minimum(offered, cf["saturation_req_s"])
         over = rates < offered
         if over.any():
             cf[over] = self.closed_form(rates[over], tuple(x[over] for x in steps), slots[over])
-        return segs, rates, cf
+        e_tok = energy_per_output_token(rates, cf["in_flight"], slots, steps, joules, rows[:, 11], float(out),
+                                        self.sv.scheduler == "chunked")
+        return Served(segs, rates, cf, e_tok)
 
     def summarise(self, plan: list, step: dict) -> tuple[list[dict], dict]:
         """The windows and totals of a serving study's timeline (module docstring)."""
-        segs, rates, cf = self.segments(plan, step)
+        served_segs = self.segments(plan, step)
+        segs, rates, cf, e_tok = served_segs.segments, served_segs.rates, served_segs.records, \
+            served_segs.energy_per_token
         at = {id(s): i for i, s in enumerate(segs)}
         out_len = self.sv.output_len
         windows, served_all, rows, energy, demand_total = [], [], [], 0.0, 0.0
@@ -110,7 +142,7 @@ class ServingWindows:
                 cap = rates[i] * out_len * seg.selected * seg.serve_s
                 d = rates[i] * out_len * seg.length_s if seg.offered_tps is None else seg.offered_tps * seg.length_s
                 served, demand = served + cap, demand + d
-                energy += cap * step[seg.key][2]
+                energy += cap * e_tok[i] if cap > 0 else 0.0
                 served_all.append(cap)
                 rows.append(i)
                 mine.append((i, seg.length_s))
@@ -169,4 +201,7 @@ def serving_windows(prepared) -> ServingWindows | None:
     """The closed form per window for a serving study (None for a study of one step)."""
     if prepared.study.serving is None:
         return None
-    return ServingWindows(prepared.evaluator, prepared.system_evaluator)
+    serving = prepared.evaluator        # a runtime study's wraps the serving evaluator (dse.runtime.search)
+    while not isinstance(serving, ServingEvaluator):
+        serving = serving.inner
+    return ServingWindows(serving, prepared.system_evaluator)

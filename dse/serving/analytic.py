@@ -97,3 +97,40 @@ def max_rate(steps, prompt: float, output: float, max_batch: int = 256, kv_token
     """The largest rate with a steady state (requests/s)."""
     return steady_state(steps, 1.0, prompt, output, max_batch, kv_tokens, scheduler=scheduler,
                         chunk_tokens=chunk_tokens).saturation_req_s
+
+
+def energy_per_output_token(rate_req_s, in_flight, slots, steps: tuple, joules: tuple, idle_w, output_tokens: float,
+                            chunked: bool = False) -> np.ndarray:
+    """Joules per output token of a server at ``rate_req_s`` requests/s in the closed form's steady state
+    (arrays over designs): ``in_flight`` the closed form's mean sequences in flight (its ``in_flight``),
+    ``slots`` the sequences the batch and KV cache hold, ``steps`` and ``joules`` the affine steps
+    ``(d1, slope, p0, pk)`` in seconds and in joules (both `AffineSteps.from_points` of the same four
+    steps: the evaluator's latencies and energies), ``idle_w`` the chips' idle power (W,
+    dse.serving.steps.idle_power_w).
+
+    Per second the server runs the decode steps of its lambda (O - 1) decode tokens at the batch actually
+    running: the sequences in flight are Poisson of mean N (M/G/inf occupancy, Kleinrock, Queueing Systems
+    I, 1975, sec. 5.6), so a step, which runs while one is, holds b = N / (1 - exp(-N)) of them on average
+    (within [1, slots]; a step of b sequences costs d1 + slope (b - 1) for b tokens), and
+    prefills every prompt: pk each plus the pass's p0 shared by the k prompts of a prefill, k = a / (1 -
+    exp(-a)) the prompts that arrived during a decode step (a = lambda decode(b); at least one: the
+    closed form's prefill after a decode, dse.serving.closed_form.ttft.iterations); under chunked prefill
+    the prompts ride the decode passes (dse.serving.steps.mixed_step: weights read once), so pk only.
+    What is left of the second the package waits at ``idle_w`` (as dse.serving.simulate charges the gaps
+    between requests). Energy per output token = (decodes + prefills + idle) / (lambda O): at low load
+    the idle power and batches of one dominate, at saturation the batch's share of each step."""
+    rate = np.asarray(rate_req_s, float)
+    n = np.nan_to_num(np.asarray(in_flight, float), nan=0.0, posinf=np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        busy_n = np.where(n > 1e-12, n / -np.expm1(-np.minimum(n, 700.0)), 1.0)
+    b = np.clip(busy_n, 1.0, np.maximum(slots, 1.0))
+    (d1, slope, p0, pk), (e1, es, e0, ek) = steps, joules
+    step_s = d1 + slope * (b - 1.0)
+    a = rate * step_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(a > 1e-12, a / -np.expm1(-a), 1.0)
+        share = 0.0 if chunked else 1.0 / k
+        busy = rate * ((output_tokens - 1.0) * step_s / b + pk + p0 * share)
+        work = rate * ((output_tokens - 1.0) * (e1 + es * (b - 1.0)) / b + ek + e0 * share)
+        per_token = (work + np.asarray(idle_w, float) * np.maximum(1.0 - busy, 0.0)) / (rate * output_tokens)
+    return np.where(rate > 0, per_token, np.inf)

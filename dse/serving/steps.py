@@ -138,6 +138,15 @@ def idle_power_w(prepared: Prepared, design: Design) -> float:
     return packages * sum(idle.get(kind, 0.0) for kind in design.chiplets)
 
 
+def package_idle_w(tables, kind: np.ndarray, chiplets: np.ndarray) -> np.ndarray:
+    """`idle_power_w` of one package over kernel arrays (dse.model.contract.DecodedDesigns: ``kind`` [P, S]
+    the chiplet kind per slot, ``chiplets`` [P] the slots in use): W per design (0 where unknown)."""
+    if tables.kind_idle_w is None:
+        return np.zeros(len(kind))
+    used = np.arange(kind.shape[1])[None, :] < np.asarray(chiplets)[:, None]
+    return np.where(used, np.asarray(tables.kind_idle_w)[np.clip(kind, 0, None)], 0.0).sum(axis=1)
+
+
 def _cell(axis: list, x: float) -> tuple[int, float]:
     """(i, t): the grid cell [axis[i], axis[i + 1]] of ``x`` (the first or last beyond the edges) and
     x's position in it (0 to 1 inside, beyond outside), as scipy's find_indices places it."""

@@ -105,14 +105,14 @@ class Study(StrictModel):
                              "in a training study of its own", key="workload.ensemble", source=source)
 
     def _check_runtime(self, source: str | None) -> None:
-        """The runtime objectives need a ``runtime`` section; it follows one package's step."""
+        """The runtime objectives need a ``runtime`` section; it follows one package's step or server."""
         asked = [o for o in self.search.objectives if o in RUNTIME_OBJECTIVES]
         if asked and self.runtime is None:
             raise StudyError(f"{', '.join(asked)} needs a runtime section (runtime: {{scenario: FILE, policy: P}})",
                              key="search.objectives", source=source)
-        if self.runtime is not None and (self.system is not None or self.workload.phase in ("serve", "train")):
-            raise StudyError("runtime follows one package's step: a study without system and with workload.phase "
-                             "prefill or decode", key="runtime", source=source)
+        if self.runtime is not None and (self.system is not None or self.workload.phase == "train"):
+            raise StudyError("runtime follows one package's step or server: a study without system and with "
+                             "workload.phase prefill, decode or serve", key="runtime", source=source)
 
     def _with_serving(self, data: dict, source: str | None) -> "Study":
         """``workload.phase: serve`` and the ``serving`` section come together; the study's decode step is
