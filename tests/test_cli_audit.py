@@ -1,0 +1,110 @@
+"""A newcomer's bad input to `dse gemm` and `dse timeline` (the audit of issue 35's first hour): every value
+a flag or scenario key cannot mean is refused in one line naming it, exit status 2, before any work; and
+the timeline's table prints one number format per column."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import DATA
+from dse.runtime import run_timeline
+from dse.runtime.report import table_rows
+from dse.runtime.scenario import scenario_from_dict
+
+STUDY = DATA / "timeline_study.yaml"
+ARRAY = ["--n", "512", "--k", "512", "--rows", "32", "--cols", "32"]
+
+
+def _one_line(code, out, err, *words):
+    assert code == 2, (code, out, err)
+    assert err.startswith("error:") and err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--m", "512.5", *ARRAY], ("'--m'", "not a whole number")),
+    (["--m", "1e30", *ARRAY], ("'--m'", "1,000,000,000")),
+    # 10^12 a side overflowed the fold count: negative cycles, utilisation -876 were printed
+    (["--m", "1e12", "--n", "1e12", "--k", "1e12", "--rows", "32", "--cols", "32"], ("'--m'", "64-bit")),
+    (["--m", "512", "--n", "512", "--k", "512", "--rows", "100000000000000000000", "--cols", "32"], ("'--rows'",)),
+    (["--m", "512", *ARRAY, "--freq-ghz", "1e30"], ("'--freq-ghz'", "at most 100")),
+    (["--m", "512", *ARRAY, "--sram-kb", "1e30"], ("'--sram-kb'", "leave --sram-kb out")),
+    (["--m", "512", *ARRAY, "--bandwidth", "1e30"], ("'--bandwidth'", "leave --bandwidth out")),
+    # on a preset chiplet M = 1e30 ended in a ZeroDivisionError traceback
+    (["--m", "1e30", "--n", "4096", "--k", "4096", "--chiplet", "h100-like"], ("'--m'",)),
+])
+def test_gemm_refuses_what_no_gemm_is(dse_cli, args, words):
+    _one_line(*dse_cli("gemm", *args), *words)
+
+
+def test_gemm_dimensions_are_whole_numbers(dse_cli):
+    """``4096.0`` is still 4096; the JSON says 4096, not 4096.0; a 32 x 32 weight-stationary array runs a
+    512-cube in 512^3 / (32 x 32) = 131,072 MAC cycles at full use (Kung's systolic array: one MAC per PE per
+    cycle), so its utilisation is 131,072 over its cycles and can never pass 1."""
+    import json
+    code, out, err = dse_cli("gemm", "--m", "512.0", *ARRAY, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["M"] == 512 and isinstance(report["M"], int)
+    assert report["utilisation"] == pytest.approx(512 ** 3 / (32 * 32) / report["cycles"], rel=1e-9)
+    assert 0 < report["utilisation"] <= 1
+
+
+@pytest.fixture
+def tl_files(tmp_path, timeline_design):
+    def write(**scenario):
+        d, s = tmp_path / "design.yaml", tmp_path / "scenario.yaml"
+        d.write_text(yaml.safe_dump(timeline_design.to_dict(), sort_keys=False))
+        s.write_text(yaml.safe_dump({"name": "t", "horizon_s": 600, "window_s": 60, **scenario}, sort_keys=False))
+        return d, s
+    return write
+
+
+def test_timeline_every_only_where_a_policy_reads_it(dse_cli, tl_files):
+    d, s = tl_files()
+    _one_line(*dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--policy", "static", "--every", "60"),
+              "--every", "periodic or threshold")
+    _one_line(*dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--policy", "periodic", "--every", "1e30"),
+              "--every", "horizon_s", "600")
+
+
+def test_timeline_drift_rate_is_capped(dse_cli, tl_files):
+    # 1e30 experts per second overflowed the rotation's shift: an OverflowError traceback
+    d, s = tl_files(popularity={"drift": "rotate", "rate_per_s": 1e30})
+    _one_line(*dse_cli("timeline", STUDY, "--design", d, "--scenario", s), "popularity.rate_per_s", "10")
+
+
+def test_timeline_out_refused_before_the_run(dse_cli, tl_files, tmp_path, monkeypatch):
+    """A folder of the user's is refused before the study is even read; nothing of theirs is touched."""
+    import dse.cli.timeline_cmd as cmd
+    d, s = tl_files()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "timeline.json").write_text("my own")
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the timeline ran before --out was checked")
+    monkeypatch.setattr(cmd, "prepare", no_run)
+    _one_line(*dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--out", mine), "--out", str(mine))
+    assert (mine / "timeline.json").read_text() == "my own" and len(list(mine.iterdir())) == 1
+
+
+def test_timeline_table_one_format_per_column(timeline_prepared, timeline_design):
+    """Windows with and without migrations print 'moved (GB)' with the same decimals (it printed 0 beside
+    45.1)."""
+    scenario = scenario_from_dict({"name": "t", "horizon_s": 600, "window_s": 60,
+                                   "popularity": {"drift": "rotate", "rate_per_s": 1 / 120}})
+    tl = run_timeline(timeline_prepared, timeline_design, scenario, "periodic", 120)
+    moved = [w["migration_bytes"] for w in tl.windows]
+    assert min(moved) == 0 < max(moved)            # both kinds of window are in the table
+    rows = table_rows(tl)
+    head = rows[0]
+    start = head.index("moves") + len("moves")
+    end = head.index("moved (GB)") + len("moved (GB)")
+    cells = [r[start:end].strip() for r in rows[1:]]
+    decimals = {len(c.partition(".")[2]) if re.fullmatch(r"\d+(\.\d+)?", c) else None for c in cells}
+    assert len(decimals) == 1 and None not in decimals, cells
+    assert all(len(r) <= 80 for r in rows)
