@@ -108,3 +108,16 @@ def test_timeline_table_one_format_per_column(timeline_prepared, timeline_design
     decimals = {len(c.partition(".")[2]) if re.fullmatch(r"\d+(\.\d+)?", c) else None for c in cells}
     assert len(decimals) == 1 and None not in decimals, cells
     assert all(len(r) <= 80 for r in rows)
+
+
+def test_compare_refusal_offers_no_flag_it_lacks(dse_cli, tmp_path):
+    """`dse compare --out` refuses a user's compare.html and says what to do: it offered "--force", a flag
+    `dse compare` does not have."""
+    from test_compare import FRONT_A, FRONT_B, results_folder
+    a, b = results_folder(tmp_path / "A", FRONT_A), results_folder(tmp_path / "B", FRONT_B)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "compare.html").write_text("<html>mine</html>")
+    code, out, err = dse_cli("compare", a, b, "--out", mine)
+    _one_line(code, out, err, "--out", "compare.html", "give another --out")
+    assert "--force" not in err and (mine / "compare.html").read_text() == "<html>mine</html>"
