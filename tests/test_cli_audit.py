@@ -121,3 +121,12 @@ def test_compare_refusal_offers_no_flag_it_lacks(dse_cli, tmp_path):
     code, out, err = dse_cli("compare", a, b, "--out", mine)
     _one_line(code, out, err, "--out", "compare.html", "give another --out")
     assert "--force" not in err and (mine / "compare.html").read_text() == "<html>mine</html>"
+
+
+def test_readme_names_every_fidelity_suite():
+    """The README's `dse fidelity --suite` choices are the command's (it left out gemm)."""
+    from pathlib import Path
+    from dse.cli.fidelity_cmd import SUITES
+    readme = Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    shown = re.search(r"`dse fidelity \[--suite ([^\]]+)\]", readme).group(1).replace("\\|", "|").split("|")
+    assert set(shown) == {*SUITES, "all"}
