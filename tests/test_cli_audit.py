@@ -162,3 +162,11 @@ def test_readme_training_memory_claim_is_what_fidelity_prints():
     unfused = [1 - c.ratio for c in memory if "unfused" in c.id]
     assert unfused and all(abs(c.ratio - 1) <= fused / 100 for c in memory if "unfused" not in c.id)
     assert round(100 * min(unfused)) == low and round(100 * max(unfused)) == high
+
+
+def test_timeline_says_when_it_shows_some_windows(dse_cli, tl_files):
+    """60 windows printed as 20 rows without a word looked like 20 three-minute windows."""
+    d, s = tl_files(horizon_s=1800)
+    code, out, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s)
+    assert code == 0, err
+    assert "15 of 30 windows shown" in out and max(len(line) for line in out.splitlines()) <= 80

@@ -60,8 +60,12 @@ def timeline(study_file: str, design_file: str, scenario_file: str, policy: str,
         return
     title = f"{Path(design_file).name}: '{scenario.name}', {policy}, {len(result.windows)} windows"
     click.echo(title if len(title) <= 80 else title[:77] + "...")
-    for line in table_rows(result):
+    rows = table_rows(result)
+    for line in rows:
         click.echo(line)
+    if len(rows) - 1 < len(result.windows):
+        click.echo(f"{len(rows) - 1} of {len(result.windows)} windows shown, evenly spread; --json and --out hold "
+                   "every window")
     click.echo("")
     for line in totals_rows(result):
         click.echo(line)
