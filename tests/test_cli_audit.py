@@ -170,3 +170,13 @@ def test_timeline_says_when_it_shows_some_windows(dse_cli, tl_files):
     code, out, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s)
     assert code == 0, err
     assert "15 of 30 windows shown" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("args", [["memory", "hbm3", "--stacks", "8"], ["memory", "ddr5", "--channels", "8"],
+                                  ["noc", "--rows", "4", "--cols", "4", "--injection", "0.9"]])
+def test_key_value_outputs_fit_80_columns(dse_cli, args):
+    """`dse memory`'s organisation and timing lines ran to 150 columns, `dse noc`'s first line to 84."""
+    code, out, err = dse_cli(*args)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "tREFI" in out if args[0] == "memory" else "flit(s)" in out      # wrapped, nothing cut

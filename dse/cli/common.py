@@ -73,7 +73,9 @@ class WholeNumber(click.ParamType):
                     real = float(value)
                 except (TypeError, ValueError):
                     self.fail(f"{value!r} is not a whole number", param, ctx)
-                if not math.isfinite(real) or real != math.floor(real):
+                if not math.isfinite(real):
+                    self.fail(f"{value!r} is not a finite number", param, ctx)
+                if real != math.floor(real):
                     self.fail(f"{value!r} is not a whole number", param, ctx)
                 if abs(real) > self.maximum:    # past the cap: refused below without int() of a huge float
                     real = math.copysign(self.maximum + 1, real)
