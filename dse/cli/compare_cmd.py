@@ -40,17 +40,17 @@ def write_out(comparison, out: Path) -> list[Path]:
     names = [f"{stem}.{ext}" for stem in figs for ext in ("png", "svg")] + [PAGE]
     if out.is_dir():
         for name in names:
-            check_replace(out / name, "--out", False)
+            check_replace(out / name, "--out", None)      # compare has no --force
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for stem, fig in figs.items():
-        with replacing(out / f"{stem}.png", "--out", False) as tmp:      # marked: a tEXt chunk
+        with replacing(out / f"{stem}.png", "--out", None) as tmp:      # marked: a tEXt chunk
             fig.savefig(tmp, dpi=150, format="png")
         svg = _svg(fig)
-        with replacing(out / f"{stem}.svg", "--out", False, style="none") as tmp:
+        with replacing(out / f"{stem}.svg", "--out", None, style="none") as tmp:
             tmp.write_bytes(svg)
         written += [out / f"{stem}.png", out / f"{stem}.svg"]
-    with replacing(out / PAGE, "--out", False, style="none") as tmp:
+    with replacing(out / PAGE, "--out", None, style="none") as tmp:
         tmp.write_text(page(comparison, f"<!DOCTYPE html><!-- # {marker()} -->"))
     return written + [out / PAGE]
 

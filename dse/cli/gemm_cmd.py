@@ -19,10 +19,19 @@ from arch import systolic as S
 
 from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
 from ..validation.gpu import DATASHEET_MEMORY
-from .common import FiniteFloat, cli
+from .common import FiniteFloat, WholeNumber, cli
 from .output import compiles
 
-POSITIVE = FiniteFloat(0, open_min=True)
+#: a GEMM side: the array model counts folds, (M / rows) x (N / cols), in 64-bit integers (2^63 = 9.2e18)
+DIM = WholeNumber(1, 10**9, "the array model counts M x N folds in 64-bit integers")
+#: an array side, far above the largest arrays built (TPU v1: 256 x 256)
+SIDE = WholeNumber(1, 1_000_000, "the largest arrays built are 256 x 256")
+#: the clock, far above any logic clock built (about 6 GHz)
+FREQ = FiniteFloat(0, open_min=True, maximum=100.0, why="no logic clock passes about 6 GHz")
+#: a buffer, above the largest on-chip SRAM built (Cerebras WSE-3's 44 GB); leave --sram-kb out for no limit
+SRAM_KB = FiniteFloat(0, open_min=True, maximum=1e8, why="100 GB; leave --sram-kb out for unlimited SRAM")
+#: a port's words per cycle; leave --bandwidth out for no limit (an HBM3E stack moves about 1,200 B a 1-GHz cycle)
+WORDS = FiniteFloat(0, open_min=True, maximum=1e6, why="leave --bandwidth out for no limit")
 
 WORD_FIELDS = ("sram_ifmap_reads", "sram_filter_reads", "sram_ofmap_writes", "sram_ofmap_reads",
                "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes", "dram_ofmap_reads")
@@ -90,17 +99,17 @@ def _print(report: dict) -> None:
 
 
 @cli.command("gemm")
-@click.option("--m", "m", type=POSITIVE, required=True, help="Rows of A and C.")
-@click.option("--n", "n", type=POSITIVE, required=True, help="Columns of B and C.")
-@click.option("--k", "k", type=POSITIVE, required=True, help="Reduction dimension.")
-@click.option("--rows", type=click.IntRange(min=1), help="Systolic array rows.")
-@click.option("--cols", type=click.IntRange(min=1), help="Systolic array columns.")
+@click.option("--m", "m", type=DIM, required=True, help="Rows of A and C.")
+@click.option("--n", "n", type=DIM, required=True, help="Columns of B and C.")
+@click.option("--k", "k", type=DIM, required=True, help="Reduction dimension.")
+@click.option("--rows", type=SIDE, help="Systolic array rows.")
+@click.option("--cols", type=SIDE, help="Systolic array columns.")
 @click.option("--dataflow", type=click.Choice(arch.DATAFLOWS), default="ws", show_default=True)
-@click.option("--sram-kb", type=POSITIVE, default=None,
+@click.option("--sram-kb", type=SRAM_KB, default=None,
               help="Size of each of the ifmap, filter and ofmap buffers in KB of words (default: unlimited).")
-@click.option("--bandwidth", type=POSITIVE, default=None,
+@click.option("--bandwidth", type=WORDS, default=None,
               help="DRAM words per cycle per buffer port (default: unlimited, no stalls).")
-@click.option("--freq-ghz", type=POSITIVE, default=1.0, show_default=True,
+@click.option("--freq-ghz", type=FREQ, default=1.0, show_default=True,
               help="Clock, for the latency of an array.")
 @click.option("--no-accumulate", is_flag=True,
               help="Write every partial sum to DRAM instead of accumulating on chip (SCALE-Sim's accounting).")

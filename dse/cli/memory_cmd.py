@@ -10,7 +10,7 @@ import memory
 
 from ..study.schema.limits import DDR_CHANNELS, HBM_STACKS
 from .common import cli
-from .output import compiles
+from .output import compiles, fit
 
 #: utilisations at which the loaded (M/D/1) latency is reported
 UTILISATIONS = (0.5, 0.8, 0.95)
@@ -133,4 +133,4 @@ def memory_cmd(kind: str | None, stacks: int | None, channels: int | None, overr
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        click.echo("\n".join(_text(report)))
+        click.echo("\n".join(part for line in _text(report) for part in fit(line, 24)))

@@ -10,7 +10,7 @@ import noc
 
 from ..study.schema.limits import MESH_SIDE
 from .common import FiniteFloat, cli
-from .output import compiles
+from .output import compiles, fit
 
 MAX_SIDE = MESH_SIDE.limit     # route tables grow with chiplets squared: the study's cap
 
@@ -86,10 +86,13 @@ def noc_command(rows, cols, topology, traffic, injection, router_latency, link_l
         click.echo(json.dumps(f, indent=2))
         return
     lat = f"{f['latency_cycles']:.2f} cycles" if f["latency_cycles"] is not None else "saturated"
-    click.echo(f"{f['network']}, {routing} routing, {traffic} traffic, packets of {packet_size} flit(s)")
+    for line in fit(f"{f['network']}, {routing} routing, {traffic} traffic, packets of {packet_size} flit(s)", 2):
+        click.echo(line)
     click.echo(f"average hops              {f['average_hops']:.3f}")
     click.echo(f"zero-load latency         {f['zero_load_latency_cycles']:.2f} cycles")
-    click.echo(f"latency at {injection:g} flits/cycle/node  {lat} (busiest channel {f['max_channel_utilisation']:.0%} busy)")
+    for line in fit(f"latency at {injection:g} flits/cycle/node  {lat} (busiest channel "
+                    f"{f['max_channel_utilisation']:.0%} busy)", 26):
+        click.echo(line)
     click.echo(f"saturation throughput     {f['saturation_flits_per_cycle']:.4f} flits/cycle/node")
     click.echo(f"bisection                 {f['bisection_channels']} channels per direction, "
                f"{f['bisection_flits_per_cycle']:g} flits/cycle")

@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 import sys
+import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,3 +303,11 @@ def _remember(command: str) -> None:
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{os.getpid()}\n")
+
+
+def fit(line: str, hang: int, width: int = 80) -> list[str]:
+    """``line`` broken at spaces into lines of at most ``width`` columns, the continuations indented by
+    ``hang`` (the column where a key-value line's value starts)."""
+    return textwrap.wrap(line, width, subsequent_indent=" " * hang, break_long_words=False,
+                         break_on_hyphens=False) or [line]
+

@@ -68,22 +68,22 @@ def written_by_dse(path: Path) -> bool:
     return f"# {MARK} " in first or first.startswith(LEGACY_FIRST_LINES)
 
 
-def check_replace(path: str | Path, flag: str, force: bool) -> Path:
+def check_replace(path: str | Path, flag: str, force: bool | None) -> Path:
     """``path`` as a Path, after refusing (StudyError on ``flag``) a folder, a missing folder, or a file
-    dse did not write (unless ``force``)."""
+    dse did not write (unless ``force``; None: the command has no ``--force``, the error does not offer it)."""
     path = Path(path)
     if path.is_dir():
         raise StudyError(f"{path} is a folder; give a file name", key=flag)
     if not path.parent.resolve().is_dir():
         raise StudyError(f"folder {path.parent} does not exist", key=flag)
     if path.exists() and not force and not written_by_dse(path):
-        raise StudyError(f"{path} exists and dse did not write it; refusing to replace it (--force replaces it)",
-                         key=flag)
+        way = "--force replaces it" if force is not None else f"give another {flag}"
+        raise StudyError(f"{path} exists and dse did not write it; refusing to replace it ({way})", key=flag)
     return path
 
 
 @contextmanager
-def replacing(path: str | Path, flag: str, force: bool, style: str = "auto") -> Iterator[Path]:
+def replacing(path: str | Path, flag: str, force: bool | None, style: str = "auto") -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write; then mark it (``style``: auto, header, none) and
     rename it over ``path``. The check of `check_replace` is made again first."""
     path = check_replace(path, flag, force)

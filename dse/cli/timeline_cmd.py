@@ -9,10 +9,13 @@ import click
 
 from ..results.folder import read_design
 from ..runtime import POLICIES, load_scenario, run_timeline
-from ..runtime.report import table_rows, totals_rows, write_folder
+from ..runtime.report import check_folder, table_rows, totals_rows, write_folder
 from ..study.spec import load_study
 from ..system.prepare import prepare
 from .common import FiniteFloat, cli, fail
+
+#: the policies that read --every (periodic: the period; threshold: the least gap between rebalances)
+EVERY_POLICIES = ("periodic", "threshold")
 
 
 @cli.command("timeline")
@@ -31,9 +34,19 @@ from .common import FiniteFloat, cli, fail
 def timeline(study_file: str, design_file: str, scenario_file: str, policy: str, every_s: float | None,
              as_json: bool, out_dir: str | None) -> None:
     """DESIGN under STUDY_FILE through SCENARIO: each window's step costed by the study's evaluator."""
+    if every_s is not None and policy not in EVERY_POLICIES:
+        fail(f"--every goes with --policy {' or '.join(EVERY_POLICIES)}, not {policy}")
+    if out_dir is not None:
+        try:
+            check_folder(out_dir)
+        except FileExistsError as exc:
+            fail(str(exc))
     study = load_study(study_file)
     design = read_design(design_file, strict=True)
     scenario = load_scenario(scenario_file)
+    if every_s is not None and every_s > scenario.horizon_s:
+        fail(f"--every: {every_s:g} s is longer than the scenario's horizon_s ({scenario.horizon_s:g} s); "
+             f"give at most {scenario.horizon_s:g}")
     prepared = prepare(study)
     prepared.check_design(design, source=design_file)
     result = run_timeline(prepared, design, scenario, policy, every_s)
@@ -47,8 +60,12 @@ def timeline(study_file: str, design_file: str, scenario_file: str, policy: str,
         return
     title = f"{Path(design_file).name}: '{scenario.name}', {policy}, {len(result.windows)} windows"
     click.echo(title if len(title) <= 80 else title[:77] + "...")
-    for line in table_rows(result):
+    rows = table_rows(result)
+    for line in rows:
         click.echo(line)
+    if len(rows) - 1 < len(result.windows):
+        click.echo(f"{len(rows) - 1} of {len(result.windows)} windows shown, evenly spread; --json and --out hold "
+                   "every window")
     click.echo("")
     for line in totals_rows(result):
         click.echo(line)

@@ -35,7 +35,7 @@ def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
     for w in windows[::step]:
         failed = ",".join(short(c) for c in w["failed_components"]) or "-"
         rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.4g} {w['tokens_per_s']:>11.4g} {w['imbalance']:>7.3f} "
-                    f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.3g} {w['served_frac']:>7.3f} "
+                    f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.2f} {w['served_frac']:>7.3f} "
                     f"{failed[:8]:>8}")
     return rows
 
@@ -80,12 +80,19 @@ def page(timeline: Timeline, study: str, design: str) -> str:
     return "\n".join(lines)
 
 
-def write_folder(timeline: Timeline, out: str | Path, study: str, design: str) -> list[Path]:
-    """Write the plots, the page and the JSON into ``out`` (created; a folder holding files that
-    `dse timeline` did not write is refused: a `FileExistsError`)."""
+def check_folder(out: str | Path) -> Path:
+    """``out`` as a Path if `write_folder` may write into it (missing, empty, or marked as written by
+    `dse timeline`), else a `FileExistsError` naming it: checked before a timeline is run too."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
         raise FileExistsError(f"--out: {out} exists and was not written by dse timeline; choose another folder")
+    return out
+
+
+def write_folder(timeline: Timeline, out: str | Path, study: str, design: str) -> list[Path]:
+    """Write the plots, the page and the JSON into ``out`` (created; a folder holding files that
+    `dse timeline` did not write is refused: a `FileExistsError`)."""
+    out = check_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("written by dse timeline\n")
     written = plot(timeline, out / "timeline")

@@ -20,6 +20,9 @@ from ..study.yaml_input import read_yaml_file
 MAX_WINDOWS = 1440
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
+#: drift rate cap (experts per second): 10 a second reshuffles every layer of the largest MoE (256 experts)
+#: within a minute; more is a typo, and overflows the rotation's 64-bit shift (1e30 did)
+MAX_DRIFT_PER_S = 10.0
 
 
 class PopularitySpec(StrictModel):
@@ -33,7 +36,7 @@ class PopularitySpec(StrictModel):
     experts}``; dse.runtime.traces), the file given as ``trace`` (relative to the scenario file)."""
 
     drift: Literal["none", "rotate", "random_walk", "trace"] = "none"
-    rate_per_s: NonNegative = 0.0
+    rate_per_s: Annotated[float, Field(ge=0, le=MAX_DRIFT_PER_S)] = 0.0
     seed: NonNegativeInt = 0
     trace: str | None = Field(None, min_length=1, max_length=4096)
 
