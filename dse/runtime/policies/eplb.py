@@ -148,14 +148,14 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
         for k in range(ncopy[e]):
             if where[slots[e, k]] >= 0:
                 held[where[slots[e, k]], e] = 1
-    gain = np.zeros((bins, bins), np.int64)
+    gain = np.zeros((bins, bins), np.int64)         # copies bin b would keep on chiplet j
     for b in range(bins):
-        seen = np.zeros(m, np.bool_)
         for k in range(count[b]):
-            seen[content[b, k]] = True
-        for j in range(bins):
-            for e in range(m):
-                gain[b, j] += seen[e] * held[j, e]
+            e = content[b, k]
+            if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
+                continue
+            for j in range(bins):
+                gain[b, j] += held[j, e]
     chip_of = assign_max(gain)
     new = np.full((m, out.shape[1]), -1)
     n_new = np.zeros(m, np.int64)
