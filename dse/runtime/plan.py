@@ -19,6 +19,7 @@ link is priced in dse.runtime.timeline (the evaluator's re-routed tables)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -68,6 +69,15 @@ class SegmentMapping:
     ncopy: np.ndarray
     stacks: np.ndarray
     links: frozenset
+
+
+class Outages(NamedTuple):
+    """A package shape's outages through the scenario (`Planner.outages`)."""
+
+    outs: list
+    downs: Callable[[float], Down]
+    cuts: Callable[[int, float, float], list]
+    frames: list
 
 
 @dataclass
@@ -237,7 +247,7 @@ class Planner:
                 e = cuts(w, t0, length)
                 frames.append((t0, length, downs(t0), [(a, b, downs(a), self.offered_at(a, b))
                                                        for a, b in zip(e[:-1], e[1:])]))
-            self.shared[key] = (outs, downs, cuts, frames)
+            self.shared[key] = Outages(outs, downs, cuts, frames)
         return self.shared[key]
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
@@ -246,7 +256,8 @@ class Planner:
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
-        outs, downs, cuts, frames = self.outages(design)
+        shape = self.outages(design)
+        downs, cuts, frames = shape.downs, shape.cuts, shape.frames
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         self.cache, self.balance = {}, {}
         self.base = base if base is not None else \
@@ -329,7 +340,7 @@ class Planner:
     def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: tuple, failed: frozenset[int],
                   mig: MigrationModel) -> MoveCost:
         """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
-        now = self.outages(design)[1](t0)
+        now = self.outages(design).downs(t0)
         key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
         if key not in self.cache:
             self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
