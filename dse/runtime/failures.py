@@ -11,7 +11,6 @@ with a < b, or an HBM stack (chiplet, stack index)."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -95,12 +94,16 @@ def outages(spec: FailuresSpec, chiplets: int, horizon_s: float, links: list[tup
 
 def down_at(outs: list[Outage], t: float, stacks: list[int] = ()) -> Down:
     """What is down at time ``t``; HBM stacks lost per chiplet at most the chiplet's stacks."""
-    live = [o for o in outs if o.start_s <= t < o.end_s]
-    lost = Counter(o.what[0] for o in {o.what: o for o in live if o.component == "hbm"}.values())
+    chips, links, stacks_down = set(), set(), set()
+    for o in outs:
+        if o.start_s <= t < o.end_s:
+            (chips if o.component == "chiplet" else links if o.component == "link" else stacks_down).add(o.what)
+    lost: dict[int, int] = {}
+    for c, _ in stacks_down:            # each stack once, however many outages name it
+        lost[c] = lost.get(c, 0) + 1
     if stacks:
         lost = {c: min(k, stacks[c]) for c, k in lost.items()}
-    return Down(frozenset(o.what for o in live if o.component == "chiplet"),
-                frozenset(o.what for o in live if o.component == "link"), tuple(sorted(lost.items())))
+    return Down(frozenset(chips), frozenset(links), tuple(sorted(lost.items())))
 
 
 def failed_at(outs: list[Outage], t: float) -> frozenset[int]:

@@ -31,6 +31,8 @@ class ExpertGroups:
     q: list[np.ndarray]
     weight_bytes: list[np.ndarray]
     units: list[np.ndarray] = dataclasses.field(default_factory=list)    # each one's unit index in the tables
+    packings: dict = dataclasses.field(default_factory=dict, repr=False)  # EPLB's, by content (policies.eplb)
+    packed: int = 0                     # packings computed (the rest were remembered)
 
     @classmethod
     def from_tables(cls, tables: EvalTables) -> "ExpertGroups":
@@ -55,9 +57,17 @@ class ExpertGroups:
         return self._flat
 
     def load(self, perm: list[np.ndarray]) -> np.ndarray:
-        """Each expert's selections per token at popularity ``perm`` (a relabelling), in group order."""
+        """Each expert's selections per token at popularity ``perm`` (a relabelling), in group order;
+        remembered per ``perm`` object (a scenario's popularities are built once and never changed)."""
+        if not hasattr(self, "_loads"):
+            self._loads: dict[int, tuple[list, np.ndarray]] = {}
+        hit = self._loads.get(id(perm))
+        if hit is not None and hit[0] is perm:
+            return hit[1]
         _, offsets, q = self.flat()
-        return q[np.concatenate([p + o for p, o in zip(perm, offsets[:-1])])] if perm else q
+        out = q[np.concatenate([p + o for p, o in zip(perm, offsets[:-1])])] if perm else q
+        self._loads[id(perm)] = (perm, out)
+        return out
 
     def identity(self) -> list[np.ndarray]:
         """The study's own popularity: no expert relabelled."""
@@ -89,12 +99,17 @@ class Relabel:
         self.groups = groups
         self.src = np.concatenate(groups.units) if groups.units else np.zeros(0, np.int64)
         self.memo: dict[bytes, np.ndarray] = {}
+        self.by_id: dict[int, tuple[list, np.ndarray]] = {}
 
     def dst(self, perm: list[np.ndarray]) -> np.ndarray:
+        hit = self.by_id.get(id(perm))          # a scenario's popularities are built once, never changed
+        if hit is not None and hit[0] is perm:
+            return hit[1]
         key = perm_key(perm)
         if key not in self.memo:
             self.memo[key] = np.concatenate([u[p] for u, p in zip(self.groups.units, perm)]) if perm \
                 else np.zeros(0, np.int64)
+        self.by_id[id(perm)] = (perm, self.memo[key])
         return self.memo[key]
 
     def __call__(self, slots: np.ndarray, ncopy: np.ndarray, perm: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ link is priced in dse.runtime.timeline (the evaluator's re-routed tables)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -68,6 +69,15 @@ class SegmentMapping:
     ncopy: np.ndarray
     stacks: np.ndarray
     links: frozenset
+
+
+class Outages(NamedTuple):
+    """A package shape's outages through the scenario (`Planner.outages`)."""
+
+    outs: list
+    downs: Callable[[float], Down]
+    cuts: Callable[[int, float, float], list]
+    frames: list
 
 
 @dataclass
@@ -160,7 +170,11 @@ class Planner:
         stacks = self.base.stacks[0].copy()
         for c, k in down.stacks:
             stacks[c] -= k
-        if not failed or not holds(serving, failed):
+        if failed:
+            held = ("holds", version, failed)
+            if held not in self.cache:
+                self.cache[held] = holds(serving, failed)
+        if not failed or not self.cache[held]:
             return SegmentMapping(*self.relabel(slots, ncopy, self.perms[w]), stacks, down.links), 1.0
         key = ("remap", version, failed, down.stacks)
         if key not in self.cache:
@@ -187,7 +201,7 @@ class Planner:
 
     def chips_down(self, down: Down, design: Design) -> frozenset[int]:
         """Chiplets down, and those whose every HBM stack failed in a package without DDR (units forced off)."""
-        if design.ddr_channels:
+        if design.ddr_channels or not down.stacks:
             return down.chiplets
         return down.chiplets | {c for c, k in down.stacks if k >= design.hbm_stacks[c]}
 
@@ -203,9 +217,13 @@ class Planner:
                 if s in f.reconfigurable or k in self.reconfig_kinds}
 
     def outages(self, design: Design):
-        """The design's outages (dse.runtime.failures) and ``downs(t)``: what is down at t; both shared by
-        designs of the same package shape and HBM stacks (the draws are seeded: the same for each)."""
-        key = ("outages", design.rows, design.cols, tuple(design.hbm_stacks))
+        """The design's outages (dse.runtime.failures), ``downs(t)``: what is down at t, ``cuts``: a window's
+        segment edges, and ``frames``: each window's (start, length, what is down at its start, its
+        segments as (start, end, what is down, offered tokens/s)); all shared by designs of the same package
+        shape (and HBM stacks, when the scenario fails stacks: the draws are seeded, the same for each)."""
+        f = self.scenario.failures
+        hbm = bool(f.hbm_mtbf_h) or any(e.component == "hbm" for e in f.events)
+        key = ("outages", design.rows, design.cols, tuple(design.hbm_stacks) if hbm else None)
         if key not in self.shared:
             sc = self.scenario
             links = physical_links(self.package_spec.network(design.rows, design.cols))
@@ -224,7 +242,12 @@ class Planner:
                 if w not in edges:
                     edges[w] = sorted({t0, t0 + length, *change_times(outs, t0, t0 + length)})
                 return edges[w]
-            self.shared[key] = (outs, downs, cuts)
+            frames = []
+            for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
+                e = cuts(w, t0, length)
+                frames.append((t0, length, downs(t0), [(a, b, downs(a), self.offered_at(a, b))
+                                                       for a, b in zip(e[:-1], e[1:])]))
+            self.shared[key] = Outages(outs, downs, cuts, frames)
         return self.shared[key]
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
@@ -233,7 +256,8 @@ class Planner:
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
-        outs, downs, cuts = self.outages(design)
+        shape = self.outages(design)
+        downs, cuts, frames = shape.downs, shape.cuts, shape.frames
         mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         self.cache, self.balance = {}, {}
         self.base = base if base is not None else \
@@ -243,30 +267,32 @@ class Planner:
         self.memo = {}
         roles = self.roles(design)
         out = []
-        for w, (t0, length) in enumerate(zip(sc.starts(), sc.lengths())):
-            down = self.chips_down(downs(t0), design)
+        for w, (t0, length, now0, pieces) in enumerate(frames):
+            down = self.chips_down(now0, design)
             run.settle(t0)
-            for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
-                run.replaced.discard(slot)
-                run.spares += 1
+            if run.replaced:
+                for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
+                    run.replaced.discard(slot)
+                    run.spares += 1
             move = NO_MOVE
             if t0 >= run.move_end and not self.never_acts:      # a policy acts once the last move has landed
                 move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig, roles)
             plan = WindowPlan(t0, length, move, 1.0)
-            edges = cuts(w, t0, length)
             if t0 < run.move_end < t0 + length:
-                edges = sorted({*edges, run.move_end})
-            for a, b in zip(edges[:-1], edges[1:]):
+                edges = sorted({*cuts(w, t0, length), run.move_end})
+                pieces = [(a, b, downs(a), self.offered_at(a, b)) for a, b in zip(edges[:-1], edges[1:])]
+            pkey = self.perm_keys[w]
+            for a, b, now, offered in pieces:
                 run.settle(a)
-                now = downs(a)
-                failed = frozenset(self.chips_down(now, design) - run.replaced)
+                failed = self.chips_down(now, design)
+                if run.replaced:
+                    failed = frozenset(failed - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) * (1.0 - run.keep)
-                key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
+                key = (run.version, pkey, failed, now.links, now.stacks)
                 if key not in self.cache:
                     self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
                 eff, selected = self.cache[key]
-                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, self.offered_at(a, b),
-                                             failed, now, key))
+                plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, offered, failed, now, key))
             plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)
         return out
@@ -314,7 +340,7 @@ class Planner:
     def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: tuple, failed: frozenset[int],
                   mig: MigrationModel) -> MoveCost:
         """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
-        now = self.outages(design)[1](t0)
+        now = self.outages(design).downs(t0)
         key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
         if key not in self.cache:
             self.cache[key] = self.effective(run.version, run.serving, failed, w, now)

@@ -50,10 +50,11 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
                   planners: dict | None = None) -> list[Timeline]:
     """Each design of ``designs`` (one package each, of ``prepared``'s study) through ``scenario``;
     ``strict``: a failure naming a component a design lacks is an error (otherwise it spares that design:
-    the search's designs differ in size); ``detail``: each window's imbalance (the search needs the totals
-    only); ``arrays``: the designs' kernel arrays when the caller decoded them (one package variant);
-    ``planners``: the planners of earlier calls with the same scenario and policy to reuse (their
-    popularity, outages and remembered packings: the search's generations)."""
+    the search's designs differ in size); ``detail``: each window's record and imbalance (the search
+    needs the totals only: its timelines have no windows); ``arrays``: the designs' kernel arrays when
+    the caller decoded them (one package variant); ``planners``: the planners of earlier calls with the
+    same scenario and policy to reuse (their popularity, outages and remembered packings: the search's
+    generations)."""
     evaluator = prepared.system_evaluator          # the step's (a runtime study's evaluator wraps it)
     missing = [c for c in NEEDED if c not in evaluator.columns]
     if missing or any(d.system for d in designs):
@@ -77,7 +78,7 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
     step = step_metrics(plans, packages, planners, serving)
     if serving is not None:
         return [Timeline(policy, scenario.name, *serving.summarise(plan, step[i])) for i, plan in enumerate(plans)]
-    return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy)
+    return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy, detail)
             for i, (plan, d) in enumerate(zip(plans, designs))]
 
 
@@ -106,7 +107,8 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
                     out[i][seg.key] = None
                     todo.setdefault(pkey, []).append((i, seg.key, seg.mapping))
     cols = [METRICS.index(c) for c in NEEDED]
-    for pkey, items in todo.items():
+    for pkey, every in todo.items():
+        items, same = distinct(every, packages)
         width = max(m.slots.shape[1] for _, _, m in items)
         slots = np.full((len(items), items[0][2].slots.shape[0], width), -1, np.int64)
         for j, (_, _, m) in enumerate(items):
@@ -123,12 +125,28 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
                 metrics[j, :2] *= link_slowdown(ev, d, j, m.links, metrics[j, 0])
                 metrics[j, 2] += link_energy_per_token(ev, planners[pkey].package_spec, d, j, m.links,
                                                        planners[pkey].tables.tokens_per_step)
-            out[i][key] = metrics[j]
         if serving is not None:         # the serving study's other steps and KV cache (serving_window.py)
-            rows = serving.figures(ev, d, metrics, intact_s)
-            for j, (i, key, _) in enumerate(items):
-                out[i][key] = rows[j]
+            metrics = serving.figures(ev, d, metrics, intact_s)
+        for (i, key, _), j in zip(every, same):
+            out[i][key] = metrics[j]
     return out
+
+
+def distinct(items: list, packages: list) -> tuple[list, list[int]]:
+    """The segments of ``items`` (design index, key, `SegmentMapping`) with distinct designs (the same
+    package and the same arrays: the same step), and each item's index among them."""
+    seen: dict[tuple, int] = {}
+    keep, index = [], []
+    for item in items:
+        i, _, m = item
+        base = packages[i][1]
+        content = (base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes(),
+                   m.slots.shape, m.slots.tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(), m.links)
+        if content not in seen:
+            seen[content] = len(keep)
+            keep.append(item)
+        index.append(seen[content])
+    return keep, index
 
 
 def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:
@@ -151,40 +169,46 @@ def run_timeline(prepared, design: Design, scenario: Scenario, policy: str = "st
 
 
 def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenario: Scenario,
-              policy: str) -> Timeline:
-    """Windows and totals from the plan and each segment's step (latency, p99, energy per token)."""
+              policy: str, detail: bool = True) -> Timeline:
+    """Windows and totals from the plan and each segment's step (latency, p99, energy per token);
+    ``detail``: the windows' records too (the search needs the totals only)."""
     windows, served_all, lat_all, p99_all, energy = [], [], [], [], 0.0
     demand_total = 0.0
+    figures = {k: tuple(v.tolist()) for k, v in step.items() if v is not None}     # Python floats: same sums
     for win in plan:
         served = demand = lat_time = lat_sum = 0.0
-        lats, failed = [], []
+        failed = []
         for seg in win.segments:
-            failed += [x for x in names(seg.down) if x not in failed]
+            down = seg.down
+            if detail and (down.chiplets or down.links or down.stacks):
+                failed += [x for x in names(down) if x not in failed]
+            offered = seg.offered_tps
             if seg.mapping is None:
-                demand += (seg.offered_tps or 0.0) * seg.length_s
+                demand += (offered or 0.0) * seg.length_s
                 continue
-            latency, p99, e_tok = step[seg.key]
+            latency, p99, e_tok = figures[seg.key]
             rate = tokens_per_step / latency
             cap = rate * seg.selected * seg.serve_s
-            if seg.offered_tps is None:
-                s, d = cap, rate * seg.length_s
+            if offered is None:
+                x, d = cap, rate * seg.length_s
             else:
-                s, d = min(cap, seg.offered_tps * seg.length_s), seg.offered_tps * seg.length_s
-            served, demand = served + s, demand + d
-            energy += s * e_tok
-            lats.append(latency)
+                x, d = min(cap, offered * seg.length_s), offered * seg.length_s
+            served, demand = served + x, demand + d
+            energy += x * e_tok
             lat_sum, lat_time = lat_sum + latency * seg.length_s, lat_time + seg.length_s
-            served_all.append(s)
+            served_all.append(x)
             lat_all.append(latency)
             p99_all.append(p99)
         demand_total += demand
-        energy += win.move.energy_j
-        windows.append({"t_s": float(win.t_s), "latency_s": float(lat_sum / lat_time) if lat_time else float("inf"),
-                        "tokens_per_s": float(served / win.length_s), "imbalance": float(win.imbalance),
-                        "migrations": int(win.move.moves), "migration_bytes": float(win.move.bytes),
-                        "migration_s": float(win.move.time_s),
-                        "failed_components": failed,
-                        "served_frac": float(served / demand) if demand else 0.0})
+        move = win.move
+        energy += move.energy_j
+        if detail:
+            windows.append({"t_s": float(win.t_s), "latency_s": float(lat_sum / lat_time) if lat_time else float("inf"),
+                            "tokens_per_s": float(served / win.length_s), "imbalance": float(win.imbalance),
+                            "migrations": int(move.moves), "migration_bytes": float(move.bytes),
+                            "migration_s": float(move.time_s),
+                            "failed_components": failed,
+                            "served_frac": float(served / demand) if demand else 0.0})
     tokens = float(sum(served_all))
     w = np.asarray(served_all)
     totals = {"tokens_served": tokens,

@@ -18,6 +18,8 @@ import numpy as np
 
 from ..mapping import ExpertGroups, Placement, placement_arrays
 
+PACKINGS = 4096         # packings remembered per study's experts (then forgotten, all at once)
+
 
 @nb.njit(cache=True)
 def replicate(load: np.ndarray, copies: int, cap: int) -> np.ndarray:
@@ -146,14 +148,14 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
         for k in range(ncopy[e]):
             if where[slots[e, k]] >= 0:
                 held[where[slots[e, k]], e] = 1
-    gain = np.zeros((bins, bins), np.int64)
+    gain = np.zeros((bins, bins), np.int64)         # copies bin b would keep on chiplet j
     for b in range(bins):
-        seen = np.zeros(m, np.bool_)
         for k in range(count[b]):
-            seen[content[b, k]] = True
-        for j in range(bins):
-            for e in range(m):
-                gain[b, j] += seen[e] * held[j, e]
+            e = content[b, k]
+            if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
+                continue
+            for j in range(bins):
+                gain[b, j] += held[j, e]
     chip_of = assign_max(gain)
     new = np.full((m, out.shape[1]), -1)
     n_new = np.zeros(m, np.int64)
@@ -203,14 +205,26 @@ def dead_mask(slots: np.ndarray, home: np.ndarray, failed: frozenset[int]) -> np
 
 def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: list[np.ndarray],
                         failed: frozenset[int], max_copies: int) -> Placement:
-    """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always."""
+    """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always.
+    The packing is remembered by its inputs' content (the experts' rows now and at home, the observed
+    popularity, the failed set), in ``groups`` (one study's experts): a hot set that cycles, and designs
+    of a population that share their experts' placement, pack once."""
     units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    load = groups.load(observed)
     now, back = p.rows(units), home.rows(units)
-    new, count = rebalance_arrays(offsets, load, now.slots, now.ncopy, back.slots, back.ncopy,
-                                  dead_mask(now.slots, back.slots, failed), max_copies)
+    key = (now.slots.shape, now.slots.tobytes(), now.ncopy.tobytes(), back.slots.shape, back.slots.tobytes(),
+           back.ncopy.tobytes(), id(observed), failed, max_copies)
+    memo = groups.packings
+    hit = memo.get(key)
+    if hit is None or hit[0] is not observed:
+        if len(memo) >= PACKINGS:
+            memo.clear()
+        hit = memo[key] = (observed, *rebalance_arrays(offsets, groups.load(observed), now.slots, now.ncopy,
+                                                       back.slots, back.ncopy,
+                                                       dead_mask(now.slots, back.slots, failed), max_copies))
+        groups.packed += 1
+    _, new, count = hit
     width = max(p.slots.shape[1], int(count.max()))
     slots = np.full((len(p.ncopy), width), -1, np.int64)
     slots[:, : p.slots.shape[1]] = p.slots
