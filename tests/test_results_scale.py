@@ -64,6 +64,17 @@ def test_compact_placement_round_trips(structured):
         assert "L{3..60}.e#" in compact and compact["L9.e12"] == [63] and len(compact) < 20
 
 
+def test_compact_placement_shares_the_most_common_row_first_met_on_a_tie():
+    """Expert 0 sits on slot 5 in layers 0 and 3, on 6 in layers 1 and 2: a tie, the slot met first is shared
+    and the two other layers deviate by name (a whole row would write more); expert 3's two copies join by +."""
+    p = {f"L{layer}.e{e}": [5 if layer in (0, 3) else 6] if e == 0 else [2, 3] if e == 3 else [0]
+         for layer in range(4) for e in range(4)}
+    compact = compact_placement(p)
+    assert compact == {"L{0..3}.e#": [5, 0, 0, [2, 3]], "L1.e0": [6], "L2.e0": [6]}
+    assert placement_yaml(compact) == 'placement:\n  L{0..3}.e#: "5 0 0 2+3"\n  L1.e0: [6]\n  L2.e0: [6]\n'
+    assert expand_placement(load_yaml(placement_yaml(compact))["placement"]) == p
+
+
 def test_patterns_read_by_hand():
     """Layer ranges, rows as a string or a YAML list, later entries overriding earlier ones."""
     text = """placement:

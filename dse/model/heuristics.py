@@ -9,10 +9,12 @@
   minimises (work already there in its stage + hops from its heaviest placed partner x its own work).
 
 Both work on one package (mesh, chiplet kinds, HBM stacks) and return a placement ``unit -> slots``;
-`seed_vectors` turns a few of them into gene vectors of the study's space.
+`seed_vectors` turns a few of them into gene vectors of the study's space. Each keeps its last few placements
+(`remembered`): the EPLB-style seed (dse.search.baseline) starts from the ones `seed_vectors` made.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 
 import numpy as np
@@ -36,6 +38,28 @@ def _stored(t: EvalTables) -> np.ndarray:
     return t.unit_capacity_bytes + t.unit_kv_bytes
 
 
+def _hashable(value):
+    return tuple(np.asarray(value).ravel().tolist()) if isinstance(value, (list, tuple, np.ndarray)) else value
+
+
+def remembered(make):
+    """``make(tables, *args)`` kept for its last few tables and arguments (the tables by identity, held while
+    kept): each caller gets its own dict of the same slot lists, to be replaced, never changed in place."""
+    made: dict = {}
+
+    @functools.wraps(make)
+    def wrapper(t, *args, **kwargs):
+        key = (id(t),) + tuple(map(_hashable, args)) + tuple((k, _hashable(v)) for k, v in sorted(kwargs.items()))
+        hit = made.get(key)
+        if hit is None or hit[0] is not t:
+            if len(made) >= 8:
+                made.clear()
+            hit = made[key] = (t, make(t, *args, **kwargs))
+        return dict(hit[1])
+    return wrapper
+
+
+@remembered
 def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], copies: int = 1) -> dict:
     """LPT list scheduling per stage with HBM room as a tie-breaker (see module docstring)."""
     work = _unit_work(t, kinds)
@@ -67,6 +91,7 @@ def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], c
     return placement
 
 
+@remembered
 def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -> dict:
     """Traffic-weighted growth from the mesh centre (see module docstring).
 

@@ -137,7 +137,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     op_inv = 1.0 / costs.overlap_steps[op_order][first]
     _flash_attention(ops.iloc[op_order], kernel, useful, chiplets, precision, op_time, op_inv)
     other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
-    nodes = wl.graph.nodes
+    nodes = dict(wl.graph.nodes(data=True))     # unit -> its attributes, a plain dict (15,000 units: fast lookups)
     out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
     for a, _, d in wl.graph.edges(data=True):
         out_bytes[index[a]] = max(out_bytes[index[a]], d["bytes"])

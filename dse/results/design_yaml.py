@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ..errors import StudyError
@@ -156,79 +156,133 @@ def _layers_key(group, layers: list[int]) -> str:
     return f"{prefix}L{span}.{role}{'#' if indexed else ''}"
 
 
-def _entry(slots: tuple) -> Any:
-    return slots[0] if len(slots) == 1 else list(slots)
-
-
-def _runs(layers: list[int], rows: dict[int, dict]) -> list[list[int]]:
-    """Consecutive layers holding the same units of a role (each run can share one ``{a..b}`` key)."""
-    runs: list[list[int]] = []
-    for layer in layers:
-        if runs and runs[-1][-1] == layer - 1 and rows[runs[-1][-1]].keys() == rows[layer].keys():
-            runs[-1].append(layer)
-        else:
-            runs.append([layer])
-    return runs
-
-
-def _compact_run(group, run: list[int], rows: dict[int, dict]) -> dict[str, Any]:
-    """One run of layers of a role: its most common placement over the run (when that writes less), then
-    layers that deviate in many units whole, else their deviating units by name; consecutive layers
-    written whole with the same placement share one ``{a..b}`` key."""
-    indices = sorted(rows[run[0]])
-    prefix, role, indexed = group
-    whole = {layer: _row(rows[layer], indices) if indexed else list(rows[layer][None]) for layer in run}
-    common = {i: Counter(rows[layer][i] for layer in run).most_common(1)[0][0] for i in indices}
-    row_chars = 4 * len(indices) + 16
-    deviations = {layer: [i for i in indices if rows[layer][i] != common[i]] for layer in run}
-    shared = row_chars + sum(min(row_chars, 16 * len(d)) for d in deviations.values())
-    out: dict[str, Any] = {}
-    own = run                                       # layers written whole
-    if len(run) > 1 and shared < row_chars * len(run):
-        out[_layers_key(group, run)] = _row(common, indices) if indexed else list(common[None])
-        own = [layer for layer in run if deviations[layer] and (not indexed or 16 * len(deviations[layer]) > row_chars)]
-        for layer in run:
-            if indexed and layer not in own:
-                out.update({f"{prefix}L{layer}.{role}{i}": list(rows[layer][i]) for i in deviations[layer]})
-    spans: list[list[int]] = []
-    for layer in own:
-        if spans and spans[-1][-1] == layer - 1 and whole[spans[-1][-1]] == whole[layer]:
-            spans[-1].append(layer)
-        else:
-            spans.append([layer])
-    out.update((_layers_key(group, span), whole[span[0]]) for span in spans)
-    return out
-
-
-def _row(slots_of: dict, indices: list[int]) -> _Row:
-    """A ``#`` row: entry i the slots of index i (``null`` where the role has no unit of that index)."""
-    have = set(indices)
-    return _Row(_entry(slots_of[i]) if i in have else None for i in range(indices[-1] + 1))
-
-
-def compact_placement(placement: dict[str, list[int]]) -> dict[str, Any]:
-    """``placement`` in the design file's compact form (module docstring): names that are not per-layer
-    units as they are, each per-layer role at the place of its first unit, by layer runs and rows."""
+@lru_cache(maxsize=4)                  # the designs of a study share their unit names, in one order
+def _layout(names: tuple[str, ...]) -> list:
+    """What the compact form of a placement with unit names ``names`` (in that order) is made of, from the
+    names alone: per item, a name that is not a per-layer unit with its position, or a per-layer role's runs
+    (consecutive layers holding the same units of the role: each run can share one ``{a..b}`` key), each
+    run as (group, layers, sorted indices, positions of its units: one row per layer, one column per index)."""
     groups: dict[tuple, dict[int, dict]] = {}
     order: list = []
-    for name, slots in placement.items():
+    for position, name in enumerate(names):
         parts = _split(name)
         if parts is None:
-            order.append(name)
+            order.append((name, position))
             continue
         group, layer, index = parts
         if group not in groups:
             groups[group] = {}
             order.append(group)
-        groups[group].setdefault(layer, {})[index] = tuple(slots)
-    out: dict[str, Any] = {}
+        groups[group].setdefault(layer, {})[index] = position
+    out: list = []
     for item in order:
-        if isinstance(item, str):
-            out[item] = list(placement[item])
+        if len(item) == 2:                          # (name, position)
+            out.append(item)
             continue
         rows = groups[item]
-        for run in _runs(sorted(rows), rows):
-            out.update(_compact_run(item, run, rows))
+        runs: list[list[int]] = []
+        for layer in sorted(rows):
+            if runs and runs[-1][-1] == layer - 1 and rows[runs[-1][-1]].keys() == rows[layer].keys():
+                runs[-1].append(layer)
+            else:
+                runs.append([layer])
+        for run in runs:
+            indices = sorted(rows[run[0]])
+            positions = np.array([[rows[layer][i] for i in indices] for layer in run], np.int64)
+            out.append((item, run, indices, positions))
+    return out
+
+
+def _common(codes: np.ndarray) -> np.ndarray:
+    """Per column of ``codes`` (layers x indices) its most frequent code, the one first met on a tie (as
+    `collections.Counter.most_common` counts)."""
+    if len(codes) == 1:
+        return codes[0]
+    values, inverse = np.unique(codes, return_inverse=True)
+    k, (n_rows, n_cols) = len(values), codes.shape
+    keys = (np.arange(n_cols)[None, :] * k + inverse.reshape(codes.shape)).ravel()
+    counts = np.bincount(keys, minlength=n_cols * k)
+    first = np.full(n_cols * k, n_rows, np.int64)
+    seen, at = np.unique(keys, return_index=True)        # row-major: the first index is the earliest layer
+    first[seen] = at // n_cols
+    score = (counts * (n_rows + 1) - first).reshape(n_cols, k)
+    return values[score.argmax(axis=1)]
+
+
+class _Slots:
+    """A placement's slots coded: ``codes[k]`` the code of the k-th unit's slots, the position of the first unit
+    holding the same slots; ``slots[c]`` those slots, ``entry[c]`` a row's entry for them, ``multi[c]``
+    whether that entry is a list (copies, or none)."""
+
+    def __init__(self, values: list):
+        self.slots = list(map(tuple, values))
+        first: dict[tuple, int] = {}
+        n = len(self.slots)
+        self.codes = np.fromiter(map(first.setdefault, self.slots, range(n)), np.int64, n)
+        self.entry = {c: s[0] if len(s) == 1 else s for s, c in first.items()}
+        self.multi = np.zeros(n, bool)
+        self.multi[[c for s, c in first.items() if len(s) != 1]] = True
+
+    def row(self, codes: np.ndarray, indices: list[int]) -> _Row:
+        """A ``#`` row: entry i the slots of index i (``null`` where the role has no unit of that index)."""
+        entries = list(map(self.entry.__getitem__, codes.tolist()))
+        for j in np.flatnonzero(self.multi[codes]).tolist():
+            entries[j] = list(entries[j])
+        if indices[-1] + 1 == len(indices):
+            return _Row(entries)
+        row = _Row([None] * (indices[-1] + 1))
+        for i, entry in zip(indices, entries):
+            row[i] = entry
+        return row
+
+
+def _compact_run(group, run: list[int], indices: list, codes: np.ndarray, slots: _Slots) -> dict[str, Any]:
+    """One run of layers of a role (``codes``: the slots' code of each layer's units, layers x indices): its
+    most common placement over the run (when that writes less), then layers that deviate in many units
+    whole, else their deviating units by name; consecutive layers written whole with the same placement
+    share one ``{a..b}`` key."""
+    prefix, role, indexed = group
+
+    def whole(codes_of):
+        return slots.row(codes_of, indices) if indexed else list(slots.slots[int(codes_of[0])])
+    common = _common(codes)
+    deviating = codes != common[None, :]
+    counts = deviating.sum(axis=1).tolist()
+    row_chars = 4 * len(indices) + 16
+    shared = row_chars + sum(min(row_chars, 16 * n) for n in counts)
+    out: dict[str, Any] = {}
+    own = list(range(len(run)))                     # layers written whole (positions in the run)
+    if len(run) > 1 and shared < row_chars * len(run):
+        out[_layers_key(group, run)] = whole(common)
+        own = [r for r, n in enumerate(counts) if n and (not indexed or 16 * n > row_chars)]
+        if indexed:
+            kept = set(own)
+            for r, layer in enumerate(run):
+                if r not in kept:
+                    out.update({f"{prefix}L{layer}.{role}{indices[j]}": list(slots.slots[codes[r, j]])
+                                for j in np.flatnonzero(deviating[r]).tolist()})
+    spans: list[list[int]] = []
+    for r in own:
+        if spans and spans[-1][-1] == r - 1 and np.array_equal(codes[spans[-1][-1]], codes[r]):
+            spans[-1].append(r)
+        else:
+            spans.append([r])
+    out.update((_layers_key(group, [run[r] for r in span]), whole(codes[span[0]])) for span in spans)
+    return out
+
+
+def compact_placement(placement: dict[str, list[int]]) -> dict[str, Any]:
+    """``placement`` in the design file's compact form (module docstring): names that are not per-layer
+    units as they are, each per-layer role at the place of its first unit, by layer runs and rows. The
+    work per unit is a code for its slots; a role's common placement and deviations are array operations."""
+    values = list(placement.values())
+    slots = _Slots(values)
+    out: dict[str, Any] = {}
+    for item in _layout(tuple(placement)):
+        if len(item) == 2:
+            out[item[0]] = list(values[item[1]])
+        else:
+            out.update(_compact_run(item[0], item[1], item[2], slots.codes[item[3]], slots))
     return out
 
 
@@ -241,6 +295,9 @@ def _key(key: str) -> str:
 def _flow(value) -> str:
     """A placement value: a row as one quoted string (``"6 25 17+4 -"``), slots as a flow list (``[6, 9]``)."""
     if isinstance(value, _Row):
+        text = " ".join(map(str, value))            # a row of single slots (most), else entry by entry
+        if "[" not in text and "None" not in text:
+            return f'"{text}"'
         return '"' + " ".join("-" if e is None else "+".join(map(str, e)) if isinstance(e, list) else str(e)
                               for e in value) + '"'
     return "[" + ", ".join(map(str, value)) + "]"
@@ -265,8 +322,10 @@ def placement_yaml(compact: dict[str, Any]) -> str:
 
 
 def design_text(design) -> str:
-    """A `Design` (dse.study.space) as the YAML of its design file, placement in the compact form."""
-    data = design.to_dict()
-    data["chiplets"], data["hbm_stacks"] = _Row(data["chiplets"]), _Row(data["hbm_stacks"])
-    del data["placement"]
+    """A `Design` (dse.study.space) as the YAML of its design file, placement in the compact form: the
+    fields of `Design.to_dict` in its order, the placement written from the design's own mapping (not copied)."""
+    data = dict(rows=design.rows, cols=design.cols, chiplets=_Row(design.chiplets), hbm_stacks=_Row(design.hbm_stacks),
+                ddr_channels=design.ddr_channels, link=design.link, mapping=design.mapping, **design.package_choices())
+    if design.system:
+        data["system"] = dict(design.system)
     return dump_yaml(data) + placement_yaml(compact_placement(design.placement))

@@ -18,23 +18,25 @@ from ..study.spec import Study
 from ..system.metrics import reported_metrics
 from ..system.prepare import prepare
 from .knee import knee_index
-from .placement_store import PLACEMENTS_FILE, placement_cell, placements_table
+from .placement_store import PLACEMENTS_FILE, flat_placement, placement_cell, placements_table
 from .whatif import evaluate
 
 
-def design_columns(designs: list[Design], kind_names: list[str], files: list[str] | None = None) -> pd.DataFrame:
+def design_columns(designs: list[Design], kind_names: list[str], files: list[str] | None = None,
+                   flats: list[tuple] | None = None) -> pd.DataFrame:
     """Readable decision values of designs, one row each; ``files`` name where each design's placement is
-    whole, for a placement too long for a CSV cell (dse.results.placement_store.placement_cell)."""
+    whole, for a placement too long for a CSV cell (dse.results.placement_store.placement_cell); ``flats``:
+    each placement's dse.results.placement_store.flat_placement arrays, when already made."""
     rows = []
     files = files or [PLACEMENTS_FILE] * len(designs)
-    for d, where in zip(designs, files):
+    for d, where, flat in zip(designs, files, flats or [None] * len(designs)):
         row = dict(rows=d.rows, cols=d.cols, n_chiplets=d.rows * d.cols)
         for name in kind_names:
             row[f"n_{name}"] = d.chiplets.count(name)
         row.update(hbm_stacks=sum(d.hbm_stacks), ddr_channels=d.ddr_channels, link=d.link, mapping=d.mapping,
                    **d.package_choices(), **(d.system or {}),
                    chiplets=",".join(d.chiplets),
-                   placement=placement_cell(d.placement, d.rows * d.cols, where))
+                   placement=placement_cell(d.placement, d.rows * d.cols, where, flat))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -126,8 +128,9 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     front_set = set(int(i) for i in pareto_index)
     files = [f"designs/{ids[i]}.yaml and {PLACEMENTS_FILE}" if i in front_set else PLACEMENTS_FILE
              for i in range(len(ids))]
+    flats = [flat_placement(d.placement) for d in designs]     # once per design: its CSV cell and the table
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
-                       design_columns(designs, kind_names, files), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
+                       design_columns(designs, kind_names, files, flats), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
                       axis=1)
     table["feasible"] = (G <= 0).all(axis=1)
     table["pareto"] = False
@@ -137,4 +140,4 @@ def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation:
     front = {ids[i]: designs[i] for i in pareto_index}
     return StudyResult(study=study, evaluations=table, pareto=pareto, designs=front, convergence=convergence,
                        reference_point=dict(reference_point or {}),
-                       placements=placements_table(ids, [d.placement for d in designs]))
+                       placements=placements_table(ids, [d.placement for d in designs], flats))

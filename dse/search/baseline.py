@@ -54,7 +54,8 @@ def eplb_placement(tables, rows: int, cols: int, kinds: list[int], stacks: list[
         for name in names:          # an expert starts by its partners, with greedy's number of copies
             extra = [s for s in greedy[name] if s not in affine[name]]
             placement[name] = affine[name] + extra[: len(greedy[name]) - 1]
-    everywhere = {name: list(range(n)) for names in groups.names for name in names}
+    every_slot = list(range(n))      # one list shared by every expert: rebalance reads it, never changes it
+    everywhere = dict.fromkeys((name for names in groups.names for name in names), every_slot)
     return rebalance(placement, groups, groups.identity(), frozenset(), min(max_copies, n), home=everywhere)
 
 
