@@ -136,6 +136,8 @@ def test_study_takes_presets_kinds_and_overrides(tiny_dict):
      "hardware.chiplets[0]", "every chiplet needs a 'name'"),
     ({"name": "g", "kind": "gpu", "node": "5nm", "freq_ghz": 1.0, "sms": 4, "l2_mb": 8},
      "hardware.chiplets[0]", "missing tensor_flops_per_sm_cycle"),
+    ({"name": "s", "kind": "systolic", "array": [8, 8], "sram_mb": 1, "freq_ghz": 1000, "node": "7nm"},
+     "hardware.chiplets[0].freq_ghz", "less than or equal to 100"),      # GHz; had no upper bound
 ])
 def test_bad_chiplet_entries_name_the_key(dse_cli, tiny_dict, tmp_path, entry, key, words):
     data = dict(tiny_dict)

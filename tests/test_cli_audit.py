@@ -10,7 +10,7 @@ import yaml
 
 from conftest import DATA
 from dse.runtime import run_timeline
-from dse.runtime.report import table_rows
+from dse.runtime.report import table_rows, totals_rows
 from dse.runtime.scenario import scenario_from_dict
 
 STUDY = DATA / "timeline_study.yaml"
@@ -108,6 +108,20 @@ def test_timeline_table_one_format_per_column(timeline_prepared, timeline_design
     decimals = {len(c.partition(".")[2]) if re.fullmatch(r"\d+(\.\d+)?", c) else None for c in cells}
     assert len(decimals) == 1 and None not in decimals, cells
     assert all(len(r) <= 80 for r in rows)
+
+
+def test_timeline_totals_have_units_and_one_format(timeline_prepared, timeline_design):
+    """The totals printed %.6g without units ('migration_bytes 0' beside '2.59309e+11'); the windows'
+    'served' column had no unit."""
+    scenario = scenario_from_dict({"name": "t", "horizon_s": 600, "window_s": 60,
+                                   "popularity": {"drift": "rotate", "rate_per_s": 1 / 120}})
+    tl = run_timeline(timeline_prepared, timeline_design, scenario, "static")
+    rows = {r.split()[0]: r.split()[1:] for r in totals_rows(tl)}
+    assert set(rows) == set(tl.totals)
+    assert rows["migration_bytes"] == ["0.00", "GB"]           # static: nothing moved, in the GB format
+    assert all(len(v) == 2 and "e+" not in v[0] for v in rows.values()), rows
+    assert rows["availability"][1] == "%" and rows["energy_j_per_token"][1] == "mJ/token"
+    assert "served %" in table_rows(tl)[0]
 
 
 def test_compare_refusal_offers_no_flag_it_lacks(dse_cli, tmp_path):

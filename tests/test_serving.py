@@ -93,6 +93,10 @@ def test_dse_serve_prints_vllm_metric_names(tmp_path, dse_cli):
     for key in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
                 "mean_itl_ms", "request_throughput", "output_throughput", "energy_j_per_output_token", "mean_power_w"):
         assert math.isfinite(m[key]) and m[key] > 0
+    code, out, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128",
+                             "--output-len", "16", "--request-rate", "4", "--num-prompts", "50", "--max-batch", "8")
+    assert code == 0, err        # the printed table gives the throughputs' units (the JSON keys stay vLLM's)
+    assert "request_throughput (req/s)" in out and "output_throughput (tok/s)" in out
     code, _, err = dse_cli("serve", "tests/data/tiny.yaml", "--design", str(path), "--input-len", "128")
     assert code == 2 and "--dataset" in err and len(err.strip().splitlines()) == 1
 

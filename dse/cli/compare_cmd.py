@@ -87,7 +87,7 @@ def compare(results_dirs: tuple[str, ...], out_dir: str | None, as_json: bool) -
     runs = [{"run": r.label, "front": len(r.front), "combined": n, "hv": hv}
             for r, hv, n in zip(comparison.runs, comparison.hypervolume, comparison.on_combined_front)]
     print_table(runs, [Col("run", "run", "text", left=True), Col("front", "front designs"),
-                       Col("combined", "on combined front"), Col("hv", "hypervolume")],
+                       Col("combined", "on combined front"), Col("hv", "hypervolume (norm.)")],
                 title="Fronts compared", out=out)
     ref = ", ".join(f"{OBJECTIVE_COLUMNS[o]} {v:.4g}" for o, v in comparison.reference_point().items())
     out.print(f"hypervolume: {REFERENCE_RULE}. Reference point in metric units: {ref}.", soft_wrap=False)

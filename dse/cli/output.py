@@ -30,7 +30,7 @@ from rich.text import Text
 #: SI prefixes by power of 1000
 PREFIXES = {-4: "p", -3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P"}
 #: units shown as they are, without an SI prefix
-FIXED = ("", "text", "%", "GiB", "MB", "ms", "mm²", "$")
+FIXED = ("", "text", "%", "GiB", "MB", "ms", "mm²", "$", "mJ/token")
 #: a column whose nonzero values span more than this ratio is printed in engineering notation
 SPAN = 1e4
 

@@ -27,7 +27,7 @@ from .output import Col, compile_done, compiling, print_table
 
 HEADERS = {"design_id": ("design", "text"), "n_chiplets": ("chiplets", ""), "hbm_stacks": ("HBM", ""),
            "ddr_channels": ("DDR", ""), "latency_s": ("latency", "s"), "throughput_tok_s": ("throughput", "tok/s"),
-           "energy_j_per_token": ("energy", "J/token"), "area_mm2": ("area", "mm²"), "cost_usd": ("cost", "$"),
+           "energy_j_per_token": ("energy", "mJ/token"), "area_mm2": ("area", "mm²"), "cost_usd": ("cost", "$"),
            "fault_tolerance_frac": ("fault tol.", "frac"), "carbon_g_per_token": ("carbon", "g/token"),
            "packages": ("packages", "")}
 #: units of other metric columns, by the end of their names
@@ -138,7 +138,10 @@ def _print_summary(result, out: Path) -> None:
     columns = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
         (["packages"] if result.study.system is not None else []) + \
         [OBJECTIVE_COLUMNS[o] for o in result.study.search.objectives]
-    print_table(result.pareto.head(12), [_column(c) for c in columns], out=console,
+    shown = result.pareto.head(12).copy()
+    if "energy_j_per_token" in shown:        # mJ/token always, as report.md and summary.md (results.plots.DISPLAY)
+        shown["energy_j_per_token"] *= 1e3
+    print_table(shown, [_column(c) for c in columns], out=console,
                 title=f"Pareto front of '{result.study.name}' ({len(result.pareto)} designs)")
     if len(result.pareto) > 12:
         console.print(f"... {len(result.pareto) - 12} more in pareto.csv")

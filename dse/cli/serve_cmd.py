@@ -26,6 +26,9 @@ KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "m
         "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms", "energy_j_per_output_token",
         "mean_power_w", "prefix_hit_rate", "preemptions")
 
+#: units of the printed rows whose JSON keys (vLLM benchmark_serving's) carry none
+UNITS = {"request_throughput": "req/s", "output_throughput": "tok/s"}
+
 
 @cli.command("serve")
 @click.argument("study_file", metavar="STUDY.yaml")
@@ -124,7 +127,8 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     if as_json:
         click.echo(json.dumps(metrics))
         return
-    print_pairs([(key, metrics[key]) for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]],
+    print_pairs([(f"{key} ({UNITS[key]})" if key in UNITS else key, metrics[key])
+                 for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]],
                 title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}")
 
 

@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StudyError
+from ..model.objectives import OBJECTIVE_COLUMNS, violations
 from ..study.spec import Study
 from ..study.yaml_input import load_yaml
+from ..system.metrics import SYSTEM_METRICS
 from .design_file import check_design_id, design_from_dict, design_path, read_design
 from .design_yaml import design_text, dump_yaml
 from .placement_store import cap_cells, read_placements, write_placements
@@ -42,6 +44,10 @@ __all__ = ["write_results", "load_results", "read_design", "design_from_dict", "
            "check_results_target", "prepare_results_target", "baseline_record", "read_baseline"]
 
 BASELINE = "baseline.json"
+#: metrics of the hardware itself (and the constraints' inputs): real figures for an infeasible design too
+HARDWARE_METRICS = frozenset({"area_mm2", "package_area_mm2", "cost_usd", "peak_power_w", "embodied_kg",
+                              "capacity_short_bytes", "unplaced_experts", "max_die_mm2", "units_without_memory",
+                              "packages", "nodes"})
 BASELINE_SOURCE = "EPLB-style seed (dse.search.baseline)"
 
 
@@ -51,6 +57,22 @@ def read_study_file(folder: Path) -> Study:
     if not path.is_file():
         raise StudyError(f"{folder} is not a results folder (no study.yaml); run `dse run STUDY.yaml` first")
     return Study.from_dict(load_yaml(path.read_text(), source=str(path)), source=str(path))
+
+
+def evaluations_table(result) -> pd.DataFrame:
+    """``evaluations.csv``'s table: an infeasible design's workload metrics (latency, throughput, energy,
+    ...: what the model returns for a design that cannot run is a penalty, not a figure) left empty, and
+    ``infeasible_because`` naming the constraints it violates (dse.model.objectives.violations)."""
+    ev = result.evaluations.copy()
+    bad = ~ev["feasible"].to_numpy(bool)
+    ev.insert(ev.columns.get_loc("feasible") + 1, "infeasible_because", "")
+    if not bad.any():
+        return ev
+    why = violations(ev.loc[bad], result.study)
+    ev.loc[bad, "infeasible_because"] = ["; ".join(v) or "not feasible" for v in why]
+    workload = (set(SYSTEM_METRICS) | set(OBJECTIVE_COLUMNS.values())) - HARDWARE_METRICS
+    ev.loc[bad, [c for c in ev.columns if c in workload]] = np.nan
+    return ev
 
 
 def load_results(results_dir: str | Path):
@@ -152,7 +174,7 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
         write_marker(tmp, result.study.name, complete=False)
         fault_point("created")
         cap_cells(result.pareto).to_csv(tmp / "pareto.csv", index=False)
-        cap_cells(result.evaluations).to_csv(tmp / "evaluations.csv", index=False)
+        cap_cells(evaluations_table(result)).to_csv(tmp / "evaluations.csv", index=False)
         if result.placements is not None:
             write_placements(result.placements, tmp)
         if result.convergence is not None:

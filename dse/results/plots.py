@@ -32,7 +32,7 @@ from .knee import knee_index, minimised
 DISPLAY = {
     "latency_s": ("latency per step", 1e3, "ms"),
     "throughput_tok_s": ("throughput", 1.0, "tokens/s"),
-    "energy_j_per_token": ("energy", 1.0, "J/token"),
+    "energy_j_per_token": ("energy", 1e3, "mJ/token"),      # as `dse run` prints it
     "area_mm2": ("silicon area", 1.0, "mm²"),
     "cost_usd": ("cost", 1.0, "$"),
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),

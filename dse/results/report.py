@@ -23,6 +23,7 @@ from .interactive import block as interactive_block, report_data
 from .knee import knee_index
 from ..serving.load_curve import load_curve
 from .load_curve_plot import load_curve_section, plot_load_curve
+from .number_format import column_format
 from .plots import DISPLAY, better, column, save, write_plots
 from .system_plot import plot_system
 from .timeline_section import timeline_section
@@ -385,8 +386,8 @@ def summary_markdown(result) -> str:
     """The one-page summary.md of a `StudyResult`: inputs, the front, best per objective, convergence."""
     s = result.study
     ev = result.evaluations
-    cols = ["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"] + \
-        [OBJECTIVE_COLUMNS[o] for o in s.search.objectives]
+    front = pd.concat([result.pareto[["design_id", "n_chiplets", "hbm_stacks", "ddr_channels"]],
+                       objective_columns(result.pareto, s.search.objectives)], axis=1)
     lines = [f"# Study `{s.name}`", "",
              f"- workload: {s.workload.label}, {s.workload.phase}, batch {s.workload.batch}, "
              f"context {s.workload.context}, {s.workload.precision}",
@@ -395,7 +396,7 @@ def summary_markdown(result) -> str:
              f"- designs evaluated: {len(ev)}, feasible: {int(ev['feasible'].sum())}, "
              f"on the Pareto front: {len(result.pareto)}"] + _screening_lines(result.screening) + \
         baseline_lines(result) + [
-             "", "## Pareto front", "", _markdown_table(result.pareto[cols]), ""]
+             "", "## Pareto front", "", _markdown_table(front), ""]
     if len(result.pareto):
         lines += ["## Best design per objective", ""]
         for objective in s.search.objectives:
@@ -440,10 +441,9 @@ def _screening_lines(screening: dict | None) -> list[str]:
 
 
 def _markdown_table(df: pd.DataFrame) -> str:
+    """``df`` as a markdown table, each column of numbers in one format (dse.results.number_format)."""
     if df.empty:
         return "_no feasible design found_"
-    head = "| " + " | ".join(df.columns) + " |"
-    rule = "|" + "---|" * len(df.columns)
-    body = ["| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
-            for row in df.itertuples(index=False)]
-    return "\n".join([head, rule] + body)
+    cells = [[format(v, column_format(df[c])) if isinstance(v, float) else str(v) for v in df[c]] for c in df.columns]
+    return "\n".join(["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)] +
+                     ["| " + " | ".join(row) + " |" for row in zip(*cells)])

@@ -30,5 +30,5 @@ def timeline_section(result, prepared, folder: Path) -> tuple[dict[str, Path], l
     lines = [f"## Timeline of {design_id} (balanced design)", "",
              TEXT.format(scenario=scenario.name, policy=spec.policy), "",
              f"![timeline]({png.relative_to(folder)})", "", "| total | value |", "|---|---|"]
-    lines += [f"| {row.split()[0]} | {row.split()[1]} |" for row in totals_rows(line)]
+    lines += [f"| {row.split()[0]} | {row.split(maxsplit=1)[1]} |" for row in totals_rows(line)]
     return {"timeline": png, "timeline_svg": svg}, lines + [""]

@@ -28,21 +28,32 @@ def short(component: str) -> str:
 def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
     """The windows as a text table of at most 80 columns (every window, or ``limit`` evenly spread)."""
     head = f"{'t (s)':>9} {'latency (s)':>12} {'tokens/s':>11} {'imbal.':>7} {'moves':>6} " \
-           f"{'moved (GB)':>10} {'served':>7} {'failed':>8}"
+           f"{'moved (GB)':>10} {'served %':>8} {'failed':>8}"
     windows = timeline.windows
     step = max(1, -(-len(windows) // limit))
     rows = [head]
     for w in windows[::step]:
         failed = ",".join(short(c) for c in w["failed_components"]) or "-"
         rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.4g} {w['tokens_per_s']:>11.4g} {w['imbalance']:>7.3f} "
-                    f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.2f} {w['served_frac']:>7.3f} "
+                    f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.2f} {100 * w['served_frac']:>8.1f} "
                     f"{failed[:8]:>8}")
     return rows
 
 
+#: each total's display: (factor, format, unit); one format per total, whatever its value
+TOTALS = {"tokens_served": (1.0, ",.0f", "tokens"), "mean_latency_s": (1e3, ",.3f", "ms"),
+          "p99_latency_s": (1e3, ",.3f", "ms"), "availability": (100.0, ".2f", "%"),
+          "migration_bytes": (1e-9, ",.2f", "GB"), "migration_energy_j": (1.0, ",.1f", "J"),
+          "energy_j_per_token": (1e3, ",.3f", "mJ/token")}
+
+
 def totals_rows(timeline: Timeline) -> list[str]:
-    """The totals, one per line (units in the names)."""
-    return [f"{k:<22} {v:.6g}" for k, v in timeline.totals.items()]
+    """The totals, one per line: name, value and unit (`TOTALS`)."""
+    rows = []
+    for k, v in timeline.totals.items():
+        factor, fmt, unit = TOTALS.get(k, (1.0, ".4g", ""))
+        rows.append(f"{k:<22} {format(v * factor, fmt)} {unit}".rstrip())
+    return rows
 
 
 def plot(timeline: Timeline, path_stem: Path) -> list[Path]:
@@ -75,7 +86,7 @@ def page(timeline: Timeline, study: str, design: str) -> str:
     lines = [f"# Timeline of {design} under study '{study}'", "",
              f"Scenario '{timeline.scenario}', policy `{timeline.policy}` (docs/runtime.md).", "",
              "| total | value |", "|---|---|"]
-    lines += [f"| {k} | {v:.6g} |" for k, v in timeline.totals.items()]
+    lines += [f"| {row.split()[0]} | {row.split(maxsplit=1)[1]} |" for row in totals_rows(timeline)]
     lines += ["", "![timeline](timeline.svg)", "", "```", *table_rows(timeline, limit=10_000), "```", ""]
     return "\n".join(lines)
 

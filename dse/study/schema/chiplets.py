@@ -48,7 +48,7 @@ class ChipletSpec(StrictModel):
     array: Tuple(tuple[PositiveInt, PositiveInt]) = (1, 1)
     dataflow: Literal["os", "ws", "is"] = "ws"
     sram_mb: PositiveFloat = 1.0
-    freq_ghz: PositiveFloat = 1.0
+    freq_ghz: float = Field(default=1.0, gt=0, le=100)     # GHz; 100 GHz caps typos (CMOS logic runs < 10 GHz)
     node: str = "7nm"
     preset: str = ""
     arrays: PositiveInt = 1
