@@ -19,7 +19,6 @@ memory refreshed): the chiplet's ``idle_w`` where given (H200: 119-126 W measure
 from __future__ import annotations
 
 import numba as nb
-import numpy as np
 
 from .roofline import kernel_time_s
 
@@ -71,15 +70,3 @@ def sustained_clock(compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dy
 def idle_power_w(ch, static_w: float) -> float:
     """Power of the provisioned chiplet while it waits: its ``idle_w``, else its leakage ``static_w``."""
     return float(ch.idle_w) if ch.idle_w > 0 else float(static_w)
-
-
-@nb.njit(cache=True)
-def sustained_clocks(compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dyn, e_dram, static_w, active_w,
-                     limit_w, floor):
-    """`sustained_clock` of arrays of kernels: (clock fractions, times) under one chip's ``limit_w``."""
-    n = compute_s.shape[0]
-    s, t = np.empty(n), np.empty(n)
-    for i in range(n):
-        s[i], t[i] = sustained_clock(compute_s[i], memory_s[i], inv_steps[i], overhead_s, dispatch_s, e_dyn[i],
-                                     e_dram[i], static_w, active_w, limit_w, floor)
-    return s, t

@@ -1,7 +1,6 @@
 """Training (dse.training, workloads.training) against Megatron-LM's measurements and closed forms."""
 import json
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,11 +19,6 @@ from workloads.training import activation_bytes_per_layer, gpt_params, model_flo
 TABLE = [c for c in validation_training.load_cases() if c["kind"] == "megatron"]
 gpt = validation_training.gpt
 megatron_best = validation_training.megatron_best
-
-
-def unlimited(system):
-    """The system with no power limit on its chips (the roofline alone; the limit is tested on its own)."""
-    return replace(system, chiplet=replace(system.chiplet, power_limit_w=0.0))
 
 
 def test_megatron_table_1_within_10_percent_per_row():
@@ -71,7 +65,7 @@ def test_activation_memory_matches_korthikanti():
 def test_small_step_equals_hand_roofline():
     # one device, no parallelism: iteration = micro-batches x (3 forward passes, layers and ends) + Adam;
     # each forward kernel by hand from arch's costs: max(C, M) + min(C, M)/n + overhead, floored by dispatch
-    system = unlimited(load_system("dgx-a100-80gb", stack="megatron-2021"))
+    system = load_system("dgx-a100-80gb", stack="megatron-2021")
     cfg = gpt(768, 4, 12)
     s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16", attention="unfused")
     wl = workloads.extract_transformer(cfg, phase="train", batch=2, context=512, precision="bf16",
@@ -131,7 +125,7 @@ def test_train_json_keys(dse_cli):
 def test_small_step_energy_equals_hand_sum():
     # one device: 4 micro-batches x 3 passes of the forward kernels' compute + SRAM + HBM energy, the Adam
     # step's 28 bytes per parameter through HBM, and static power over the iteration
-    system = unlimited(load_system("dgx-a100-80gb", stack="megatron-2021"))
+    system = load_system("dgx-a100-80gb", stack="megatron-2021")
     cfg = gpt(768, 4, 12)
     s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16", attention="unfused")
     wl = workloads.extract_transformer(cfg, phase="train", batch=2, context=512, precision="bf16",
@@ -187,32 +181,3 @@ def test_zero_3_moves_half_again_and_overlap_hides_behind_the_last_backward():
     assert overlapped.breakdown["dp_communication_s"] == pytest.approx(
         max(0.0, plain.breakdown["dp_communication_s"] - backward))
     assert overlapped.iteration_s < plain.iteration_s
-
-
-def test_power_limit_stretches_the_step_and_caps_the_power():
-    # Llama-2-7B data-parallel on 8 H100 SXM (Megatron-like: tp 1, pp 1, fused attention): unconstrained, its
-    # compute-bound kernels would draw more than the board's 700 W (NVIDIA H100 SXM datasheet TDP; an H200 SXM
-    # at the same limit runs an 8,192-token prefill at 688 W and 1,590 of 1,980 MHz, shared/reference/h200);
-    # under the limit they run at the clock it leaves (arch.power), as inference does
-    system = load_system("dgx-h100-80gb")
-    assert system.chiplet.power_limit_w == 700
-    free = unlimited(system)
-    cfg = workloads.load_model("llama-2-7b")
-    s = Strategy(tp=1, pp=1, dp=8, micro_batch=1, global_batch=64, seq=4096, precision="bf16")
-    capped, unconstrained = iteration(cfg, system, s), iteration(cfg, free, s)
-    assert unconstrained.power_per_device_w > 700
-    assert capped.power_per_device_w <= 700
-    assert capped.iteration_s > 1.05 * unconstrained.iteration_s
-    assert capped.breakdown["compute_s"] > unconstrained.breakdown["compute_s"]
-
-
-def test_no_tensor_parallel_communication_at_tp_1():
-    # tp = 1 has no tensor-parallel collective: its exposed time is exactly 0, not a subtraction's residue
-    # (the audit's `dse train --micro-batch 16` printed 3.553e-15 s)
-    system = load_system("dgx-h100-80gb")
-    cfg = workloads.load_model("llama-2-7b")
-    for micro_batch in (1, 16):
-        s = Strategy(tp=1, pp=1, dp=8, micro_batch=micro_batch, global_batch=1024, seq=4096, precision="bf16")
-        it = iteration(cfg, system, s)
-        assert it.breakdown["tp_communication_s"] == 0.0
-        assert it.energy_breakdown["tp_communication_j"] == 0.0

@@ -3,9 +3,6 @@
 * Compute: the forward kernels' compute and SRAM energy (arch.op_costs) and their HBM traffic times the
   HBM's energy per byte (memory presets), three times per micro-batch and layer (forward, data-gradient
   and weight-gradient passes) plus what recomputation repeats; the same counts as the iteration's time.
-  A kernel that would draw more than the chiplet's ``power_limit_w`` runs at the clock it sustains under
-  it (arch.power, as inference: dse.training.iteration's layer costs), its switching energy down by v^2
-  and the active power by s v^2 over it (that change is counted here), so a kernel draws at most the limit.
 * Communication: the bytes a device sends per collective (a ring: 2(p - 1)/p of the buffer, Thakur et
   al. 2005; all-to-all: (p - 1)/p of it each way) times the energy per byte of the level it crosses: the
   fabric link's (noc/data/links.yaml) inside a node, the network's NICs, cables and switches between
@@ -33,9 +30,8 @@ def ring_bytes(ranks: int, bytes_: float) -> float:
 class DeviceEnergy:
     """Accumulates one device's energy per iteration by part (module docstring)."""
 
-    def __init__(self, system: TrainingSystem, precision: str = "bf16"):
+    def __init__(self, system: TrainingSystem):
         self.system = system
-        self.precision = precision
         self.parts: dict[str, float] = {"compute_j": 0.0, "tp_communication_j": 0.0, "ep_communication_j": 0.0,
                                         "pp_communication_j": 0.0, "dp_communication_j": 0.0,
                                         "optimizer_j": 0.0, "active_j": 0.0, "static_j": 0.0}
@@ -51,11 +47,11 @@ class DeviceEnergy:
         self.parts["optimizer_j"] += hbm_bytes * self.system.hbm.energy_j_per_byte
 
     def active(self, seconds: float) -> None:
-        self.parts["active_j"] += arch.active_power_w(self.system.chiplet, self.precision) * seconds
+        self.parts["active_j"] += arch.active_power_w(self.system.chiplet) * seconds
 
     def static(self, seconds: float, waiting: float = 0.0) -> None:
         """Leakage over ``seconds``; the idle power beyond it over the ``waiting`` seconds among them."""
-        leakage = arch.static_power_w(self.system.chiplet, self.precision)
+        leakage = arch.static_power_w(self.system.chiplet)
         idle = arch.idle_power_w(self.system.chiplet, leakage)
         self.parts["static_j"] += leakage * seconds + max(idle - leakage, 0.0) * waiting
 

@@ -35,8 +35,6 @@ Model (each term's source in its function):
 * Memory (dse.training.memory): weights, gradients and optimizer state (ZeRO) as the stack holds them,
   activations of the micro-batches in flight (p of them on the first stage under 1F1B, times
   1 + (p - 1)/(p v) interleaved; Korthikanti et al. section 4.2.3), and the last stage's logits.
-* Power limit (arch.power, as inference): a kernel whose power at the full clock exceeds the chiplet's
-  ``power_limit_w`` runs at the clock the limit leaves, its compute stretched (dse.training.energy).
 * Energy (dse.training.energy): the same kernels' compute, SRAM and HBM energy, the bytes each device
   sends per collective times the energy per byte of the level it crosses, the Adam step's HBM traffic,
   and the chiplet's static power over the iteration.
@@ -51,7 +49,7 @@ import numpy as np
 import arch
 import workloads
 from arch.costing import CostTable
-from arch.power import sustained_clocks
+from arch.roofline import kernel_times_s
 from workloads.training import model_flops
 
 from ..errors import StudyError
@@ -131,20 +129,20 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     rows = ops.index.to_numpy()
     costs = CostTable(**{f.name: getattr(every, f.name)[rows] for f in fields(CostTable)})
     ahead = ch.dispatch_mode == "ahead"
-    kt, kj = _kernel_times(ops, costs, system, s.precision, fused, 0.0 if ahead else ch.dispatch_s)
+    kt = _kernel_times(ops, costs, system, fused, 0.0 if ahead else ch.dispatch_s)
     prob = ops["prob"].to_numpy(float)
     layers = ops["layers"].to_numpy(float)
     in_layer = ops["layer"].to_numpy() >= 0
     expert = ops["expert"].to_numpy() >= 0
     # routed experts run as grouped kernels (dse.model.grouped): their kernel overhead is paid per launch
-    gt, gj = _limited(costs.time_s[:, 0], costs.dram_bytes[:, 0], 1.0 / costs.overlap_steps[:, 0],
-                      costs.energy_j[:, 0], system, s.precision, 0.0, 0.0)
-    kt, kj = np.where(expert, gt, kt), np.where(expert, gj, kj)
+    kt = np.where(expert, kernel_times_s(costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps,
+                                         1.0 / costs.overlap_steps[:, 0], 0.0, 0.0), kt)
     launches = _grouped_launches(ops[in_layer & expert], s.ep, cfg.layers)
     share = np.where(expert, 1.0 / s.ep, 1.0)          # routed experts spread over the ep ranks
     weight = prob * share
     per_layer = weight * layers / cfg.layers
     core_ops = in_layer & ops["name"].isin(ATTENTION_CORE).to_numpy()
+    kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
     embedding = {n for n, d in wl.graph.nodes(data=True) if d.get("kind") == "embedding"}
@@ -165,31 +163,14 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
                       embedding_fwd_s=float((kt * weight)[~in_layer & in_embedding].sum()))
 
 
-def _limited(compute_s, dram_bytes, inv_steps, e_dyn, system: TrainingSystem, precision: str, overhead_s: float,
-             dispatch_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """(time, energy) of each kernel (arch.roofline) at the clock it sustains under the chiplet's power
-    limit (arch.power.sustained_clocks, as the inference model: compute stretched by 1/s, switching
-    energy ``e_dyn`` by v^2); the energy also carries the change of the chip's active power (s v^2 of it)
-    over the kernel, so compute and active energy sum to the kernel's power at that clock."""
-    ch = system.chiplet
-    static_w, active_w = arch.static_power_w(ch, precision), arch.active_power_w(ch, precision)
-    e_dram = dram_bytes * system.hbm.energy_j_per_byte
-    s, t = sustained_clocks(compute_s, dram_bytes / system.memory_Bps, inv_steps, overhead_s, dispatch_s,
-                            e_dyn, e_dram, static_w, active_w, ch.power_limit_w, ch.voltage_floor)
-    v2 = np.maximum(s, ch.voltage_floor) ** 2
-    return t, e_dyn * v2 + e_dram + active_w * t * (s * v2 - 1.0)
-
-
-def _kernel_times(ops, costs, system: TrainingSystem, precision: str, fused: bool, dispatch_s: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Each operator row's kernel (time, energy) (`_limited`); with fused attention a unit's Q.K^T, softmax and
+def _kernel_times(ops, costs, system: TrainingSystem, fused: bool, dispatch_s: float) -> np.ndarray:
+    """Each operator row's kernel time (arch.roofline); with fused attention a unit's Q.K^T, softmax and
     P.V are one kernel (dse.model.tables.kernels_of) over their summed compute, each matrix product taking
-    its unmasked share of its full-tile time, traffic and energy: the kernel's sit on its first row."""
+    its unmasked share of its full-tile time, and traffic: the kernel's time sits on its first row."""
     ch = system.chiplet
-    compute, dram, e_dyn = costs.time_s[:, 0], costs.dram_bytes[:, 0], costs.energy_j[:, 0]
+    compute, dram = costs.time_s[:, 0], costs.dram_bytes[:, 0] / system.memory_Bps
     if not fused:
-        return _limited(compute, dram, 1.0 / costs.overlap_steps[:, 0], e_dyn, system, precision,
-                        ch.kernel_overhead_s, dispatch_s)
+        return kernel_times_s(compute, dram, 1.0 / costs.overlap_steps[:, 0], ch.kernel_overhead_s, dispatch_s)
     kernel = kernels_of(ops["name"].to_numpy(), ops["unit"].to_numpy(), True)
     in_kernel = np.diff(np.r_[-1, kernel]) == 0
     in_kernel[np.flatnonzero(in_kernel) - 1] = True
@@ -199,12 +180,11 @@ def _kernel_times(ops, costs, system: TrainingSystem, precision: str, fused: boo
     useful = np.where(matrix, ops["flops"].to_numpy(float) / np.where(matrix, full, 1.0), 1.0)
     first = first_rows(kernel)
     steps = costs.overlap_steps[first, 0]
-    per_kernel, per_kernel_j = _limited(by_kernel(kernel, compute * useful), by_kernel(kernel, dram), 1.0 / steps,
-                                        by_kernel(kernel, e_dyn), system, precision, ch.kernel_overhead_s,
-                                        dispatch_s)
-    out, out_j = np.zeros(len(ops)), np.zeros(len(ops))
-    out[first], out_j[first] = per_kernel, per_kernel_j
-    return out, out_j
+    per_kernel = kernel_times_s(by_kernel(kernel, compute * useful), by_kernel(kernel, dram), 1.0 / steps,
+                                ch.kernel_overhead_s, dispatch_s)
+    out = np.zeros(len(ops))
+    out[first] = per_kernel
+    return out
 
 
 def _grouped_launches(expert_ops, ep: int, n_layers: int) -> float:
@@ -241,7 +221,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     act = s.micro_batch * s.seq * h * abytes
     tp_alpha, tp_bus = ((system.fabric.sync_latency_s, fabric_bus) if s.tp <= node
                         else (system.network_latency_s, net_bus))
-    energy = DeviceEnergy(system, s.precision)
+    energy = DeviceEnergy(system)
     tp_collective = ring_s(s.tp, act, tp_alpha, tp_bus)
     recompute_fwd = {"none": 0.0, "selective": c.attention_core_fwd_s, "full": c.layer_fwd_s}[s.recompute]
     recompute_comm = 2.0 if s.recompute == "full" else 0.0
@@ -252,11 +232,12 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
         a2a = a2a_bytes / fabric_bus + 2.0 * system.fabric.sync_latency_s
     core_extra = (FUSED_BACKWARD - 2.0) if s.attention == "fused" else 0.0    # the fused backward's recompute
     bwd_kernels = 2.0 * c.layer_fwd_s + core_extra * c.attention_core_fwd_s + recompute_fwd
-    fwd_tp, bwd_tp = 2.0 * tp_collective, (2.0 + recompute_comm) * tp_collective
-    if stack.tp_overlap:          # collectives behind the GEMMs: the longer of the two (what is exposed)
-        fwd_tp, bwd_tp = max(0.0, fwd_tp - c.layer_fwd_s), max(0.0, bwd_tp - bwd_kernels)
-    layer_fwd = c.layer_fwd_s + fwd_tp + a2a
-    layer_bwd = bwd_kernels + bwd_tp + 2.0 * a2a
+    if stack.tp_overlap:          # collectives behind the GEMMs: the longer of the two
+        layer_fwd = max(c.layer_fwd_s, 2.0 * tp_collective) + a2a
+        layer_bwd = max(bwd_kernels, (2.0 + recompute_comm) * tp_collective) + 2.0 * a2a
+    else:
+        layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
+        layer_bwd = bwd_kernels + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
     stage_layers = L / s.pp
     ends = 3.0 * c.ends_fwd_s                    # forward and backward of the LM head (and embedding)
     micro = stage_layers * (layer_fwd + layer_bwd) + ends
@@ -321,7 +302,8 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.active(total - bubble)
     energy.static(total, waiting=bubble)
     breakdown = {"compute_s": m * pace_layers * (c.layer_fwd_s + bwd_kernels) + m * pace_ends,
-                 "tp_communication_s": m * pace_layers * (fwd_tp + bwd_tp),      # exposed; exactly 0 at tp 1
+                 "tp_communication_s": max(0.0, m * pace_layers * (layer_fwd + layer_bwd - 3.0 * a2a
+                                                                   - c.layer_fwd_s - bwd_kernels)),   # exposed
                  "ep_communication_s": m * pace_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
