@@ -181,3 +181,15 @@ def test_zero_3_moves_half_again_and_overlap_hides_behind_the_last_backward():
     assert overlapped.breakdown["dp_communication_s"] == pytest.approx(
         max(0.0, plain.breakdown["dp_communication_s"] - backward))
     assert overlapped.iteration_s < plain.iteration_s
+
+
+def test_no_tensor_parallel_communication_at_tp_1():
+    # tp = 1 has no tensor-parallel collective: its exposed time is exactly 0, not a subtraction's residue
+    # (an audit's `dse train --micro-batch 16` printed 3.553e-15 s)
+    system = load_system("dgx-h100-80gb")
+    cfg = workloads.load_model("llama-2-7b")
+    for micro_batch in (1, 16):
+        s = Strategy(tp=1, pp=1, dp=8, micro_batch=micro_batch, global_batch=1024, seq=4096, precision="bf16")
+        it = iteration(cfg, system, s)
+        assert it.breakdown["tp_communication_s"] == 0.0
+        assert it.energy_breakdown["tp_communication_j"] == 0.0

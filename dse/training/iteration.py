@@ -303,7 +303,8 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     energy.static(total, waiting=bubble)
     breakdown = {"compute_s": m * pace_layers * (c.layer_fwd_s + bwd_kernels) + m * pace_ends,
                  "tp_communication_s": max(0.0, m * pace_layers * (layer_fwd + layer_bwd - 3.0 * a2a
-                                                                   - c.layer_fwd_s - bwd_kernels)),   # exposed
+                                                                   - c.layer_fwd_s - bwd_kernels))
+                 if s.tp > 1 else 0.0,          # exposed; none without tensor parallelism (no rounding residue)
                  "ep_communication_s": m * pace_layers * 3.0 * a2a,
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
