@@ -75,3 +75,21 @@ def test_compare_shows_each_runs_seed_and_the_front_designs_dominating_it(seeded
     assert dominates(costs(front, objectives), costs(seed, objectives)).any() == bool(by_hand)
     code, text, _ = dse_cli("compare", str(out), str(out))
     assert code == 0 and f"EPLB-style seed {result.baseline}" in text
+
+
+def test_an_infeasible_baseline_is_named_infeasible_not_given_penalty_figures(seeded):
+    """An infeasible design's workload metrics are penalties (evaluations.csv leaves them empty): the summary
+    says the seed is infeasible and why, in memory and after a reload alike."""
+    import dataclasses
+
+    from dse.results.report import baseline_lines
+    result, _, loaded = seeded
+    seed_area = float(result.evaluations.set_index("design_id").loc[result.baseline, "area_mm2"])
+    study = result.study.model_copy(update={"constraints": result.study.constraints.model_copy(
+        update={"area_mm2": seed_area / 2})})
+    for run in (result, loaded):
+        ev = run.evaluations.copy()
+        ev.loc[ev["design_id"] == run.baseline, "feasible"] = False
+        line = baseline_lines(dataclasses.replace(run, evaluations=ev, study=study))
+        assert len(line) == 1 and "is infeasible (area_mm2" in line[0], line
+        assert "nan" not in line[0] and "e+" not in line[0]

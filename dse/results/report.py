@@ -17,7 +17,7 @@ import pandas as pd
 
 import noc
 
-from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
+from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, violations
 from .breakdowns import Breakdowns
 from .interactive import block as interactive_block, report_data
 from .knee import knee_index
@@ -419,6 +419,10 @@ def baseline_lines(result) -> list[str]:
         return []
     ev = result.evaluations
     seed = ev.loc[ev["design_id"] == result.baseline].iloc[0]
+    if not bool(seed["feasible"]):        # its workload metrics are penalties, not figures (evaluations.csv)
+        why = "; ".join(violations(ev.loc[ev["design_id"] == result.baseline], result.study)[0]) or "not feasible"
+        return [f"- baseline to beat: the EPLB-style seed `{result.baseline}` is infeasible ({why}); "
+                "the front is measured against no baseline"]
     found = ev[ev["feasible"]] if ev["feasible"].any() else ev
     parts = []
     for objective in result.study.search.objectives:
