@@ -91,5 +91,5 @@ def test_an_infeasible_baseline_is_named_infeasible_not_given_penalty_figures(se
         ev = run.evaluations.copy()
         ev.loc[ev["design_id"] == run.baseline, "feasible"] = False
         line = baseline_lines(dataclasses.replace(run, evaluations=ev, study=study))
-        assert len(line) == 1 and "is infeasible (area_mm2" in line[0], line
+        assert len(line) == 1 and "is infeasible (area_mm2 " in line[0] and "over constraints.area_mm2" in line[0], line
         assert "nan" not in line[0] and "e+" not in line[0]

@@ -17,7 +17,7 @@ import pandas as pd
 
 import noc
 
-from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES, violations
+from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
 from .breakdowns import Breakdowns
 from .interactive import block as interactive_block, report_data
 from .knee import knee_index
@@ -27,6 +27,7 @@ from .number_format import column_format
 from .plots import DISPLAY, better, column, save, write_plots
 from .system_plot import plot_system
 from .timeline_section import timeline_section
+from .verdict import design_verdict
 
 MAX_FRONT_ROWS = 50
 
@@ -49,9 +50,7 @@ def picks(result) -> dict[str, str]:
 
 
 def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def table(df: pd.DataFrame) -> str:
@@ -420,15 +419,11 @@ def baseline_lines(result) -> list[str]:
     ev = result.evaluations
     seed = ev.loc[ev["design_id"] == result.baseline].iloc[0]
     if not bool(seed["feasible"]):        # its workload metrics are penalties, not figures (evaluations.csv)
-        why = "; ".join(violations(ev.loc[ev["design_id"] == result.baseline], result.study)[0]) or "not feasible"
-        return [f"- baseline to beat: the EPLB-style seed `{result.baseline}` is infeasible ({why}); "
-                "the front is measured against no baseline"]
-    found = ev[ev["feasible"]] if ev["feasible"].any() else ev
-    parts = []
-    for objective in result.study.search.objectives:
-        column, sign = OBJECTIVES[objective]
-        best = found[column].min() if sign > 0 else found[column].max()
-        parts.append(f"{column} {seed[column]:.4g} (best {best:.4g})")
+        why = "; ".join(design_verdict(seed, result.study).reasons) or "not feasible"
+        return [f"- baseline to beat: the EPLB-style seed `{result.baseline}` is infeasible ({why})"]
+    found = ev[ev["feasible"]]          # the seed among them
+    parts = [f"{c} {seed[c]:.4g} (best {found[c].min() if sign > 0 else found[c].max():.4g})"
+             for c, sign in (OBJECTIVES[o] for o in result.study.search.objectives)]
     return [f"- baseline to beat, the EPLB-style seed `{result.baseline}`: " + ", ".join(parts)]
 
 
