@@ -54,12 +54,14 @@ def _fmt(v) -> str:
 
 
 def table(df: pd.DataFrame) -> str:
-    """A markdown table (pipes in cells escaped)."""
+    """A markdown table (pipes in cells escaped), one number format per float column (number_format)."""
     if df.empty:
         return "_none_"
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "".join("---:|" if pd.api.types.is_numeric_dtype(df[c]) else ":---|" for c in df.columns)
-    body = ["| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |" for row in df.itertuples(index=False)]
+    fmt = [column_format(df[c]) if pd.api.types.is_float_dtype(df[c]) else None for c in df.columns]
+    body = ["| " + " | ".join((format(v, f) if f and isinstance(v, float) else str(v)).replace("|", "\\|")
+                              for v, f in zip(row, fmt)) + " |" for row in df.itertuples(index=False)]
     return "\n".join([head, rule] + body)
 
 
