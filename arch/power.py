@@ -70,3 +70,22 @@ def sustained_clock(compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dy
 def idle_power_w(ch, static_w: float) -> float:
     """Power of the provisioned chiplet while it waits: its ``idle_w``, else its leakage ``static_w``."""
     return float(ch.idle_w) if ch.idle_w > 0 else float(static_w)
+
+
+def gemm_at_limit(ch, M: float, N: float, K: float, precision: str, memory_Bps: float, dram_j_per_byte: float
+                  ) -> tuple[float, float, float]:
+    """(clock fraction, time s, power W) of one GEMM run back to back on ``ch`` under its ``power_limit_w``:
+    arch.costing's kernel (compute, DRAM traffic at ``memory_Bps`` x ``mem_efficiency``, overhead) at the clock
+    `sustained_clock` leaves, its switching energy (arch.op_costs: MACs and SRAM) and DRAM energy
+    (``dram_j_per_byte``), the chiplet's leakage and active power: the same balance as the step model's."""
+    from .area_cost import active_power_w, static_power_w
+    from .costing import gemm_kernel, matrix_costs
+
+    mc = matrix_costs(ch, M, N, K, 1.0, precision)
+    k = gemm_kernel(ch, mc, memory_Bps)
+    inv = 0.0 if mc.steps is None else 1.0 / float(mc.steps[0])
+    args = (float(k.compute_s[0]), float(k.memory_s[0]), inv, ch.kernel_overhead_s, ch.dispatch_s,
+            float(mc.energy_j[0]), float(k.dram_bytes[0]) * dram_j_per_byte, static_power_w(ch, precision),
+            active_power_w(ch, precision))
+    s, t = sustained_clock(*args, ch.power_limit_w, ch.voltage_floor)
+    return s, t, kernel_power_w(s, *args, ch.voltage_floor)[0]

@@ -153,10 +153,11 @@ def tinyllama_memory_gib(micro_batch: int, config: dict | None = None, attention
     return iteration(cfg, load_system(H100, stack="pytorch"), s).memory_per_device_bytes / 2**30
 
 
-def fit_megatron_core() -> dict:
-    """The ``megatron-core`` stack's factors at which its calibration rows' geometric-mean ratio is 1
-    (scipy's brentq): ``fp8_factor`` on the FP8 rows, ``gemm_factor`` on the BF16 rows; how the figures
-    in dse/training/stacks.py were found (``FITTED_ON`` names the rows)."""
+def fit_stack(name: str = "megatron-core") -> dict:
+    """A stack's factors at which its calibration rows' (``FITTED_ON``) geometric-mean ratio is 1 (scipy's
+    brentq): ``megatron-core``'s ``fp8_factor`` on its FP8 rows, ``gemm_factor`` on its BF16 rows;
+    ``megatron-2021``'s one factor (gemm and fp8 alike, fp16 rows) on its two rows; how the figures in
+    dse/training/stacks.py were found."""
     import dataclasses
     import math
 
@@ -164,19 +165,22 @@ def fit_megatron_core() -> dict:
 
     from ..training import stacks
 
-    saved = stacks.STACKS["megatron-core"]
-    rows = [c for c in load_cases() if c["id"] in stacks.FITTED_ON["megatron-core"]]
+    saved = stacks.STACKS[name]
+    rows = [c for c in load_cases() if c["id"] in stacks.FITTED_ON[name]]
     fitted = {}
+    keys = (("fp8_factor", True), ("gemm_factor", False)) if name == "megatron-core" else (("gemm_factor", None),)
     try:
-        for key, fp8 in (("fp8_factor", True), ("gemm_factor", False)):
-            part = [c for c in rows if (c["precision"] == "fp8") == fp8]
+        for key, fp8 in keys:
+            part = [c for c in rows if fp8 is None or (c["precision"] == "fp8") == fp8]
+            tied = ("fp8_factor",) if fp8 is None else ()
 
-            def log_ratio(x, part=part, key=key):
-                stacks.STACKS["megatron-core"] = dataclasses.replace(saved, **{**fitted, key: x})
+            def log_ratio(x, part=part, key=key, tied=tied):
+                stacks.STACKS[name] = dataclasses.replace(saved, **{**fitted, key: x, **{k: x for k in tied}})
                 return sum(math.log(r["ratio"]) for r in table(part)) / len(part)
             fitted[key] = round(brentq(log_ratio, 0.3, 1.5, xtol=1e-4), 3)
+            fitted.update({k: fitted[key] for k in tied})
     finally:
-        stacks.STACKS["megatron-core"] = saved
+        stacks.STACKS[name] = saved
     return fitted
 
 
@@ -245,7 +249,7 @@ def markdown(rows: list[dict]) -> str:
     lines += [f"| {r['id']} | {r['set']} | {r['micro_batch']} | {r['measured']:.2f} | {r['modelled']:.2f} | "
               f"{r['ratio']:.2f} |" for r in by["memory"]]
     lines += ["", f"Fitted: megatron-2021's gemm_factor on {', '.join(FITTED_ON['megatron-2021'])}; megatron-core's "
-              f"fp8_factor and gemm_factor on {', '.join(FITTED_ON['megatron-core'])} (`fit_megatron_core`); "
+              f"fp8_factor and gemm_factor on {', '.join(FITTED_ON['megatron-core'])} (`fit_stack`); "
               "the pytorch stack's memory on nothing.", ""]
     return "\n".join(lines + summary_lines(rows)) + "\n"
 
