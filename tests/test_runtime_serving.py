@@ -161,6 +161,70 @@ def test_background_move_takes_what_serving_leaves(prepared, design):
     assert squeezed.throughput == pytest.approx((bw - 0.8 * bw) / (0.4 * bw), rel=1e-12)
 
 
+def test_background_moves_share_a_link_with_serving(prepared, design):
+    """Hand computation: two experts copied from chiplet 0 to chiplets 2 and 5 both cross 0 -> 1 -> 2
+    while serving sends 0.4 W on every link of those routes: the pair gets what serving leaves, 0.6 W,
+    for both, (b1 + b2) / 0.6 W; serving keeps all of its share (the moves take what it leaves)."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    units = ["L0-31.e1", "L0-31.e2"]
+    nbytes = sum(float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u in units)
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    bw = t.link.bandwidth_Bps
+    n_links = len(routes.topology.link_src)
+    rate = np.zeros(n_links)
+    rate[routes.links(0, 5)] = 0.4 * bw
+    assert set(routes.links(0, 2)) <= set(routes.links(0, 5))
+    move = (np.array([t.unit_names.index(u) for u in units]), np.array([2, 5]), np.array([[0], [0]]))
+    cost = contended_cost(model, *move, frozenset(), LinkTraffic(rate, np.full(n_links, bw), routes), share=0.1)
+    assert cost.time_s == pytest.approx(nbytes / (0.6 * bw), rel=1e-12)
+    assert cost.throughput == pytest.approx(1.0)
+
+
+def test_background_move_shares_the_hbm_with_serving(prepared, design):
+    """Hand computation: serving reads r = H - W / 2 from chiplet 0's HBM (H its bandwidth, W a link's);
+    a copy out of chiplet 0 gets what serving leaves, W / 2: b / (W / 2). With ``share`` 0.5 it takes
+    half the HBM, more than the link carries, so the link bounds it (b / W) and serving keeps
+    (H - W) / r of its HBM rate while it runs."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    unit = "L0-31.e1"
+    nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    bw = t.link.bandwidth_Bps
+    hbm = design.hbm_stacks[0] * t.hbm_bw_Bps
+    assert 0.5 * hbm > bw and 0.01 * hbm < 0.5 * bw
+    n_links = len(routes.topology.link_src)
+    memory = np.zeros(len(design.hbm_stacks) + 1)
+    memory[0] = hbm - 0.5 * bw
+    traffic = LinkTraffic(np.zeros(n_links), np.full(n_links, bw), routes, memory)
+    move = (np.array([t.unit_names.index(unit)]), np.array([5]), np.array([[0]]))
+    cost = contended_cost(model, *move, frozenset(), traffic, share=0.01)
+    assert cost.time_s == pytest.approx(nbytes / (0.5 * bw), rel=1e-12)
+    assert cost.throughput == pytest.approx(1.0)
+    squeezed = contended_cost(model, *move, frozenset(), traffic, share=0.5)
+    assert squeezed.time_s == pytest.approx(nbytes / bw, rel=1e-12)
+    assert squeezed.throughput == pytest.approx((hbm - bw) / (hbm - 0.5 * bw), rel=1e-12)
+
+
+def test_serving_reads_each_chiplets_hbm_at_the_steps_dram_bytes(prepared, design):
+    """Serving's memory rates are the evaluator's own DRAM bytes per chiplet over its step: they add up to
+    the step's ``dram_bytes``, only chiplets that hold units read, and with all the weights in HBM
+    (nothing spills) the DDR reads nothing."""
+    from dse.model.breakdown import chiplet_dram_bytes
+    ev = prepared.for_design(design).package_evaluator
+    d = design_arrays([design], prepared.tables, ev.space.max_slots, prepared.study.mapping.max_replicas)
+    traffic = serving_traffic(ev, prepared.study.hardware.package, d)
+    row = prepared.evaluator.evaluate_designs([design]).iloc[0]
+    hbm, ddr = chiplet_dram_bytes(ev, d)
+    assert traffic.memory_Bps[:-1] * row["latency_s"] == pytest.approx(hbm, rel=1e-9)
+    assert hbm.sum() + ddr.sum() == pytest.approx(row["dram_bytes"], rel=1e-9)
+    holds = {s for slots in design.placement.values() for s in slots}
+    assert all((hbm[i] > 0) == (i in holds) for i in range(len(hbm)))
+    if row["capacity_short_bytes"] == 0 and design.ddr_channels == 0:
+        assert ddr.sum() == 0.0
+
+
 def test_serving_traffic_is_the_steps_link_bytes_over_its_latency(prepared, design):
     ev = prepared.for_design(design).package_evaluator
     d = design_arrays([design], prepared.tables, ev.space.max_slots, prepared.study.mapping.max_replicas)
@@ -347,3 +411,4 @@ def test_energy_per_token_by_hand():
     # chunked prefill: the pass's p0 rides the decodes: busy 0.1 (99 x 0.020052 / 1.1033 + 0.03) = 0.18292,
     # work 0.1 (99 x 8.02067 / 1.1033 + 12) = 73.168 W
     assert chunked[0] == pytest.approx((73.168 + 100 * (1 - 0.18292)) / 10.0, rel=1e-4)
+
