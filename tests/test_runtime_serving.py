@@ -412,3 +412,38 @@ def test_energy_per_token_by_hand():
     # work 0.1 (99 x 8.02067 / 1.1033 + 12) = 73.168 W
     assert chunked[0] == pytest.approx((73.168 + 100 * (1 - 0.18292)) / 10.0, rel=1e-4)
 
+
+def test_failed_chiplets_draw_no_idle_power_and_waiting_spares_do():
+    """Hand computation on a 2 x 3 package of one kind at P W idle each (dse.runtime.serving_window.
+    segment_idle_w): chiplet 1 down with no spare standing in: 5 P; one spare waiting beside it: 6 P; the
+    spare standing in for chiplet 1: 6 P (none waiting); a second spare waiting: 7 P."""
+    from types import SimpleNamespace
+    from dse.runtime.serving_window import segment_idle_w
+    p = 37.5
+    slots = np.full(6, p)
+
+    def seg(down, failed):
+        return SimpleNamespace(down=SimpleNamespace(chiplets=frozenset(down)), failed=frozenset(failed))
+    assert segment_idle_w(seg([], []), slots, 0) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], [1]), slots, 0) == pytest.approx(5 * p)
+    assert segment_idle_w(seg([1], [1]), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], []), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], []), slots, 2) == pytest.approx(7 * p)
+    assert segment_idle_w(seg([], [2]), slots, 0) == pytest.approx(6 * p)      # HBM lost: it still forwards
+
+
+def test_serving_window_idle_power_follows_failures_and_spares(served):
+    """A chiplet down all along under `static` (no spare used): each spare waiting adds the same idle
+    power, so the energy per token is affine in the spares (the closed form's idle time per token is
+    the same), and it rises with them."""
+    p, design = served
+    sv = p.study.serving
+    sole = {s[0] for u, s in design.placement.items() if len(set(s)) == 1 and ".e" not in u}
+    chiplet = min(set(range(len(design.chiplets))) - sole)      # its loss leaves every non-expert unit served
+    fail = {"events": [{"t_s": 0, "chiplet": chiplet}]}
+    load = {"tokens_per_s": 0.3 * sv.output_len}
+    e = [run_timeline(p, design, scenario(load=load, failures={**fail, "spares": k}), "static")
+         .totals["energy_j_per_token"] for k in (0, 1, 2)]
+    assert e[0] < e[1] < e[2]
+    assert e[2] - e[1] == pytest.approx(e[1] - e[0], rel=1e-9)
+
