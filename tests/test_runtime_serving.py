@@ -447,3 +447,32 @@ def test_serving_window_idle_power_follows_failures_and_spares(served):
     assert e[0] < e[1] < e[2]
     assert e[2] - e[1] == pytest.approx(e[1] - e[0], rel=1e-9)
 
+
+def test_dse_run_energy_is_at_the_request_rate(served):
+    """`dse run`'s energy per token of a serving study is the server's at its ``request_rate`` (the
+    closed form's batch, prefills and idle power: dse.serving.analytic.energy_per_output_token, the helper
+    checked against the request-by-request simulation above), equal to a timeline window at that load,
+    not the ``max_batch`` decode step's; its operational carbon follows it."""
+    from dse.serving.analytic import energy_per_output_token
+    from dse.system.carbon import operational_g
+    from dse.system.metrics import C
+    p, design = served
+    sv = p.study.serving
+    m = dict(zip(p.evaluator.columns, p.evaluator.design_metrics([design])[0]))
+    steps, joules, slots, idle_w = served_energy(p, design)
+    ref = steady_state(steps, sv.request_rate, sv.input_len, sv.output_len, max_batch=sv.max_batch,
+                       kv_tokens=slots * (sv.input_len + sv.output_len))
+    assert ref.saturation_req_s > sv.request_rate
+    arrays = lambda s: tuple(np.array([getattr(s, f)]) for f in ("d1", "slope", "p0", "pk"))   # noqa: E731
+    expected = energy_per_output_token(np.array([sv.request_rate]), np.array([ref.in_flight]), np.array([slots]),
+                                       arrays(steps), arrays(joules), idle_w, float(sv.output_len))[0]
+    assert m["energy_j_per_token"] == pytest.approx(expected, rel=1e-9)
+    tl = run_timeline(p, design, scenario(load={"tokens_per_s": sv.request_rate * sv.output_len}))
+    assert m["energy_j_per_token"] == pytest.approx(tl.totals["energy_j_per_token"], rel=1e-9)
+    decode = float(p.evaluator.system.design_metrics([design], False)[0, C["energy_j_per_token"]])
+    assert m["energy_j_per_token"] > decode
+    grid = p.evaluator.system.factors.grid_g_per_kwh
+    assert m["carbon_operational_g_per_token"] == pytest.approx(float(operational_g(expected, grid)), rel=1e-9)
+    X = p.space.seeds[:1]
+    row = p.evaluator.metrics_array(np.asarray(X))[0]
+    assert row[p.evaluator.columns.index("energy_j_per_token")] == pytest.approx(expected, rel=1e-9)
