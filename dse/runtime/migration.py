@@ -147,12 +147,14 @@ class MigrationModel:
     def memories(self) -> tuple[np.ndarray, np.ndarray]:
         """Each chiplet's weight memory as a resource ``[S]`` (its slot when it has HBM, else ``S``: the
         package's DDR, which reloads read too) and the resources' bandwidths ``[S + 1]`` (B/s, unscaled)."""
-        n = len(self.design.hbm_stacks)
-        stacks = np.asarray(self.design.hbm_stacks)
-        hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
-        ddr_bw = self.ddr()[0]
-        which = np.where(hbm, np.arange(n), n)
-        return which, np.append(np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw), ddr_bw)
+        if "memories" not in self.per_byte:
+            n = len(self.design.hbm_stacks)
+            stacks = np.asarray(self.design.hbm_stacks)
+            hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
+            ddr_bw = self.ddr()[0]
+            self.per_byte["memories"] = (np.where(hbm, np.arange(n), n),
+                                         np.append(np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw), ddr_bw))
+        return self.per_byte["memories"]
 
     def sources_of(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                    failed: frozenset[int]) -> np.ndarray:
@@ -170,10 +172,14 @@ class MigrationModel:
         which, _ = self.memories()
         n, routes = len(which), self.routes
         chip = source < n
-        pair = np.bincount(source[chip] * routes.n + dest[chip], weights=nbytes[chip], minlength=routes.n ** 2)
-        links = np.asarray(routes.incidence.T @ pair, float)
-        mem = np.bincount(np.append(which, n)[source], weights=nbytes, minlength=n + 1) + \
-            np.bincount(which[dest], weights=nbytes, minlength=n + 1)
+        pairs = source[chip] * routes.n + dest[chip]
+        start = routes.route_ptr[pairs]
+        hops = routes.route_ptr[pairs + 1] - start
+        first = np.repeat(start - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
+        links = np.bincount(routes.route_links[first], weights=np.repeat(nbytes[chip], hops),
+                            minlength=routes.topology.n_links)
+        mem = np.bincount(np.concatenate([np.append(which, n)[source], which[dest]]),
+                          weights=np.concatenate([nbytes, nbytes]), minlength=n + 1)
         return links, mem
 
     def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
@@ -191,6 +197,6 @@ class MigrationModel:
         total_b = float(np.bincount(ones, weights=nbytes)[0])
         total_e = float(np.bincount(ones, weights=e[dest, source] * nbytes)[0])
         links, mem = self.shared_bytes(source, dest, nbytes)
-        link_bw = self.routes.topology.link_bw_Bps * self.scale
-        shared = max(float(np.max(links / link_bw, initial=0.0)), float(np.max(mem / (self.memories()[1] * self.scale))))
+        shared = max(float((links / self.routes.topology.link_bw_Bps).max(initial=0.0)),
+                     float((mem / self.memories()[1]).max())) / self.scale
         return MoveCost(total_b, max(float(per_dest.max()), shared), total_e, len(unit))
