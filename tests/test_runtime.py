@@ -84,6 +84,62 @@ def test_one_migration_by_hand(prepared, design):
     assert cost.energy_j == pytest.approx(energy, rel=1e-12)
 
 
+def link_sums_by_hand(prepared, design, moves: list[tuple[int, int, float]]) -> dict:
+    """Bytes per directed link (a, b) of ``moves`` (source, dest, bytes), walking each route's chiplets
+    (noc.Routes.path, the evaluator's routing)."""
+    from dse.model.traffic import package_routes
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    sums: dict = {}
+    for s, d, b in moves:
+        path = routes.path(s, d)
+        for a, c in zip(path, path[1:]):
+            sums[a, c] = sums.get((a, c), 0.0) + b
+    return sums
+
+
+def test_two_moves_sharing_a_link_share_its_bandwidth(prepared, design):
+    """Two experts copied from chiplet 0 (2 x 3 mesh, dimension-order routes) to chiplets 2 and 5 both
+    cross 0 -> 1 -> 2: concurrent flows share that link, so the pair takes the bytes summed over the link's
+    bandwidth, (b1 + b2) / W (a cut of one link carries both flows: the max-flow/min-cut bound, here
+    tight), not max(b1, b2) / W as if each had the link alone."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    units = ["L0-31.e1", "L0-31.e2"]
+    nbytes = [float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u in units]
+    sums = link_sums_by_hand(prepared, design, [(0, 2, nbytes[0]), (0, 5, nbytes[1])])
+    assert sums[0, 1] == sums[1, 2] == pytest.approx(sum(nbytes))           # both routes cross 0 -> 1 -> 2
+    bw = t.link.bandwidth_Bps
+    assert min(design.hbm_stacks[i] for i in (0, 2, 5)) * t.hbm_bw_Bps > 2 * bw     # the link is the bottleneck
+    cost = model.cost([(units[0], 2, [0]), (units[1], 5, [0])])
+    assert cost.time_s == pytest.approx(sum(nbytes) / bw, rel=1e-12)
+    alone = [model.cost([(u, d, [0])]).time_s for u, d in zip(units, (2, 5))]
+    assert alone == pytest.approx([b / bw for b in nbytes], rel=1e-12)
+    assert cost.time_s > max(alone)
+    assert cost.energy_j == pytest.approx(sum(model.cost([(u, d, [0])]).energy_j for u, d in zip(units, (2, 5))))
+
+
+def test_moves_out_of_one_chiplet_obey_its_cut(prepared, design):
+    """One expert copied from chiplet 0 to each of the five others: every byte leaves chiplet 0 over its
+    two out-links and is read from its HBM, so no schedule beats total / (2 W) (the cut around chiplet 0,
+    max-flow/min-cut) nor total / HBM bandwidth; the moves take exactly the busiest resource's bytes over
+    its bandwidth (links summed by hand along the routes) or the longest destination's copy, whichever
+    is more."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    moves = [(f"L0-31.e{k}", d, [0]) for k, d in zip(range(1, 6), range(1, 6))]
+    nbytes = [float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u, _, _ in moves]
+    cost = model.cost(moves)
+    bw = t.link.bandwidth_Bps
+    total = sum(nbytes)
+    assert cost.time_s >= total / (2 * bw) * (1 - 1e-12)
+    assert cost.time_s >= total / (design.hbm_stacks[0] * t.hbm_bw_Bps) * (1 - 1e-12)
+    sums = link_sums_by_hand(prepared, design, [(0, d, b) for (_, d, _), b in zip(moves, nbytes)])
+    memory = max(total / (design.hbm_stacks[0] * t.hbm_bw_Bps),
+                 *(b / (design.hbm_stacks[d] * t.hbm_bw_Bps) for (_, d, _), b in zip(moves, nbytes)))
+    serial = max(model.cost([m]).time_s for m in moves)
+    assert cost.time_s == pytest.approx(max(max(sums.values()) / bw, memory, serial), rel=1e-12)
+
+
 def test_periodic_beats_static_until_migration_is_slow(prepared, design):
     static = run_timeline(prepared, design, scenario(popularity=ROTATE), "static").totals["tokens_served"]
     gains = []

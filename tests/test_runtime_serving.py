@@ -161,6 +161,70 @@ def test_background_move_takes_what_serving_leaves(prepared, design):
     assert squeezed.throughput == pytest.approx((bw - 0.8 * bw) / (0.4 * bw), rel=1e-12)
 
 
+def test_background_moves_share_a_link_with_serving(prepared, design):
+    """Hand computation: two experts copied from chiplet 0 to chiplets 2 and 5 both cross 0 -> 1 -> 2
+    while serving sends 0.4 W on every link of those routes: the pair gets what serving leaves, 0.6 W,
+    for both, (b1 + b2) / 0.6 W; serving keeps all of its share (the moves take what it leaves)."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    units = ["L0-31.e1", "L0-31.e2"]
+    nbytes = sum(float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u in units)
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    bw = t.link.bandwidth_Bps
+    n_links = len(routes.topology.link_src)
+    rate = np.zeros(n_links)
+    rate[routes.links(0, 5)] = 0.4 * bw
+    assert set(routes.links(0, 2)) <= set(routes.links(0, 5))
+    move = (np.array([t.unit_names.index(u) for u in units]), np.array([2, 5]), np.array([[0], [0]]))
+    cost = contended_cost(model, *move, frozenset(), LinkTraffic(rate, np.full(n_links, bw), routes), share=0.1)
+    assert cost.time_s == pytest.approx(nbytes / (0.6 * bw), rel=1e-12)
+    assert cost.throughput == pytest.approx(1.0)
+
+
+def test_background_move_shares_the_hbm_with_serving(prepared, design):
+    """Hand computation: serving reads r = H - W / 2 from chiplet 0's HBM (H its bandwidth, W a link's);
+    a copy out of chiplet 0 gets what serving leaves, W / 2: b / (W / 2). With ``share`` 0.5 it takes
+    half the HBM, more than the link carries, so the link bounds it (b / W) and serving keeps
+    (H - W) / r of its HBM rate while it runs."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    unit = "L0-31.e1"
+    nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    bw = t.link.bandwidth_Bps
+    hbm = design.hbm_stacks[0] * t.hbm_bw_Bps
+    assert 0.5 * hbm > bw and 0.01 * hbm < 0.5 * bw
+    n_links = len(routes.topology.link_src)
+    memory = np.zeros(len(design.hbm_stacks) + 1)
+    memory[0] = hbm - 0.5 * bw
+    traffic = LinkTraffic(np.zeros(n_links), np.full(n_links, bw), routes, memory)
+    move = (np.array([t.unit_names.index(unit)]), np.array([5]), np.array([[0]]))
+    cost = contended_cost(model, *move, frozenset(), traffic, share=0.01)
+    assert cost.time_s == pytest.approx(nbytes / (0.5 * bw), rel=1e-12)
+    assert cost.throughput == pytest.approx(1.0)
+    squeezed = contended_cost(model, *move, frozenset(), traffic, share=0.5)
+    assert squeezed.time_s == pytest.approx(nbytes / bw, rel=1e-12)
+    assert squeezed.throughput == pytest.approx((hbm - bw) / (hbm - 0.5 * bw), rel=1e-12)
+
+
+def test_serving_reads_each_chiplets_hbm_at_the_steps_dram_bytes(prepared, design):
+    """Serving's memory rates are the evaluator's own DRAM bytes per chiplet over its step: they add up to
+    the step's ``dram_bytes``, only chiplets that hold units read, and with all the weights in HBM
+    (nothing spills) the DDR reads nothing."""
+    from dse.model.breakdown import chiplet_dram_bytes
+    ev = prepared.for_design(design).package_evaluator
+    d = design_arrays([design], prepared.tables, ev.space.max_slots, prepared.study.mapping.max_replicas)
+    traffic = serving_traffic(ev, prepared.study.hardware.package, d)
+    row = prepared.evaluator.evaluate_designs([design]).iloc[0]
+    hbm, ddr = chiplet_dram_bytes(ev, d)
+    assert traffic.memory_Bps[:-1] * row["latency_s"] == pytest.approx(hbm, rel=1e-9)
+    assert hbm.sum() + ddr.sum() == pytest.approx(row["dram_bytes"], rel=1e-9)
+    holds = {s for slots in design.placement.values() for s in slots}
+    assert all((hbm[i] > 0) == (i in holds) for i in range(len(hbm)))
+    if row["capacity_short_bytes"] == 0 and design.ddr_channels == 0:
+        assert ddr.sum() == 0.0
+
+
 def test_serving_traffic_is_the_steps_link_bytes_over_its_latency(prepared, design):
     ev = prepared.for_design(design).package_evaluator
     d = design_arrays([design], prepared.tables, ev.space.max_slots, prepared.study.mapping.max_replicas)
@@ -347,3 +411,68 @@ def test_energy_per_token_by_hand():
     # chunked prefill: the pass's p0 rides the decodes: busy 0.1 (99 x 0.020052 / 1.1033 + 0.03) = 0.18292,
     # work 0.1 (99 x 8.02067 / 1.1033 + 12) = 73.168 W
     assert chunked[0] == pytest.approx((73.168 + 100 * (1 - 0.18292)) / 10.0, rel=1e-4)
+
+
+def test_failed_chiplets_draw_no_idle_power_and_waiting_spares_do():
+    """Hand computation on a 2 x 3 package of one kind at P W idle each (dse.runtime.serving_window.
+    segment_idle_w): chiplet 1 down with no spare standing in: 5 P; one spare waiting beside it: 6 P; the
+    spare standing in for chiplet 1: 6 P (none waiting); a second spare waiting: 7 P."""
+    from types import SimpleNamespace
+    from dse.runtime.serving_window import segment_idle_w
+    p = 37.5
+    slots = np.full(6, p)
+
+    def seg(down, failed):
+        return SimpleNamespace(down=SimpleNamespace(chiplets=frozenset(down)), failed=frozenset(failed))
+    assert segment_idle_w(seg([], []), slots, 0) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], [1]), slots, 0) == pytest.approx(5 * p)
+    assert segment_idle_w(seg([1], [1]), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], []), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(seg([1], []), slots, 2) == pytest.approx(7 * p)
+    assert segment_idle_w(seg([], [2]), slots, 0) == pytest.approx(6 * p)      # HBM lost: it still forwards
+
+
+def test_serving_window_idle_power_follows_failures_and_spares(served):
+    """A chiplet down all along under `static` (no spare used): each spare waiting adds the same idle
+    power, so the energy per token is affine in the spares (the closed form's idle time per token is
+    the same), and it rises with them."""
+    p, design = served
+    sv = p.study.serving
+    sole = {s[0] for u, s in design.placement.items() if len(set(s)) == 1 and ".e" not in u}
+    chiplet = min(set(range(len(design.chiplets))) - sole)      # its loss leaves every non-expert unit served
+    fail = {"events": [{"t_s": 0, "chiplet": chiplet}]}
+    load = {"tokens_per_s": 0.3 * sv.output_len}
+    e = [run_timeline(p, design, scenario(load=load, failures={**fail, "spares": k}), "static")
+         .totals["energy_j_per_token"] for k in (0, 1, 2)]
+    assert e[0] < e[1] < e[2]
+    assert e[2] - e[1] == pytest.approx(e[1] - e[0], rel=1e-9)
+
+
+def test_dse_run_energy_is_at_the_request_rate(served):
+    """`dse run`'s energy per token of a serving study is the server's at its ``request_rate`` (the
+    closed form's batch, prefills and idle power: dse.serving.analytic.energy_per_output_token, the helper
+    checked against the request-by-request simulation above), equal to a timeline window at that load,
+    not the ``max_batch`` decode step's; its operational carbon follows it."""
+    from dse.serving.analytic import energy_per_output_token
+    from dse.system.carbon import operational_g
+    from dse.system.metrics import C
+    p, design = served
+    sv = p.study.serving
+    m = dict(zip(p.evaluator.columns, p.evaluator.design_metrics([design])[0]))
+    steps, joules, slots, idle_w = served_energy(p, design)
+    ref = steady_state(steps, sv.request_rate, sv.input_len, sv.output_len, max_batch=sv.max_batch,
+                       kv_tokens=slots * (sv.input_len + sv.output_len))
+    assert ref.saturation_req_s > sv.request_rate
+    arrays = lambda s: tuple(np.array([getattr(s, f)]) for f in ("d1", "slope", "p0", "pk"))   # noqa: E731
+    expected = energy_per_output_token(np.array([sv.request_rate]), np.array([ref.in_flight]), np.array([slots]),
+                                       arrays(steps), arrays(joules), idle_w, float(sv.output_len))[0]
+    assert m["energy_j_per_token"] == pytest.approx(expected, rel=1e-9)
+    tl = run_timeline(p, design, scenario(load={"tokens_per_s": sv.request_rate * sv.output_len}))
+    assert m["energy_j_per_token"] == pytest.approx(tl.totals["energy_j_per_token"], rel=1e-9)
+    decode = float(p.evaluator.system.design_metrics([design], False)[0, C["energy_j_per_token"]])
+    assert m["energy_j_per_token"] > decode
+    grid = p.evaluator.system.factors.grid_g_per_kwh
+    assert m["carbon_operational_g_per_token"] == pytest.approx(float(operational_g(expected, grid)), rel=1e-9)
+    X = p.space.seeds[:1]
+    row = p.evaluator.metrics_array(np.asarray(X))[0]
+    assert row[p.evaluator.columns.index("energy_j_per_token")] == pytest.approx(expected, rel=1e-9)

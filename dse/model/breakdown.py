@@ -56,6 +56,30 @@ def stage_chiplet_s(X: np.ndarray, prepared) -> tuple[list[np.ndarray], "Decoded
     return out, d
 
 
+def chiplet_dram_bytes(ev: Evaluator, d: DecodedDesigns, p: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(HBM bytes, DDR bytes) each chiplet of design ``p`` of the kernel arrays ``d`` reads per step, as the
+    evaluator's intact pass (package evaluator ``ev``, dse.model.perf_model.base_pass) charges them: each
+    copy's DRAM bytes per layer instance (dse.model.copy_cost.copy_bytes), the share its chiplet's HBM holds
+    (1 - ``W.f``: the placement's spill to DDR; all DDR without HBM, as copy_roofline), weighted by its
+    stage's repeat x probability (as step_totals): their sum is the step's ``dram_bytes`` figure."""
+    n = int(d.rows[p] * d.cols[p])
+    W = ev.workspace(d.slots.shape[2])
+    sh = shape_index(int(d.rows[p]), int(d.cols[p]), ev.row_range, ev.col_range)
+    slots, ncopy, kind, stacks = d.slots[p], d.ncopy[p], d.kind[p], d.stacks[p]
+    base_pass(ev.kernel, ev.routes, sh, n, kind, stacks, d.ddr[p], slots, ncopy, ev.space.split, W)
+    T = ev.kernel
+    units = np.arange(slots.shape[0])
+    valid = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
+    chip = np.where(valid, slots, 0)
+    c = np.maximum(ncopy, 1)
+    per_copy = T.unit_w_copy[units, c][:, None] + T.unit_other_dram[units[:, None], kind[chip]] / c[:, None]
+    per_copy = per_copy * (T.stage_repeat * T.stage_prob)[T.unit_stage][:, None]
+    f = np.where(stacks[chip] * T.hbm_bw > 0.0, W.f[: slots.shape[0], : slots.shape[1]], 1.0)
+    hbm = np.bincount(chip[valid], weights=(per_copy * (1.0 - f))[valid], minlength=n)
+    ddr = np.bincount(chip[valid], weights=(per_copy * f)[valid], minlength=n)
+    return hbm[:n], ddr[:n]
+
+
 def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
     """(compute time, busy time) per chiplet per step: compute alone, and each copy's kernel times (compute
     and memory overlapped, dse.model.copy_cost.copy_roofline) plus all-reduces, as the evaluator charges them."""

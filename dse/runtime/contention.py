@@ -1,26 +1,32 @@
-"""A background move contending with serving's own traffic on the package network (docs/runtime.md,
+"""Background moves contending with serving on the package network and in HBM (docs/runtime.md,
 ``migration.mode: background``).
 
-While the old mapping keeps serving, its step sends ``B_l`` bytes over each directed link l of the package
-network every step of ``T`` seconds (dse.model.traffic: the placement's hand-offs and all-reduces, routed
-as the evaluator routes; T the evaluator's step latency of the serving mapping at the window's popularity,
-failed chiplets re-mapped), a rate ``r_l = B_l / T``. A copy moved from chiplet s to chiplet d over the
-links of its route gets what serving leaves on the busiest of them, ``min_l (bw_l - r_l)``, and at least
-the policy's ``share`` of the link (``migration.share``: the least bandwidth a move is given), capped by
-the two memories' bandwidths, all times ``bandwidth_scale`` (dse.runtime.migration's bandwidths); a copy
-reloaded from DDR or the host crosses no package link here. Where the move takes more than serving
-leaves, serving's traffic on that link gets ``bw_l - b`` and its step is at least ``B_l / (bw_l - b)``:
-serving's throughput while the move runs is ``min(1, (bw_l - b) / r_l)`` at the worst link any copy
-crosses (a bound: the link serialises those bytes). Copies into different chiplets run in parallel, each
-priced alone; into one chiplet, one after the other (dse.runtime.migration). Energy is the move's
-(bytes x (memories + hops x hop energy)), unchanged. HBM contention (serving's weight reads against the
-move's) is not modelled."""
+While the old mapping keeps serving, its step of ``T`` seconds (the evaluator's step latency of the
+serving mapping at the window's popularity, failed chiplets re-mapped) sends ``B_l`` bytes over each
+directed link l of the package network (dse.model.traffic: the placement's hand-offs and all-reduces,
+routed as the evaluator routes) and reads ``H_c`` bytes from each chiplet c's HBM and ``H_DDR`` from the
+package's DDR (dse.model.breakdown.chiplet_dram_bytes: the evaluator's own per-copy DRAM bytes): rates
+``r = bytes / T`` on every link and memory.
+
+A move gets what serving leaves on each resource x it uses, ``bw_x - r_x``, and at least the policy's
+``share`` of it (``migration.share``: the least bandwidth a move is given), times ``bandwidth_scale``,
+never more than ``bw_x``: ``a_x``. The moves run concurrently: their bytes are summed per link, per memory
+(reads at the source, writes at the destination; dse.runtime.migration.MigrationModel.shared_bytes, the
+same sums a stall's moves are priced on) and the moves take at least each resource's bytes over ``a_x``,
+and at least the longest destination's copies one after the other, each at the least ``a_x`` along its
+way (its two memories, the links of its route; a reload from DDR or the host crosses one link no
+serving uses). Over that time ``t`` the moves take ``m_x = bytes_x / t`` of each resource on average;
+where that is more than serving leaves, serving's step is at least ``B_x / (bw_x - m_x)``: serving's
+throughput while the moves run is ``min(1, (bw_x - m_x) / r_x)`` at the worst resource (a bound: the
+resource serialises those bytes). Energy is the moves' (bytes x (memories + hops x hop energy)),
+unchanged."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
 
+from ..model.breakdown import chiplet_dram_bytes
 from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..model.traffic import chiplet_traffic, link_loads, package_routes
@@ -32,11 +38,14 @@ LATENCY = METRICS.index("latency_s")
 
 class LinkTraffic(NamedTuple):
     """Serving's bytes/s on every directed link of one design (``rate_Bps``), each link's ``bandwidth_Bps``
-    and the package's ``routes`` (noc.Routes: the links a copy crosses)."""
+    and the package's ``routes`` (noc.Routes: the links a copy crosses); ``memory_Bps``: serving's DRAM
+    bytes/s per memory resource of `MigrationModel.memories` (each chiplet's HBM, then the package's DDR;
+    None: not counted)."""
 
     rate_Bps: np.ndarray
     bandwidth_Bps: np.ndarray
     routes: object
+    memory_Bps: np.ndarray | None = None
 
     def crossed(self, source: int, dest: int) -> np.ndarray:
         """Channel ids of the route from ``source`` to ``dest``."""
@@ -45,13 +54,18 @@ class LinkTraffic(NamedTuple):
 
 def serving_traffic(ev, package, d: DecodedDesigns) -> LinkTraffic:
     """`LinkTraffic` of the one design of ``d`` (package evaluator ``ev``, the study's `PackageSpec`):
-    its step's link bytes (dse.model.traffic) over its step latency (the evaluator's)."""
+    its step's link bytes (dse.model.traffic) and HBM and DDR bytes (dse.model.breakdown) over its step
+    latency (the evaluator's)."""
     design = design_of(ev, d, 0)
     step_s = float(ev.decoded_metrics(d, with_faults=False)[0, LATENCY])
     loads = link_loads(design, chiplet_traffic(design, ev.tables), package)
     _, routes = package_routes(design, package)
+    hbm, ddr = chiplet_dram_bytes(ev, d)        # a chiplet without HBM reads all its bytes from the DDR
+    memory = np.zeros(len(design.hbm_stacks) + 1)   # as MigrationModel.memories: chiplets' HBM, then DDR
+    memory[: len(hbm)] = hbm
+    memory[-1] = float(ddr.sum())
     return LinkTraffic(loads["bytes_per_step"].to_numpy(float) / step_s, loads["bandwidth_Bps"].to_numpy(float),
-                       routes)
+                       routes, memory / step_s)
 
 
 def contended_cost(mig: MigrationModel, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
@@ -60,31 +74,30 @@ def contended_cost(mig: MigrationModel, unit: np.ndarray, dest: np.ndarray, sour
     the same source, the nearest live copy) priced against serving's ``traffic`` (module docstring): time
     at the contended bandwidths, energy as `MigrationModel.cost_arrays`, and serving's throughput share
     while they run."""
+    free = mig.cost_arrays(unit, dest, sources, failed)
     if not len(unit):
-        return mig.cost_arrays(unit, dest, sources, failed)
-    per_dest: dict[int, float] = {}
-    total_b = total_e = 0.0
+        return free
+    which, mem_bw = mig.memories()
+    n = len(which)
+    mem_rate = np.zeros(n + 1) if traffic.memory_Bps is None else traffic.memory_Bps
+    cap, rate = traffic.bandwidth_Bps, traffic.rate_Bps
+
+    def left(bw, r):
+        return np.minimum(np.maximum(bw - r, share * bw) * mig.scale, bw)
+    link_a, mem_a = left(cap, rate), left(mem_bw, mem_rate)
+    source = mig.sources_of(unit, dest, sources, failed)
+    nbytes = np.asarray(mig.tables.unit_capacity_bytes, float)[unit]
+    bw = np.minimum(mem_a[np.append(which, n)[source]], mem_a[which[dest]])
+    hop_bw = mig.link.bandwidth_Bps * mig.scale         # a reload's one link
+    for i, (s, d) in enumerate(zip(source.tolist(), dest.tolist())):
+        links = traffic.crossed(s, d) if s < n else np.zeros(0, np.int64)
+        bw[i] = min(bw[i], float(np.min(link_a[links])) if len(links) else hop_bw)
+    per_dest = np.bincount(dest, weights=nbytes / bw)
+    links, mem = mig.shared_bytes(source, dest, nbytes)
+    time_s = max(float(per_dest.max()), float(np.max(links / link_a, initial=0.0)), float(np.max(mem / mem_a)))
     keep = 1.0
-    hops, capacity = mig.hops, mig.tables.unit_capacity_bytes
-    for u, d, row in zip(unit.tolist(), dest.tolist(), sources.tolist()):
-        nbytes = float(capacity[u])
-        live = [s for s in row if s >= 0 and s not in failed and s != d]
-        source = min(live, key=lambda s: hops[s][d]) if live else None
-        _, e = mig.copy_cost(1.0, d, source)
-        bw_d = mig.memory(d)[0]
-        bw_s = mig.memory(source)[0] if source is not None else mig.ddr()[0]
-        bw = min(bw_s, bw_d)
-        links = traffic.crossed(source, d) if source is not None else np.zeros(0, np.int64)
-        if len(links):
-            cap, rate = traffic.bandwidth_Bps[links], traffic.rate_Bps[links]
-            taken = min(bw, max(float(np.min(cap - rate)), share * float(np.min(cap))))
-            taken = min(taken * mig.scale, float(np.min(cap)))
-            left = cap - taken
-            with np.errstate(divide="ignore", invalid="ignore"):
-                keep = min(keep, float(np.min(np.where(rate > 0, np.minimum(1.0, left / rate), 1.0))))
-        else:
-            taken = bw * mig.scale
-        per_dest[d] = per_dest.get(d, 0.0) + nbytes / taken
-        total_b += nbytes
-        total_e += e * nbytes
-    return MoveCost(total_b, max(per_dest.values()), total_e, len(unit), keep)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for used, bw_x, r_x in ((links, cap, rate), (mem, mem_bw, mem_rate)):
+            kept = np.where((r_x > 0) & (used > 0), np.minimum(1.0, (bw_x - used / time_s) / r_x), 1.0)
+            keep = min(keep, float(np.min(kept)))
+    return free._replace(time_s=time_s, throughput=keep)

@@ -2,14 +2,22 @@
 moves take and their energy (docs/runtime.md).
 
 A copy placed on chiplet d is copied from a live copy of the unit on chiplet s when there is one: read
-from s's memory, carried over the package network's shortest route (hops of the study's link), written to
-d's memory; the move's bandwidth is the slowest of the link and the two memories (HBM: sustained
-bandwidth per stack x stacks, `EvalTables.hbm_bw_Bps`; a chiplet without HBM keeps weights in DDR). A
-unit with no live copy (its chiplet failed) is reloaded from the package's DDR (or, without DDR, from
-the host over one link). Energy per byte: the source memory's read, each hop's link and router energy
+from s's memory, carried over the package network's route from s to d (the evaluator's routes,
+dse.model.traffic.package_routes, on the intact package), written to d's memory; a copy's bandwidth is
+the slowest of the link and the two memories (HBM: sustained bandwidth per stack x stacks,
+`EvalTables.hbm_bw_Bps`; a chiplet without HBM keeps weights in the package's DDR). A unit with no live
+copy (its chiplet failed) is reloaded from the package's DDR over one link (or, without DDR, from the
+host over one link). Energy per byte: the source memory's read, each hop's link and router energy
 (`noc.LinkTech.hop_energy_j_per_byte`), the destination memory's write (the memories' energy per byte).
-Moves into different chiplets run in parallel; moves into one chiplet follow each other: the moves take
-the longest chiplet's total. ``bandwidth_scale`` scales every bandwidth (a what-if knob)."""
+
+Time: the moves run concurrently and share what they cross. Their bytes are summed per directed link
+(over each copy's route), per memory (each chiplet's HBM, and the package's DDR, which every chiplet
+without HBM and every reload shares; a memory's reads and writes share its bandwidth) and per
+destination; the moves take at least each resource's bytes over its bandwidth (a lower bound any schedule
+obeys: a resource moves no faster than its bandwidth), and at least the longest destination's copies one
+after the other, each at its own bandwidth (moves into one chiplet follow each other): the larger of the
+two (a closed form, no event simulation). Two copies of B bytes sharing one link of bandwidth W take
+2B / W, as one copy of 2B would. ``bandwidth_scale`` scales every bandwidth (a what-if knob)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -18,6 +26,7 @@ import networkx as nx
 import numpy as np
 
 from ..model.tables import EvalTables
+from ..model.traffic import package_routes
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
 from .mapping import on_chips
@@ -90,24 +99,16 @@ class MigrationModel:
         return nbytes / bw, nbytes * (e_s + hops * self.link.hop_energy_j_per_byte + e_d)
 
     def cost(self, moves: list[tuple[str, int, list[int]]], failed: frozenset[int] = frozenset()) -> MoveCost:
-        """The cost of ``moves`` (dse.runtime.mapping.moved_copies), copying from the nearest live copy."""
+        """The cost of ``moves`` (dse.runtime.mapping.moved_copies), copying from the nearest live copy
+        (`cost_arrays` on them)."""
         if not moves:
             return NO_MOVE
-        per_dest: dict[int, float] = {}
-        total_b = total_e = 0.0
-        hops, index, capacity = self.hops, self.unit, self.tables.unit_capacity_bytes
-        per_byte = self.per_byte
-        for unit, dest, sources in moves:
-            nbytes = float(capacity[index[unit]])
-            live = [s for s in sources if s not in failed and s != dest]
-            source = min(live, key=lambda s: hops[s][dest]) if live else None
-            if (dest, source) not in per_byte:
-                per_byte[dest, source] = self.copy_cost(1.0, dest, source)
-            t, e = per_byte[dest, source]
-            per_dest[dest] = per_dest.get(dest, 0.0) + t * nbytes
-            total_b += nbytes
-            total_e += e * nbytes
-        return MoveCost(total_b, max(per_dest.values()), total_e, len(moves))
+        width = max(1, max(len(m[2]) for m in moves))
+        sources = np.full((len(moves), width), -1, np.int64)
+        for i, (_, _, src) in enumerate(moves):
+            sources[i, : len(src)] = src
+        return self.cost_arrays(np.array([self.unit[m[0]] for m in moves], np.int64),
+                                np.array([m[1] for m in moves], np.int64), sources, failed)
 
     def tables_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds and
@@ -134,19 +135,68 @@ class MigrationModel:
             self.per_byte["arrays"] = (t, e, hops)
         return self.per_byte["arrays"]
 
-    def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
-                    failed: frozenset[int] = frozenset()) -> MoveCost:
-        """`cost` of moves given as arrays (dse.runtime.mapping.moved_arrays: ``sources`` -1 padded)."""
-        if not len(unit):
-            return NO_MOVE
-        t, e, hops = self.tables_of()
+    @property
+    def routes(self):
+        """The package network's routes for the design's shape (noc.Routes, as the evaluator routes: once
+        per mesh shape, shared through ``memo``)."""
+        key = ("routes", self.design.rows, self.design.cols)
+        if key not in self.memo:
+            self.memo[key] = package_routes(self.design, self.package)[1]
+        return self.memo[key]
+
+    def memories(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each chiplet's weight memory as a resource ``[S]`` (its slot when it has HBM, else ``S``: the
+        package's DDR, which reloads read too) and the resources' bandwidths ``[S + 1]`` (B/s, unscaled)."""
+        if "memories" not in self.per_byte:
+            n = len(self.design.hbm_stacks)
+            stacks = np.asarray(self.design.hbm_stacks)
+            hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
+            ddr_bw = self.ddr()[0]
+            self.per_byte["memories"] = (np.where(hbm, np.arange(n), n),
+                                         np.append(np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw), ddr_bw))
+        return self.per_byte["memories"]
+
+    def sources_of(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
+                   failed: frozenset[int]) -> np.ndarray:
+        """Each move's source chiplet: its nearest live copy (``S``, the chiplet count: reloaded)."""
+        hops = self.tables_of()[2]
         n = len(hops)
         live = (sources >= 0) & (sources != dest[:, None]) & ~on_chips(sources, failed)
         dist = np.where(live, hops[np.maximum(sources, 0), dest[:, None]], np.iinfo(np.int64).max)
-        source = np.where(live.any(axis=1), sources[np.arange(len(unit)), np.argmin(dist, axis=1)], n)
+        return np.where(live.any(axis=1), sources[np.arange(len(unit)), np.argmin(dist, axis=1)], n)
+
+    def shared_bytes(self, source: np.ndarray, dest: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The moves' bytes summed per directed link of the package network (copies between chiplets, over
+        their routes; a reload crosses none) and per memory resource (`memories`: read at the source,
+        written at the destination)."""
+        which, _ = self.memories()
+        n, routes = len(which), self.routes
+        chip = source < n
+        pairs = source[chip] * routes.n + dest[chip]
+        start = routes.route_ptr[pairs]
+        hops = routes.route_ptr[pairs + 1] - start
+        first = np.repeat(start - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
+        links = np.bincount(routes.route_links[first], weights=np.repeat(nbytes[chip], hops),
+                            minlength=routes.topology.n_links)
+        mem = np.bincount(np.concatenate([np.append(which, n)[source], which[dest]]),
+                          weights=np.concatenate([nbytes, nbytes]), minlength=n + 1)
+        return links, mem
+
+    def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
+                    failed: frozenset[int] = frozenset()) -> MoveCost:
+        """`cost` of moves given as arrays (dse.runtime.mapping.moved_arrays: ``sources`` -1 padded): the
+        larger of the longest destination's serial time and every link's and memory's summed bytes over
+        its bandwidth (module docstring)."""
+        if not len(unit):
+            return NO_MOVE
+        t, e, _ = self.tables_of()
+        source = self.sources_of(unit, dest, sources, failed)
         nbytes = np.asarray(self.tables.unit_capacity_bytes, float)[unit]
         per_dest = np.bincount(dest, weights=t[dest, source] * nbytes)
-        ones = np.zeros(len(unit), np.int64)        # bincount adds in order (as `cost` does)
+        ones = np.zeros(len(unit), np.int64)        # bincount adds in order (as `cost` did)
         total_b = float(np.bincount(ones, weights=nbytes)[0])
         total_e = float(np.bincount(ones, weights=e[dest, source] * nbytes)[0])
-        return MoveCost(total_b, float(per_dest.max()), total_e, len(unit))
+        links, mem = self.shared_bytes(source, dest, nbytes)
+        shared = max(float((links / self.routes.topology.link_bw_Bps).max(initial=0.0)),
+                     float((mem / self.memories()[1]).max())) / self.scale
+        return MoveCost(total_b, max(float(per_dest.max()), shared), total_e, len(unit))

@@ -99,8 +99,9 @@ class FailureEvent(StrictModel):
 class FailuresSpec(StrictModel):
     """Failures: explicit ``events`` and random failures at ``chiplet_mtbf_h``, ``link_mtbf_h`` and
     ``hbm_mtbf_h`` (mean time between failures of one chiplet, one package link, one HBM stack;
-    exponential, seeded) each repaired after ``repair_h``; ``spares`` cold spare chiplets in the package
-    that can take a failed chiplet's place (its role and slot in the network). ``reconfigurable``: chiplet
+    exponential, seeded) each repaired after ``repair_h``; ``spares`` spare chiplets in the package
+    that can take a failed chiplet's place (its role and slot in the network); they do not fail while
+    they wait, powered and idle (dse.runtime.serving_window charges their idle power). ``reconfigurable``: chiplet
     slots whose chiplet can take another chiplet's role (its units) when that one fails, after
     ``reconfigure_s`` seconds of reconfiguration (dse.runtime.policies.on_failure)."""
 

@@ -22,7 +22,17 @@ of a sequence at that load). Energy per output token is priced at the load the s
 (dse.serving.analytic.energy_per_output_token): the decode steps at the batch the closed form keeps in
 flight at that rate, each request's prefill, and the package's idle power (dse.serving.steps.
 package_idle_w) over the time it waits, the steps' joules fitted affine through the four steps'
-energies as their latencies are; so a lightly loaded window costs more per token than a saturated one."""
+energies as their latencies are; so a lightly loaded window costs more per token than a saturated one.
+
+Idle power follows what is powered in the segment (`segment_idle_w`): a failed chiplet is powered off
+and draws nothing (the slot's kind's idle power is taken off until it is repaired or a spare stands in);
+a spare standing in for it draws the slot's kind's idle power; a spare not yet in service (the scenario's
+``failures.spares`` less those standing in) draws idle power too, that of the largest idle power among
+the design's kinds. The assumption: a spare is a die on the package, bonded and on the package's power
+rails, which can take a failed slot's role as soon as its weights land only if it is powered and idle (a
+warm standby; the failure model still lets only serving chiplets fail); it waits at the idle power of the
+largest kind it may stand in for (an upper bound for a package of several kinds; exact for one kind). A chiplet whose
+HBM stacks all failed still forwards (its router and the die are powered): it keeps its idle power."""
 from __future__ import annotations
 
 import dataclasses
@@ -34,7 +44,7 @@ from ..model.metrics import METRICS
 from ..serving.analytic import REF_PROMPTS, AffineSteps, energy_per_output_token
 from ..serving.closed_form import chunked_prefill, continuous_batching
 from ..serving.package import ServingEvaluator, uncached_share
-from ..serving.steps import package_idle_w
+from ..serving.steps import package_idle_w, slot_idle_w
 from .failures import names
 
 #: the serving study's other steps, as dse.serving.package names them
@@ -44,13 +54,15 @@ ENERGY = METRICS.index("energy_j_per_token")
 
 
 class Served(NamedTuple):
-    """The segments that serve and, per segment, its request rate (req/s), closed-form record and energy
-    per output token (J) at that rate (`ServingWindows.segments`)."""
+    """The segments that serve and, per segment, its request rate (req/s), closed-form record, energy
+    per output token (J) at that rate and the package's idle power (W, `segment_idle_w`)
+    (`ServingWindows.segments`)."""
 
     segments: list
     rates: np.ndarray
     records: np.ndarray
     energy_per_token: np.ndarray
+    idle_w: np.ndarray
 
 
 class ServingWindows:
@@ -67,7 +79,8 @@ class ServingWindows:
         (latency, p99, energy per token) of the decode step, then the latencies of `POINTS` (scaled as a
         failed link scales the decode step: ``metrics`` latency over ``intact_s``), the KV cache tokens,
         the joules of the decode step and of `POINTS` (energy per token x the step's tokens, as
-        dse.serving.steps.step_figures) and the package's idle power (W)."""
+        dse.serving.steps.step_figures), the package's idle power (W), then each slot's (W,
+        dse.serving.steps.slot_idle_w: `segment_idle_w` takes failed chiplets' off)."""
         k = next(i for i, p in enumerate(self.packages) if p is ev)
         pts = {name: self.points[name][k] for name in POINTS}
         rows = {name: p.decoded_metrics(d, with_faults=False) for name, p in pts.items()}
@@ -76,7 +89,8 @@ class ServingWindows:
         kv = self.serving.kv_cache_tokens(d.stacks, d.ddr, np.ones(len(metrics)))
         joules = np.column_stack([metrics[:, 2] * ev.tables.tokens_per_step] +
                                  [rows[name][:, ENERGY] * pts[name].tables.tokens_per_step for name in POINTS])
-        return np.column_stack([metrics, at, kv, joules, package_idle_w(ev.tables, d.kind, d.chiplets)])
+        return np.column_stack([metrics, at, kv, joules, package_idle_w(ev.tables, d.kind, d.chiplets),
+                                slot_idle_w(ev.tables, d.kind, d.chiplets)])
 
     def steps(self, rows: np.ndarray) -> tuple:
         """Affine steps (d1, slope, p0, pk arrays) in seconds, the same in joules, and slots of `figures`
@@ -102,15 +116,16 @@ class ServingWindows:
         return continuous_batching(rates, *steps, float(sv.output_len), slots, sv.slo.ttft_ms * 1e-3,
                                    sv.slo.tpot_ms * 1e-3)
 
-    def segments(self, plan: list, step: dict) -> Served:
+    def segments(self, plan: list, step: dict, spares: int = 0) -> Served:
         """The segments that serve, their request rates (offered, capped at saturation), closed-form
         records (one call at the offered rates, one at saturation for those past it) and energies per
-        output token at those rates (module docstring)."""
+        output token at those rates, with ``spares`` spare chiplets in the scenario (module docstring)."""
         segs = [s for win in plan for s in win.segments if s.mapping is not None]
         out = self.sv.output_len
         if not segs:
-            return Served(segs, np.zeros(0), np.zeros(0), np.zeros(0))
+            return Served(segs, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
         rows = np.array([step[s.key] for s in segs])
+        idle_w = np.array([segment_idle_w(seg, row[12:], spares) for seg, row in zip(segs, rows)])
         steps, joules, slots = self.steps(rows)
         offered = np.array([np.inf if s.offered_tps is None else s.offered_tps / out for s in segs])
         cf = self.closed_form(np.where(np.isfinite(offered), offered, 0.0), steps, slots)
@@ -118,13 +133,14 @@ class ServingWindows:
         over = rates < offered
         if over.any():
             cf[over] = self.closed_form(rates[over], tuple(x[over] for x in steps), slots[over])
-        e_tok = energy_per_output_token(rates, cf["in_flight"], slots, steps, joules, rows[:, 11], float(out),
+        e_tok = energy_per_output_token(rates, cf["in_flight"], slots, steps, joules, idle_w, float(out),
                                         self.sv.scheduler == "chunked")
-        return Served(segs, rates, cf, e_tok)
+        return Served(segs, rates, cf, e_tok, idle_w)
 
-    def summarise(self, plan: list, step: dict) -> tuple[list[dict], dict]:
-        """The windows and totals of a serving study's timeline (module docstring)."""
-        served_segs = self.segments(plan, step)
+    def summarise(self, plan: list, step: dict, spares: int = 0) -> tuple[list[dict], dict]:
+        """The windows and totals of a serving study's timeline (module docstring); ``spares``: the
+        scenario's spare chiplets."""
+        served_segs = self.segments(plan, step, spares)
         segs, rates, cf, e_tok = served_segs.segments, served_segs.rates, served_segs.records, \
             served_segs.energy_per_token
         at = {id(s): i for i, s in enumerate(segs)}
@@ -173,6 +189,16 @@ class ServingWindows:
                   "mean_ttft_ms": 1e3 * mean("ttft_mean_s"), "p99_ttft_ms": 1e3 * p99("ttft_p99_s"),
                   "mean_tpot_ms": 1e3 * mean("tpot_mean_s"), "p99_tpot_ms": 1e3 * p99("tpot_p99_s")}
         return windows, totals
+
+
+def segment_idle_w(seg, slot_w: np.ndarray, spares: int) -> float:
+    """The package's idle power (W) in segment ``seg`` (module docstring): every slot's (``slot_w``, its
+    kind's idle power; 0 where unused) but those of chiplets down with no spare standing in
+    (``seg.down.chiplets`` and ``seg.failed``), plus each spare not in service at the largest of them."""
+    off = [c for c in seg.down.chiplets if c in seg.failed and c < len(slot_w)]
+    in_service = len(seg.down.chiplets) - len(off)
+    waiting = max(spares - in_service, 0)
+    return float(slot_w.sum() - slot_w[off].sum() + waiting * (slot_w.max() if len(slot_w) else 0.0))
 
 
 def window_latency(cf: np.ndarray, mine: list[tuple[int, float]]) -> dict:

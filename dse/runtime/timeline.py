@@ -77,7 +77,8 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
     serving = serving_windows(prepared)         # a serving study: the closed form per window
     step = step_metrics(plans, packages, planners, serving)
     if serving is not None:
-        return [Timeline(policy, scenario.name, *serving.summarise(plan, step[i])) for i, plan in enumerate(plans)]
+        return [Timeline(policy, scenario.name, *serving.summarise(plan, step[i], scenario.failures.spares))
+                for i, plan in enumerate(plans)]
     return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy, detail)
             for i, (plan, d) in enumerate(zip(plans, designs))]
 

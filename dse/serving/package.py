@@ -14,7 +14,14 @@ turns them into the serving columns:
 * ``max_rate_at_slo_req_s``: the largest rate whose p99 TTFT and TPOT meet the SLOs;
 * ``saturation_req_s``: the largest rate with a steady state; ``kv_cache_tokens``: the KV cache the
   design's memory holds beside the weights, within ``gpu_memory_utilization`` of it (vLLM's; it and
-  ``max_batch`` bound the sequences in flight).
+  ``max_batch`` bound the sequences in flight);
+* ``energy_j_per_token``: joules per *output* token of the server at the study's ``request_rate``
+  (dse.serving.analytic.energy_per_output_token: the decode steps at the batch the closed form keeps in
+  flight at that rate, every request's prefill and the chips' idle power over the time they wait; the
+  four steps' energies fitted affine as their latencies are), not the ``max_batch`` decode step's; a
+  design past saturation is priced at its saturation rate. ``carbon_operational_g_per_token`` (and
+  ``carbon_g_per_token``) follow it. The energy breakdown columns (``energy_compute_j_per_token`` ...)
+  and ``throughput_tok_s`` stay the ``max_batch`` decode step's.
 
 With ``enable_prefix_caching`` every prompt's cached share (``ServingSpec.cached_tokens``) is not prefilled:
 the prefill's per-prompt work scales with the uncached share.
@@ -39,13 +46,17 @@ from ..system.layout import layout_of
 from ..system.metrics import SYSTEM_METRICS, C
 from ..system.phase_evaluator import PhaseEvaluator
 from ..system.prepare import prepare_step
-from .analytic import REF_PROMPTS, AffineSteps
+from ..system.carbon import operational_g
+from .analytic import REF_PROMPTS, AffineSteps, energy_per_output_token
 from .closed_form import chunked_prefill, continuous_batching
+from .steps import package_idle_w
 
 #: columns a serving study adds to the system's (units in the names)
 SERVING_METRICS = ["ttft_p99_s", "tpot_p99_s", "goodput_req_s", "max_rate_at_slo_req_s", "ttft_mean_s",
                    "tpot_mean_s", "saturation_req_s", "kv_cache_tokens"]
 METRICS = SYSTEM_METRICS + SERVING_METRICS
+#: what the serving study takes of its other steps
+STEP_COLUMNS = ("latency_s", "energy_j_per_token")
 S = {name: i for i, name in enumerate(METRICS)}
 
 
@@ -92,15 +103,15 @@ class ServingEvaluator(PhaseEvaluator):
         X = self.vectors(X)
         base = self.system.metrics_array(X, with_faults)
         figures = self.system.package_figures(X)          # the same under the three extra steps' workloads
-        steps = {name: ev.latency_array(X, figures) for name, ev in self.points.items()}
+        steps = {name: ev.step_array(X, figures, STEP_COLUMNS) for name, ev in self.points.items()}
         d = self.system.decode(X)
-        return self._serve(base, steps, self.system.layouts_of(X), d.stacks, d.ddr)
+        return self._serve(base, steps, self.system.layouts_of(X), d)
 
     def design_metrics(self, designs, with_faults: bool = True) -> np.ndarray:
         base = self.system.design_metrics(designs, with_faults)
-        steps = {name: ev.design_metrics(designs, False)[:, C["latency_s"]] for name, ev in self.points.items()}
-        packages = self.system.package_arrays(designs)
-        return self._serve(base, steps, [layout_of(d) for d in designs], packages.stacks, packages.ddr)
+        steps = {name: ev.design_metrics(designs, False)[:, [C[c] for c in STEP_COLUMNS]]
+                 for name, ev in self.points.items()}
+        return self._serve(base, steps, [layout_of(d) for d in designs], self.system.package_arrays(designs))
 
     def kv_cache_tokens(self, stacks: np.ndarray, ddr: np.ndarray, packages_per_replica: np.ndarray) -> np.ndarray:
         """Tokens of KV cache a replica holds: the serving section's gpu_memory_utilization of its packages'
@@ -129,39 +140,61 @@ class ServingEvaluator(PhaseEvaluator):
         steps = dataclasses.replace(steps, pk=steps.pk * computed, prompt=steps.prompt * computed)
         return steps, n_max, layout.replicas
 
-    def _serve(self, base: np.ndarray, steps: dict, layouts, stacks, ddr) -> np.ndarray:
+    def _serve(self, base: np.ndarray, steps: dict, layouts, packages) -> np.ndarray:
+        """The serving columns from the decode step's metrics ``base``, the other steps' (latency, energy
+        per token) ``steps``, the layouts and the packages (kernel arrays: kind, chiplets, stacks, ddr)."""
         sv = self.study.serving
         out = np.zeros((len(base), len(METRICS)))
         out[:, : len(SYSTEM_METRICS)] = base
         replicas = np.array([layout.replicas for layout in layouts], float)
         per_replica = np.array([layout.per_replica for layout in layouts], float)
-        kv = self.kv_cache_tokens(stacks, ddr, per_replica)
+        kv = self.kv_cache_tokens(packages.stacks, packages.ddr, per_replica)
         n_max = np.minimum(float(sv.max_batch), np.floor(kv / (sv.input_len + sv.output_len)))
-        batch = sv.max_batch
-        d_batch = base[:, C["latency_s"]]
-        d1 = steps["decode_1"]
-        ref = min(REF_PROMPTS, batch)
-        p1, p_ref = steps["prefill_1"], steps["prefill_ref"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.maximum((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else np.zeros(len(d1))
-            pk = np.maximum((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1.copy()
-        p0 = np.maximum(p1 - pk, 0.0)
-        pk = pk * uncached_share(sv)                       # a cached prefix is not computed again
+        batch, ref = sv.max_batch, min(REF_PROMPTS, sv.max_batch)
+        seconds = affine(base[:, C["latency_s"]], steps, 0, batch, ref, uncached_share(sv))
         rates = np.asarray(sv.request_rate / replicas, float)
-        if sv.scheduler == "chunked":
-            cf = chunked_prefill(rates, d1, slope, p0, pk, float(sv.input_len - sv.cached_tokens),
-                                 float(sv.output_len), float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3,
-                                 sv.slo.tpot_ms * 1e-3)
-        else:
-            cf = continuous_batching(rates, d1, slope, p0, pk, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
-                                     sv.slo.tpot_ms * 1e-3)
+        cf = self.closed_form(rates, seconds, n_max)
         for name in cf.dtype.names:                        # the closed form's results a serving study reports
             if name in S:
                 out[:, S[name]] = cf[name]
         for name in ("goodput_req_s", "max_rate_at_slo_req_s", "saturation_req_s"):
             out[:, S[name]] *= replicas
         out[:, S["kv_cache_tokens"]] = kv
+        # energy per output token at the request rate (capped at saturation), one replica's (module docstring)
+        tokens = {"decode_1": 1.0, "prefill_1": float(sv.input_len), "prefill_ref": float(ref * sv.input_len)}
+        joules = affine(base[:, C["energy_j_per_token"]] * batch, {k: v * tokens[k] for k, v in steps.items()}, 1,
+                        batch, ref, uncached_share(sv))
+        served = np.minimum(rates, cf["saturation_req_s"])
+        over = served < rates
+        if over.any():
+            cf[over] = self.closed_form(served[over], tuple(x[over] for x in seconds), n_max[over])
+        idle_w = per_replica * package_idle_w(self.tables, packages.kind, packages.chiplets)
+        energy = energy_per_output_token(served, cf["in_flight"], n_max, seconds, joules, idle_w,
+                                         float(sv.output_len), sv.scheduler == "chunked")
+        out[:, S["energy_j_per_token"]] = energy
+        operational = operational_g(energy, self.system.factors.grid_g_per_kwh)
+        out[:, S["carbon_g_per_token"]] += operational - out[:, S["carbon_operational_g_per_token"]]
+        out[:, S["carbon_operational_g_per_token"]] = operational
         return out
+
+    def closed_form(self, rates: np.ndarray, seconds: tuple, n_max: np.ndarray) -> np.ndarray:
+        """The study's scheduler's closed form at ``rates`` (requests/s per replica) for affine ``seconds``."""
+        sv = self.study.serving
+        if sv.scheduler == "chunked":
+            return chunked_prefill(rates, *seconds, float(sv.input_len - sv.cached_tokens), float(sv.output_len),
+                                   float(sv.chunk_tokens), n_max, sv.slo.ttft_ms * 1e-3, sv.slo.tpot_ms * 1e-3)
+        return continuous_batching(rates, *seconds, float(sv.output_len), n_max, sv.slo.ttft_ms * 1e-3,
+                                   sv.slo.tpot_ms * 1e-3)
+
+
+def affine(d_batch: np.ndarray, steps: dict, col: int, batch: int, ref: int, share: float) -> tuple:
+    """(d1, slope, p0, pk) arrays through the decode of ``batch`` (``d_batch``) and column ``col`` of the
+    other steps (`AffineSteps.from_points` on arrays; pk scaled by the prompt's uncached ``share``)."""
+    d1, p1, p_ref = (steps[k][:, col] for k in ("decode_1", "prefill_1", "prefill_ref"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.maximum((d_batch - d1) / (batch - 1), 0.0) if batch > 1 else np.zeros(len(d1))
+        pk = np.maximum((p_ref - p1) / (ref - 1), 0.0) if ref > 1 else p1.copy()
+    return d1, slope, np.maximum(p1 - pk, 0.0), pk * share
 
 
 def uncached_share(sv) -> float:

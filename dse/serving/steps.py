@@ -138,13 +138,20 @@ def idle_power_w(prepared: Prepared, design: Design) -> float:
     return packages * sum(idle.get(kind, 0.0) for kind in design.chiplets)
 
 
-def package_idle_w(tables, kind: np.ndarray, chiplets: np.ndarray) -> np.ndarray:
-    """`idle_power_w` of one package over kernel arrays (dse.model.contract.DecodedDesigns: ``kind`` [P, S]
-    the chiplet kind per slot, ``chiplets`` [P] the slots in use): W per design (0 where unknown)."""
+def slot_idle_w(tables, kind: np.ndarray, chiplets: np.ndarray) -> np.ndarray:
+    """`idle_power_w` of each chiplet slot over kernel arrays (dse.model.contract.DecodedDesigns: ``kind``
+    [P, S] the chiplet kind per slot, ``chiplets`` [P] the slots in use): W ``[P, S]`` (0 where unused or
+    unknown)."""
+    kind = np.asarray(kind)
     if tables.kind_idle_w is None:
-        return np.zeros(len(kind))
+        return np.zeros(kind.shape)
     used = np.arange(kind.shape[1])[None, :] < np.asarray(chiplets)[:, None]
-    return np.where(used, np.asarray(tables.kind_idle_w)[np.clip(kind, 0, None)], 0.0).sum(axis=1)
+    return np.where(used, np.asarray(tables.kind_idle_w)[np.clip(kind, 0, None)], 0.0)
+
+
+def package_idle_w(tables, kind: np.ndarray, chiplets: np.ndarray) -> np.ndarray:
+    """`idle_power_w` of one package over kernel arrays (`slot_idle_w` summed): W per design."""
+    return slot_idle_w(tables, kind, chiplets).sum(axis=1)
 
 
 def _cell(axis: list, x: float) -> tuple[int, float]:

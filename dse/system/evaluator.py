@@ -129,13 +129,17 @@ class SystemEvaluator(PopulationEvaluator):
 
     def latency_array(self, X: np.ndarray, figures: np.ndarray | None = None) -> np.ndarray:
         """Each design's step latency (s), intact: for a caller that costs the same designs under several
-        workloads (dse.serving.package). A one-package design skips carbon and takes its package
-        ``figures`` (`package_figures`, the same under every workload) when given; a system composes its
-        shares as `metrics_array` does."""
+        workloads (dse.serving.package); `step_array`'s latency column."""
+        return self.step_array(X, figures)[:, 0]
+
+    def step_array(self, X: np.ndarray, figures: np.ndarray | None = None,
+                   columns: tuple[str, ...] = ("latency_s",)) -> np.ndarray:
+        """Each design's intact step ``columns`` (of SYSTEM_METRICS' package part): a one-package design
+        skips carbon and takes its package ``figures`` (`package_figures`, the same under every workload)
+        when given; a system composes its shares as `metrics_array` does."""
         X = self.vectors(X)
-        if self.is_system:
-            return self.metrics_array(X, False)[:, C["latency_s"]]
-        return self.package.metrics_array(X, False, figures)[:, C["latency_s"]]
+        rows = self.metrics_array(X, False) if self.is_system else self.package.metrics_array(X, False, figures)
+        return rows[:, [C[c] for c in columns]]
 
     def package_figures(self, X: np.ndarray) -> np.ndarray | None:
         """A one-package design's package figures (dse.model.package_figures), None for a system."""
