@@ -77,3 +77,21 @@ def test_a_results_folder_naming_power_w_reads_back_as_peak_power_w(tiny_dict, t
     result = dse.load_results(out)
     assert "peak_power_w" in result.evaluations and "power_w" not in result.evaluations
     assert "peak_power_w" in result.pareto
+
+
+def test_a_serving_studys_mean_power_is_at_its_request_rate():
+    """A serving study's energy per token is the server's at ``request_rate`` (dse.serving.package): its mean
+    power is that energy times the output tokens per second the rate brings (capped at saturation), never
+    above the peak and never below the package's idle power (dse.serving.steps.package_idle_w), which the
+    server draws between steps."""
+    from dse.serving.steps import package_idle_w
+    study = dse.load_study("tests/data/timeline_serve.yaml")
+    prepared = dse.prepare(study)
+    frame = prepared.evaluator.evaluate_designs(prepared.evaluator.designs(prepared.space.seeds[:1]))
+    row = frame.iloc[0]
+    served = min(study.serving.request_rate, row["saturation_req_s"])
+    watts = float(mean_power_w(row, study))
+    assert watts == pytest.approx(row["energy_j_per_token"] * served * study.serving.output_len, rel=1e-12)
+    d = prepared.evaluator.decode(prepared.space.seeds[:1])
+    idle = float(package_idle_w(prepared.package_evaluator.tables, d.kind, d.chiplets)[0])
+    assert idle < watts < row["peak_power_w"], (idle, watts, row["peak_power_w"])

@@ -42,7 +42,7 @@ def evaluate(study_file: str, design_file: str, as_json: bool) -> None:
     verdict = design_verdict(metrics, study, package.memory_path_report(design))    # as `dse run` judges it
     metrics = metrics[reported_metrics(study, metrics.index)]
     # cost parts and mean power (issue 34, items 3 and 4): kept in blocks of their own
-    metrics, cost = _with_mean_power(metrics), _cost_parts(prepared, design, metrics)
+    metrics, cost = _with_mean_power(metrics, study), _cost_parts(prepared, design, metrics)
     step = float(metrics["latency_s"]) if not design.system else \
         float(package.evaluate_designs([design], with_faults=False)["latency_s"].iloc[0])
     chiplets = chiplet_table(design, prepared, step)
@@ -86,11 +86,11 @@ COST_LABELS = {"cost_dies_usd": "known-good dies", "cost_memory_usd": "HBM stack
                "cost_yield_loss_usd": "yield loss (failed assembly)", "cost_usd": "total"}
 
 
-def _with_mean_power(metrics):
+def _with_mean_power(metrics, study):
     """The metrics with ``mean_power_w`` (dse.system.metrics.mean_power_w) after ``peak_power_w``."""
     names = list(metrics.index)
     at = names.index("peak_power_w") + 1 if "peak_power_w" in names else len(names)
-    return pd.concat([metrics.iloc[:at], pd.Series({"mean_power_w": float(mean_power_w(metrics))}),
+    return pd.concat([metrics.iloc[:at], pd.Series({"mean_power_w": float(mean_power_w(metrics, study))}),
                       metrics.iloc[at:]])
 
 

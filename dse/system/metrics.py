@@ -1,5 +1,7 @@
 """The metric columns a system evaluation returns: the package evaluator's (dse.model.metrics.METRICS,
 for the whole system) and the system's own. Units are in the names."""
+import numpy as np
+
 from ..model.metrics import METRICS
 from ..model.objectives import MONTE_CARLO_METRICS
 from ..study.spec import Study
@@ -12,12 +14,18 @@ SYSTEM_METRICS = METRICS + ["carbon_g_per_token", "carbon_operational_g_per_toke
 C = {name: i for i, name in enumerate(SYSTEM_METRICS)}
 
 
-def mean_power_w(metrics):
+def mean_power_w(metrics, study: Study | None = None):
     """Mean power at the study's operating point: energy per step over step time, i.e. energy per token x
     tokens per second (the whole system's, a training iteration's for a training study). Unlike
     ``peak_power_w`` (every unit busy, memories at full bandwidth), what the design draws running the
-    study's workload. ``metrics``: a row or frame of the evaluator's columns."""
-    return metrics["energy_j_per_token"] * metrics["throughput_tok_s"]
+    study's workload. ``metrics``: a row or frame of the evaluator's columns. A serving study's energy per
+    token is the server's at its ``request_rate`` (dse.serving.package), so its tokens per second are
+    that rate's output tokens, the rate capped at ``saturation_req_s``."""
+    sv = study.serving if study is not None else None
+    if sv is None or "saturation_req_s" not in metrics:
+        return metrics["energy_j_per_token"] * metrics["throughput_tok_s"]
+    served = np.minimum(sv.request_rate, metrics["saturation_req_s"])
+    return metrics["energy_j_per_token"] * served * sv.output_len
 
 
 def reported_metrics(study: Study, names=None) -> list[str]:
