@@ -10,7 +10,7 @@ from .energy import peak_dynamic_power_w
 from .errors import ArchError
 from .gpu import flash_attention
 from .packaging import PACKAGE_COST_PARTS, PACKAGINGS, package_cost, package_cost_parts, packaging_params
-from .power import gemm_at_limit, idle_power_w
+from .power import clock_at_power, gemm_at_limit, idle_power_w
 from .presets import build_chiplet, preset, preset_names, preset_spec
 from .systolic import cycles_table, gemm_cycles, mapping_efficiency, simulate, utilisation
 from .technology import node, nodes, precision_bits, precision_bytes, precisions
@@ -22,4 +22,4 @@ __all__ = ["Chiplet", "SystolicChiplet", "GpuChiplet", "CpuChiplet", "Reconfigur
            "peak_dynamic_power_w", "die_yield", "dies_per_wafer", "kgd_cost", "known_good_die_cost_usd", "node",
            "nodes", "precisions", "precision_bits", "precision_bytes", "build_chiplet", "preset", "preset_names",
            "preset_spec", "technology", "PACKAGE_COST_PARTS", "PACKAGINGS", "package_cost",
-           "package_cost_parts", "packaging_params", "idle_power_w", "gemm_at_limit"]
+           "package_cost_parts", "packaging_params", "idle_power_w", "gemm_at_limit", "clock_at_power"]

@@ -89,3 +89,26 @@ def gemm_at_limit(ch, M: float, N: float, K: float, precision: str, memory_Bps: 
             active_power_w(ch, precision))
     s, t = sustained_clock(*args, ch.power_limit_w, ch.voltage_floor)
     return s, t, kernel_power_w(s, *args, ch.voltage_floor)[0]
+
+
+def clock_at_power(static_w: float, active_w: float, switching_w: float, fixed_w: float, limit_w: float,
+                   floor: float) -> float:
+    """The clock fraction s at which a chip doing a fixed amount of work in a fixed time draws ``limit_w``:
+    ``static + active s v^2 + switching v^2 + fixed = limit`` (module docstring: v = max(s, floor)), the
+    work's switching energy over its time (``switching_w``) and what the clock does not scale (``fixed_w``:
+    DRAM, links) at f_max. 1 when the chip stays within its limit (or has none); never below `S_MIN`.
+    The time is fixed: a run whose time was measured at the clock its limit left (a training stack's fitted
+    factor, dse.training.stacks) is priced at that clock."""
+    def power(s: float) -> float:
+        v = max(s, floor)
+        return static_w + active_w * s * v * v + switching_w * v * v + fixed_w
+
+    if limit_w <= 0.0 or power(1.0) <= limit_w:
+        return 1.0
+    lo, hi = S_MIN, 1.0
+    if power(lo) >= limit_w:
+        return lo
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if power(mid) > limit_w else (mid, hi)
+    return lo

@@ -81,6 +81,7 @@ class Iteration:
     fits: bool
     energy_j: float = 0.0             # of the whole system, per iteration
     power_per_device_w: float = 0.0   # average over the iteration
+    clock_fraction: float = 1.0       # of f_max, the power limit's while busy (dse.training.energy)
     breakdown: dict = field(default_factory=dict)
     energy_breakdown: dict = field(default_factory=dict)
     stage_layers: tuple = ()          # layers of each pipeline stage
@@ -90,7 +91,7 @@ class Iteration:
                 "model_tflops_per_device": self.model_tflops_per_device, "mfu": self.mfu,
                 "memory_per_device_bytes": self.memory_per_device_bytes, "fits": self.fits,
                 "energy_per_iteration_j": self.energy_j, "power_per_device_w": self.power_per_device_w,
-                "breakdown": self.breakdown, "energy_breakdown": self.energy_breakdown}
+                "clock_fraction": self.clock_fraction, "breakdown": self.breakdown, "energy_breakdown": self.energy_breakdown}
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,9 @@ class LayerCosts:
     layer_fwd_j: float = 0.0          # compute, SRAM and HBM energy of the same kernels
     attention_core_fwd_j: float = 0.0
     ends_fwd_j: float = 0.0
+    layer_fwd_dram_j: float = 0.0     # the HBM traffic's part of each of the three
+    attention_core_fwd_dram_j: float = 0.0
+    ends_fwd_dram_j: float = 0.0
     embedding_fwd_s: float = 0.0      # the embedding's part of ends_fwd_s (the first pipeline stage's)
 
     def params_per_device(self, s: Strategy) -> float:
@@ -142,7 +146,8 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     weight = prob * share
     per_layer = weight * layers / cfg.layers
     core_ops = in_layer & ops["name"].isin(ATTENTION_CORE).to_numpy()
-    kj = costs.energy_j[:, 0] + costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
+    dram_j = costs.dram_bytes[:, 0] * system.hbm.energy_j_per_byte
+    kj = costs.energy_j[:, 0] + dram_j
     params = wl.summary["total_params"]
     expert_params = float(sum(d["params"] for _, d in wl.graph.nodes(data=True) if d.get("kind") == "expert"))
     embedding = {n for n, d in wl.graph.nodes(data=True) if d.get("kind") == "embedding"}
@@ -160,6 +165,9 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
                       layer_fwd_j=float((kj * per_layer)[in_layer].sum()),
                       attention_core_fwd_j=float((kj * per_layer)[core_ops].sum()),
                       ends_fwd_j=float((kj * weight)[~in_layer].sum()),
+                      layer_fwd_dram_j=float((dram_j * per_layer)[in_layer].sum()),
+                      attention_core_fwd_dram_j=float((dram_j * per_layer)[core_ops].sum()),
+                      ends_fwd_dram_j=float((dram_j * weight)[~in_layer].sum()),
                       embedding_fwd_s=float((kt * weight)[~in_layer & in_embedding].sum()))
 
 
@@ -225,7 +233,9 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     tp_collective = ring_s(s.tp, act, tp_alpha, tp_bus)
     recompute_fwd = {"none": 0.0, "selective": c.attention_core_fwd_s, "full": c.layer_fwd_s}[s.recompute]
     recompute_comm = 2.0 if s.recompute == "full" else 0.0
-    recompute_fwd_j = {"none": 0.0, "selective": c.attention_core_fwd_j, "full": c.layer_fwd_j}[s.recompute]
+    recompute_fwd_j, recompute_fwd_dram_j = {"none": (0.0, 0.0),
+                                             "selective": (c.attention_core_fwd_j, c.attention_core_fwd_dram_j),
+                                             "full": (c.layer_fwd_j, c.layer_fwd_dram_j)}[s.recompute]
     a2a = a2a_bytes = 0.0
     if s.ep > 1:      # dispatch and combine all-to-all of the routed tokens' activations, each way
         a2a_bytes = 2.0 * (s.ep - 1) / s.ep * act * cfg.top_k
@@ -293,13 +303,16 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     mfu = flops_no_recompute / total / s.devices / system.chiplet.peak_flops(s.precision)
     tp_count = m * stage_layers * (4.0 + recompute_comm)
     energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + core_extra * c.attention_core_fwd_j + recompute_fwd_j)
-                        + 3.0 * c.ends_fwd_j))
+                        + 3.0 * c.ends_fwd_j),
+                   m * (stage_layers * (3.0 * c.layer_fwd_dram_j + core_extra * c.attention_core_fwd_dram_j
+                                        + recompute_fwd_dram_j) + 3.0 * c.ends_fwd_dram_j))
     energy.send("tp_communication_j", tp_count * ring_bytes(s.tp, act), inter_node=s.tp > node)
     energy.send("ep_communication_j", m * stage_layers * 3.0 * a2a_bytes, inter_node=False)
     energy.send("pp_communication_j", m * 2.0 * v * p2p_bytes if s.pp > 1 else 0.0, inter_node=inter_node)
     energy.send("dp_communication_j", zero3 * ring_bytes(s.dp, params * abytes), inter_node=s.dp > dp_ranks_in_node)
     energy.optimizer(params / (s.dp if s.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM)
     energy.active(total - bubble)
+    energy.limit_power(total - bubble)          # the clock the power limit leaves the busy device
     energy.static(total, waiting=bubble)
     breakdown = {"compute_s": m * pace_layers * (c.layer_fwd_s + bwd_kernels) + m * pace_ends,
                  "tp_communication_s": max(0.0, m * pace_layers * (layer_fwd + layer_bwd - 3.0 * a2a
@@ -310,7 +323,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
                  "optimizer_s": optimizer}
     return Iteration(iteration_s=total, tokens_per_s=tokens / total, model_tflops_per_device=tflops, mfu=mfu,
                      memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes),
-                     energy_j=energy.total_j * s.devices, power_per_device_w=energy.total_j / total,
+                     energy_j=energy.total_j * s.devices, power_per_device_w=energy.total_j / total, clock_fraction=energy.clock,
                      breakdown=breakdown, energy_breakdown=energy.parts_j(s.devices), stage_layers=counts)
 
 
