@@ -19,6 +19,7 @@ memory refreshed): the chiplet's ``idle_w`` where given (H200: 119-126 W measure
 from __future__ import annotations
 
 import numba as nb
+from scipy.optimize import brentq
 
 from .roofline import kernel_time_s
 
@@ -105,10 +106,6 @@ def clock_at_power(static_w: float, active_w: float, switching_w: float, fixed_w
 
     if limit_w <= 0.0 or power(1.0) <= limit_w:
         return 1.0
-    lo, hi = S_MIN, 1.0
-    if power(lo) >= limit_w:
-        return lo
-    for _ in range(BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if power(mid) > limit_w else (mid, hi)
-    return lo
+    if power(S_MIN) >= limit_w:
+        return S_MIN
+    return float(brentq(lambda s: power(s) - limit_w, S_MIN, 1.0, xtol=1e-9))
