@@ -28,6 +28,7 @@ from ..model.evaluator import design_arrays
 from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
+from .compact import static_plan
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
 from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
@@ -108,15 +109,17 @@ class Planner:
 
     def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy,
                  phase: str = "prefill", reconfig_kinds: dict[str, float] | None = None, strict: bool = True,
-                 detail: bool = True):
+                 detail: bool = True, compact: bool = False):
         self.ev, self.tables, self.scenario, self.policy = package_evaluator, tables, scenario, policy
         self.package_spec, self.max_copies = package_spec, max_copies
         self.reconfig_kinds = reconfig_kinds or {}      # chiplet kind -> its reconfiguration time, s
         self.strict = strict            # components a scenario names and a design lacks: an error (or none)
         self.detail = detail            # each window's imbalance (the search's totals do without it)
+        self.compact = compact          # a never-acting policy's plan as arrays (dse.runtime.compact)
         self.shared: dict = {}          # per package shape: outages, what is down when, hops (migration.py)
         self.workspaces: dict = {}      # the evaluator's scratch arrays for re-mapping, per copy width
         self.never_acts = isinstance(policy, StaticPolicy)
+        self.quiet = getattr(policy, "quiet", None)     # (placement, home) -> nothing to do while all are up
         self.groups = ExpertGroups.from_tables(tables)
         self.relabel = Relabel(self.groups)
         self.is_expert = np.zeros(tables.n_units, bool)
@@ -129,7 +132,11 @@ class Planner:
             self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
         self.load = request_load(sc.load.trace, sc.load.rate, phase, sc.starts(), sc.lengths()) \
             if sc.load.kind == "trace" else None
-        self.perm_keys = [perm_key(p) for p in self.perms]
+        keys: dict[int, bytes] = {}                     # windows of one popularity may share its list
+        for p in self.perms:
+            if id(p) not in keys:
+                keys[id(p)] = perm_key(p)
+        self.perm_keys = [keys[id(p)] for p in self.perms]
         self.q_units: dict[bytes, np.ndarray] = {}
         self.memo: dict = {}            # what the policy keeps between windows of one design
         self.cache: dict = {}
@@ -252,17 +259,20 @@ class Planner:
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
-        when the caller has them (a population's decoding), else built from the record."""
+        when the caller has them (a population's decoding), else built from the record. A `compact`
+        planner of a never-acting policy gives a `CompactPlan` (dse.runtime.compact) instead."""
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
         shape = self.outages(design)
         downs, cuts, frames = shape.downs, shape.cuts, shape.frames
-        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         self.cache, self.balance = {}, {}
         self.base = base if base is not None else \
             design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
         self.home = Placement(self.base.slots[0], self.base.ncopy[0])
+        if self.compact and self.never_acts:        # the search's: its shape's segments, built once
+            return static_plan(self, design)
+        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         run = RunState(self.home, sc.failures.spares)       # placements are replaced, never changed
         self.memo = {}
         roles = self.roles(design)
@@ -308,6 +318,9 @@ class Planner:
             mig: MigrationModel, roles: dict[int, float]) -> MoveCost:
         """Ask the policy at window ``w``'s start; price and start the move it decides (a re-roled
         reconfigurable chiplet adds its reconfiguration time to the move)."""
+        if not failed and self.quiet is not None and self.quiet(run.placement, self.home):
+            run.rerolled = set()        # nothing down, nothing to undo: the policy would decide nothing
+            return NO_MOVE
         free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
         state = PolicyState(w, t0, design, run.placement, self.home, failed, self.perms[max(w - 1, 0)],
                             self.groups, run.spares, self.remap, self.max_copies, run.last_change, self.memo,

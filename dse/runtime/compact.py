@@ -1,0 +1,141 @@
+"""The search's timelines as arrays (dse.runtime.search: totals only, no window records): a design's
+segments as arrays over its distinct keys, and the totals summed from them in one compiled pass, with the
+same operations in the same order as dse.runtime.timeline.summarise (the same floats, bit for bit).
+
+A policy that never acts (`static`) serves the design's own mapping throughout, so its segments (edges,
+offered load, what is down, popularity) are those of its package shape's outages (`Planner.outages`) for
+every design of that shape: they are built once per shape (`static_template`), and per design only the
+distinct keys' mappings are derived (`Planner.effective`: ~12 per design in an hour of drift and one
+failure), not 60 windows of segments."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+
+class CompactPlan(NamedTuple):
+    """One design's plan as arrays: per distinct key (``keys``) its `SegmentMapping` (None: nothing
+    survives) and share of selections served; per segment its window, length, serving time, offered
+    tokens/s (NaN: saturating) and key index; per window the moves' bytes and energy."""
+
+    keys: list
+    mappings: list
+    selected: np.ndarray
+    window: np.ndarray
+    length_s: np.ndarray
+    serve_s: np.ndarray
+    offered_tps: np.ndarray
+    key: np.ndarray
+    move_bytes: list
+    move_energy_j: list
+
+
+class Template(NamedTuple):
+    """A package shape's segments under a policy that never acts: per segment its window, length and
+    offered load, and its key tail's index; per key tail (popularity, failed, links, stacks) a window
+    and what is down there (to derive its mapping)."""
+
+    window: np.ndarray
+    length_s: np.ndarray
+    offered_tps: np.ndarray
+    key: np.ndarray
+    tails: list
+    at: list
+
+
+def static_template(planner, design) -> tuple:
+    """The segments of ``design``'s package shape under a policy that never acts (module docstring):
+    what `Planner.plan` cuts with no move in flight, keyed by what else a segment's key holds; returned
+    with the outages it was cut from (kept alive with it: the template is found by their identity)."""
+    shape = planner.outages(design)
+    key = ("static", id(shape), bool(design.ddr_channels))     # chips_down reads the DDR channels only
+    if key in planner.shared:
+        return planner.shared[key]
+    window, length, offered, index, tails, at = [], [], [], [], {}, []
+    for w, (_, _, _, pieces) in enumerate(shape.frames):
+        for a, b, now, off in pieces:
+            failed = planner.chips_down(now, design)
+            tail = (planner.perm_keys[w], failed, now.links, now.stacks)
+            if tail not in tails:
+                tails[tail] = len(tails)
+                at.append((w, now))
+            window.append(w)
+            length.append(b - a)
+            offered.append(np.nan if off is None else off)
+            index.append(tails[tail])
+    template = Template(np.array(window, np.int64), np.array(length), np.array(offered), np.array(index, np.int64),
+                        list(tails), at)
+    planner.shared[key] = (shape, template)         # the shape kept alive: its id stays its own
+    return planner.shared[key]
+
+
+def static_plan(planner, design) -> CompactPlan:
+    """``design``'s plan under a policy that never acts (its `Planner.base` set): the template of its
+    shape and each key tail's mapping (version 0: the design's own)."""
+    _, t = static_template(planner, design)
+    keys, mappings, selected = [], [], np.zeros(len(t.tails))
+    for j, (tail, (w, now)) in enumerate(zip(t.tails, t.at)):
+        key = (0, *tail)
+        eff, selected[j] = planner.effective(0, planner.home, tail[1], w, now)
+        keys.append(key)
+        mappings.append(eff)
+    n = len(planner.scenario.starts())
+    return CompactPlan(keys, mappings, selected, t.window, t.length_s, t.length_s, t.offered_tps, t.key,
+                       [0.0] * n, [0.0] * n)
+
+
+def compact_of(plan: list) -> CompactPlan:
+    """A plan of `WindowPlan` records as a `CompactPlan` (keys in order of first use)."""
+    keys: dict = {}
+    mappings, selected, window, length, serve, offered, index = [], [], [], [], [], [], []
+    for win in plan:
+        for seg in win.segments:
+            if seg.key not in keys:
+                keys[seg.key] = len(keys)
+                mappings.append(seg.mapping)
+                selected.append(seg.selected)
+            window.append(seg.window)
+            length.append(seg.length_s)
+            serve.append(seg.serve_s)
+            offered.append(np.nan if seg.offered_tps is None else seg.offered_tps)
+            index.append(keys[seg.key])
+    return CompactPlan(list(keys), mappings, np.array(selected, float), np.array(window, np.int64),
+                       np.array(length, float), np.array(serve, float), np.array(offered, float),
+                       np.array(index, np.int64), [w.move.bytes for w in plan], [w.move.energy_j for w in plan])
+
+
+@nb.njit(cache=True)
+def segment_sums(window, length, serve, offered, key, mapped, selected, latency, p99, e_tok, tokens_per_step,
+                 move_energy):
+    """Per costed segment: tokens served, latency and p99; and the energy and demand over the horizon
+    (dse.runtime.timeline.summarise's loop, its operations in its order)."""
+    n = window.shape[0]
+    served_all, lat_all, p99_all = np.empty(n), np.empty(n), np.empty(n)
+    count = 0
+    energy = demand_total = 0.0
+    s = 0
+    for w in range(move_energy.shape[0]):
+        served = demand = 0.0
+        while s < n and window[s] == w:
+            k = key[s]
+            off = offered[s]
+            if not mapped[k]:
+                demand += (0.0 if np.isnan(off) else off) * length[s]
+            else:
+                rate = tokens_per_step / latency[k]
+                cap = rate * selected[k] * serve[s]
+                if np.isnan(off):
+                    x, d = cap, rate * length[s]
+                else:
+                    o = off * length[s]
+                    x, d = (o if o < cap else cap), o
+                served, demand = served + x, demand + d
+                energy += x * e_tok[k]
+                served_all[count], lat_all[count], p99_all[count] = x, latency[k], p99[k]
+                count += 1
+            s += 1
+        demand_total += demand
+        energy += move_energy[w]
+    return served_all[:count], lat_all[:count], p99_all[:count], energy, demand_total
