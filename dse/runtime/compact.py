@@ -6,7 +6,9 @@ A policy that never acts (`static`) serves the design's own mapping throughout, 
 offered load, what is down, popularity) are those of its package shape's outages (`Planner.outages`) for
 every design of that shape: they are built once per shape (`static_template`), and per design only the
 distinct keys' mappings are derived (`Planner.effective`: ~12 per design in an hour of drift and one
-failure), not 60 windows of segments."""
+failure), not 60 windows of segments. A policy with nothing to do while every chiplet is up
+(`on-failure`) takes the same segments until a window starts with a chiplet down, and runs the policy
+loop from there (`joined_plan`)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -84,6 +86,47 @@ def static_plan(planner, design) -> CompactPlan:
     n = len(planner.scenario.starts())
     return CompactPlan(keys, mappings, selected, t.window, t.length_s, t.length_s, t.offered_tps, t.key,
                        [0.0] * n, [0.0] * n)
+
+
+def quiet_windows(planner, design) -> int:
+    """The windows before the first that starts with a chiplet down: a policy with nothing to do while
+    all is up (`on-failure`: ``quiet``) serves the design's own mapping through them, as `static` does."""
+    for w, (_, _, now, _) in enumerate(planner.outages(design).frames):
+        if planner.chips_down(now, design):
+            return w
+    return len(planner.outages(design).frames)
+
+
+def joined_plan(planner, design, start: int, rest: list) -> CompactPlan:
+    """The windows before ``start`` from the shape's template (as `static_plan`), then the `WindowPlan`
+    records ``rest`` of the windows from ``start`` on, as one `CompactPlan`."""
+    _, t = static_template(planner, design)
+    n = int(np.searchsorted(t.window, start))
+    used = np.unique(t.key[:n])
+    keys: dict = {}
+    mappings, selected = [], []
+    for j in used:
+        key = (0, *t.tails[j])
+        if key not in planner.cache:
+            w, now = t.at[j]
+            planner.cache[key] = planner.effective(0, planner.home, t.tails[j][1], w, now)
+        keys[key] = len(keys)
+        mappings.append(planner.cache[key][0])
+        selected.append(planner.cache[key][1])
+    local = np.zeros(len(t.tails), np.int64)
+    local[used] = np.arange(len(used))
+    back = compact_of(rest)
+    for key, m, sel in zip(back.keys, back.mappings, back.selected):
+        if key not in keys:
+            keys[key] = len(keys)
+            mappings.append(m)
+            selected.append(sel)
+    index = np.array([keys[k] for k in back.keys], np.int64)
+    return CompactPlan(list(keys), mappings, np.array(selected, float), np.concatenate([t.window[:n], back.window]),
+                       np.concatenate([t.length_s[:n], back.length_s]), np.concatenate([t.length_s[:n], back.serve_s]),
+                       np.concatenate([t.offered_tps[:n], back.offered_tps]),
+                       np.concatenate([local[t.key[:n]], index[back.key]]), [0.0] * start + back.move_bytes,
+                       [0.0] * start + back.move_energy_j)
 
 
 def compact_of(plan: list) -> CompactPlan:

@@ -28,7 +28,7 @@ from ..model.evaluator import design_arrays
 from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
-from .compact import static_plan
+from .compact import joined_plan, quiet_windows, static_plan
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
 from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
@@ -260,7 +260,8 @@ class Planner:
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
         when the caller has them (a population's decoding), else built from the record. A `compact`
-        planner of a never-acting policy gives a `CompactPlan` (dse.runtime.compact) instead."""
+        planner gives a `CompactPlan` (dse.runtime.compact): a never-acting policy's from its shape's
+        segments, a quiet one's (nothing to do while all is up) from them until a chiplet is down."""
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
@@ -277,7 +278,8 @@ class Planner:
         self.memo = {}
         roles = self.roles(design)
         out = []
-        for w, (t0, length, now0, pieces) in enumerate(frames):
+        start = quiet_windows(self, design) if self.compact and self.quiet is not None else 0
+        for w, (t0, length, now0, pieces) in enumerate(frames[start:], start):
             down = self.chips_down(now0, design)
             run.settle(t0)
             if run.replaced:
@@ -305,7 +307,7 @@ class Planner:
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, offered, failed, now, key))
             plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)
-        return out
+        return joined_plan(self, design, start, out) if self.compact else out
 
     def imbalance(self, run: "RunState", seg: Segment, w: int, n: int) -> float:
         """The imbalance the window's last segment shows (dse.runtime.mapping.imbalance), once per key."""
