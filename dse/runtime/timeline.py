@@ -113,13 +113,20 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
     cols = [METRICS.index(c) for c in NEEDED]
     for pkey, every in todo.items():
         items, same = distinct(every, packages)
-        width = max(m.slots.shape[1] for _, _, m in items)
-        slots = np.full((len(items), items[0][2].slots.shape[0], width), -1, np.int64)
-        for j, (_, _, m) in enumerate(items):
-            slots[j, :, : m.slots.shape[1]] = m.slots
-        rows = [packages[i][1] for i, _, _ in items]
-        d = DecodedDesigns(*(np.concatenate([r[f] for r in rows]) for f in (0, 1, 2)),
-                           np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows]),
+        widths = {m.slots.shape[1] for _, _, m in items}
+        if len(widths) == 1:
+            slots = np.stack([m.slots for _, _, m in items])
+        else:
+            slots = np.full((len(items), items[0][2].slots.shape[0], max(widths)), -1, np.int64)
+            for j, (_, _, m) in enumerate(items):
+                slots[j, :, : m.slots.shape[1]] = m.slots
+        first: dict[int, int] = {}      # each design's package rows once, then one gather
+        for i, _, _ in items:
+            first.setdefault(i, len(first))
+        rows = [packages[i][1] for i in first]
+        pos = np.fromiter((first[i] for i, _, _ in items), np.int64, len(items))
+        d = DecodedDesigns(*(np.concatenate([r[f] for r in rows])[pos] for f in (0, 1, 2)),
+                           np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows])[pos],
                            slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
         ev = planners[pkey].ev
         metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False)[:, cols]
