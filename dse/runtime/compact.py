@@ -149,11 +149,22 @@ def compact_of(plan: list) -> CompactPlan:
                        np.array(index, np.int64), [w.move.bytes for w in plan], [w.move.energy_j for w in plan])
 
 
+class SegmentSums(NamedTuple):
+    """`segment_sums`' result: per costed segment the tokens served, latency and p99 (s); the energy (J)
+    and the tokens demanded over the horizon."""
+
+    served: np.ndarray
+    latency: np.ndarray
+    p99: np.ndarray
+    energy_j: float
+    demand: float
+
+
 @nb.njit(cache=True)
 def segment_sums(window, length, serve, offered, key, mapped, selected, latency, p99, e_tok, tokens_per_step,
                  move_energy):
     """Per costed segment: tokens served, latency and p99; and the energy and demand over the horizon
-    (dse.runtime.timeline.summarise's loop, its operations in its order)."""
+    (dse.runtime.timeline.summarise's loop, its operations in its order): a `SegmentSums`' fields."""
     n = window.shape[0]
     served_all, lat_all, p99_all = np.empty(n), np.empty(n), np.empty(n)
     count = 0

@@ -21,7 +21,7 @@ from ..errors import StudyError
 from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..study.space import Design
-from .compact import CompactPlan, segment_sums
+from .compact import CompactPlan, SegmentSums, segment_sums
 from .failures import names
 from .link_energy import link_energy_per_token
 from .plan import Planner, WindowPlan
@@ -236,10 +236,10 @@ def compact_summary(plan: CompactPlan, step: dict, tokens_per_step: float, scena
     for j, (key, m) in enumerate(zip(plan.keys, plan.mappings)):
         if m is not None:
             fig[j] = step[key]
-    served_all, lat_all, p99_all, energy, demand_total = segment_sums(
+    sums = SegmentSums._make(segment_sums(
         plan.window, plan.length_s, plan.serve_s, plan.offered_tps, plan.key, mapped, plan.selected, fig[:, 0],
-        fig[:, 1], fig[:, 2], float(tokens_per_step), np.asarray(plan.move_energy_j, float))
-    totals = totals_of(served_all.tolist(), lat_all, p99_all, energy, demand_total, plan.move_bytes,
+        fig[:, 1], fig[:, 2], float(tokens_per_step), np.asarray(plan.move_energy_j, float)))
+    totals = totals_of(sums.served.tolist(), sums.latency, sums.p99, sums.energy_j, sums.demand, plan.move_bytes,
                        plan.move_energy_j)
     return Timeline(policy=policy, scenario=scenario.name, windows=[], totals=totals)
 
