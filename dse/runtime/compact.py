@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from .mapping import SegmentMapping
+
 
 class CompactPlan(NamedTuple):
     """One design's plan as arrays: per distinct key (``keys``) its `SegmentMapping` (None: nothing
@@ -77,15 +79,35 @@ def static_plan(planner, design) -> CompactPlan:
     """``design``'s plan under a policy that never acts (its `Planner.base` set): the template of its
     shape and each key tail's mapping (version 0: the design's own)."""
     _, t = static_template(planner, design)
-    keys, mappings, selected = [], [], np.zeros(len(t.tails))
+    keys = [(0, *tail) for tail in t.tails]
+    mappings, selected = [None] * len(keys), np.ones(len(keys))
+    up = [j for j, tail in enumerate(t.tails) if not tail[1]]       # nothing failed: a relabelling only
+    slots, ncopy = relabelled_all(planner, [planner.perms[t.at[j][0]] for j in up])
+    for k, j in enumerate(up):
+        stacks = planner.base.stacks[0].copy()
+        for c, lost in t.at[j][1].stacks:
+            stacks[c] -= lost
+        mappings[j] = SegmentMapping(slots[k], ncopy[k], stacks, t.at[j][1].links)
     for j, (tail, (w, now)) in enumerate(zip(t.tails, t.at)):
-        key = (0, *tail)
-        eff, selected[j] = planner.effective(0, planner.home, tail[1], w, now)
-        keys.append(key)
-        mappings.append(eff)
+        if tail[1]:
+            mappings[j], selected[j] = planner.effective(0, planner.home, tail[1], w, now)
     n = len(planner.scenario.starts())
     return CompactPlan(keys, mappings, selected, t.window, t.length_s, t.length_s, t.offered_tps, t.key,
                        [0.0] * n, [0.0] * n)
+
+
+def relabelled_all(planner, perms: list) -> tuple[np.ndarray, np.ndarray]:
+    """The design's own mapping (`Planner.home`) relabelled to each popularity of ``perms`` at once
+    (dse.runtime.mapping.Relabel, row k for ``perms[k]``): slots ``[K, U, C]``, copies ``[K, U]``."""
+    home, relabel = planner.home, planner.relabel
+    slots = np.repeat(home.slots[None], len(perms), axis=0)
+    ncopy = np.repeat(home.ncopy[None], len(perms), axis=0)
+    if perms:
+        dst = np.stack([relabel.dst(p) for p in perms])
+        row = np.arange(len(perms))[:, None]
+        slots[row, dst] = home.slots[relabel.src][None]
+        ncopy[row, dst] = home.ncopy[relabel.src][None]
+    return slots, ncopy
 
 
 def quiet_windows(planner, design) -> int:

@@ -146,6 +146,17 @@ class Placement(NamedTuple):
         return {u: s[:c] for u, s, c in zip(unit_names, self.slots.tolist(), self.ncopy.tolist())}
 
 
+@dataclasses.dataclass(frozen=True)
+class SegmentMapping:
+    """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
+    chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
+
+    slots: np.ndarray
+    ncopy: np.ndarray
+    stacks: np.ndarray
+    links: frozenset
+
+
 def placement_arrays(placement: dict[str, list[int]], unit_names: list[str], width: int = 1) -> Placement:
     """``placement`` (every unit of ``unit_names``) as a `Placement` at least ``width`` copies wide."""
     lists = [placement[u] for u in unit_names]

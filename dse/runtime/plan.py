@@ -31,8 +31,8 @@ from ..errors import StudyError
 from .compact import joined_plan, quiet_windows, static_plan
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
-from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
-                      placement_imbalance)
+from .mapping import (ExpertGroups, Placement, Relabel, SegmentMapping, live_copies, moved_arrays, on_chips,
+                      perm_key, placement_imbalance)
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
 from .policies.base import holds
@@ -59,17 +59,6 @@ class Segment:
     failed: frozenset[int]
     down: Down                      # what is down, chiplets a spare stands in for included
     key: tuple = ()                 # (mapping version, popularity, failed, links, stacks): equal keys, equal designs
-
-
-@dataclass(frozen=True)
-class SegmentMapping:
-    """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
-    chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
-
-    slots: np.ndarray
-    ncopy: np.ndarray
-    stacks: np.ndarray
-    links: frozenset
 
 
 class Outages(NamedTuple):
