@@ -84,13 +84,19 @@ def lost_selections(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int]
     """Share of expert selections that land on units with no live copy (1 if a non-expert unit has none);
     ``q_unit``: each unit's selections per token at the window's popularity (0 for non-experts),
     ``experts``: which units are routed experts."""
-    width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
-    live = (width & ~on_chips(slots, failed)).any(axis=1)
-    orphan = ~live & (ncopy > 0)
-    if (orphan & ~experts).any():
+    orphan = orphans(slots, ncopy, failed, experts)
+    if orphan is None:
         return 1.0
     total = q_unit.sum()
     return float(q_unit[orphan].sum() / total) if total else 0.0
+
+
+def orphans(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int], experts: np.ndarray) -> np.ndarray | None:
+    """Units with no live copy (`lost_selections`); None when a non-expert unit is among them."""
+    width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
+    live = (width & ~on_chips(slots, failed)).any(axis=1)
+    orphan = ~live & (ncopy > 0)
+    return None if (orphan & ~experts).any() else orphan
 
 
 class Planner:
@@ -179,7 +185,11 @@ class Planner:
         ok, new_slots, new_ncopy = self.cache[key]
         if not ok:
             return None, 0.0
-        lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
+        gone = ("orphans", version, failed)         # popularity only weighs them (`lost_selections`)
+        if gone not in self.cache:
+            self.cache[gone] = orphans(slots, ncopy, failed, self.is_expert)
+        orphan, q_unit = self.cache[gone], self.q_unit(w)
+        lost = 1.0 if orphan is None else (float(q_unit[orphan].sum() / q_unit.sum()) if q_unit.sum() else 0.0)
         return SegmentMapping(*self.relabel(new_slots, new_ncopy, self.perms[w]), stacks, down.links), 1.0 - lost
 
     def workspace(self, width: int):
