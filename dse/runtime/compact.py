@@ -80,20 +80,33 @@ def static_plan(planner, design) -> CompactPlan:
     shape and each key tail's mapping (version 0: the design's own)."""
     _, t = static_template(planner, design)
     keys = [(0, *tail) for tail in t.tails]
-    mappings, selected = [None] * len(keys), np.ones(len(keys))
-    up = [j for j, tail in enumerate(t.tails) if not tail[1]]       # nothing failed: a relabelling only
-    slots, ncopy = relabelled_all(planner, [planner.perms[t.at[j][0]] for j in up])
-    for k, j in enumerate(up):
-        stacks = planner.base.stacks[0].copy()
-        for c, lost in t.at[j][1].stacks:
-            stacks[c] -= lost
-        mappings[j] = SegmentMapping(slots[k], ncopy[k], stacks, t.at[j][1].links)
-    for j, (tail, (w, now)) in enumerate(zip(t.tails, t.at)):
-        if tail[1]:
-            mappings[j], selected[j] = planner.effective(0, planner.home, tail[1], w, now)
+    mappings, selected = own_mappings(planner, t, range(len(keys)))
     n = len(planner.scenario.starts())
-    return CompactPlan(keys, mappings, selected, t.window, t.length_s, t.length_s, t.offered_tps, t.key,
+    return CompactPlan(keys, mappings, np.array(selected), t.window, t.length_s, t.length_s, t.offered_tps, t.key,
                        [0.0] * n, [0.0] * n)
+
+
+def own_mappings(planner, t: Template, tails) -> tuple[list, list]:
+    """The `SegmentMapping` of the design's own mapping (version 0) and the share of selections it
+    serves, for the key tails ``tails`` of template ``t``: where nothing failed, a relabelling (all at
+    once, `relabelled_all`), else `Planner.effective` (the evaluator's re-mapping)."""
+    mappings, selected = [], []
+    up = [j for j in tails if not t.tails[j][1]]
+    slots, ncopy = relabelled_all(planner, [planner.perms[t.at[j][0]] for j in up])
+    row = {j: k for k, j in enumerate(up)}
+    for j in tails:
+        w, now = t.at[j]
+        if j in row:
+            stacks = planner.base.stacks[0].copy()
+            for c, lost in now.stacks:
+                stacks[c] -= lost
+            mappings.append(SegmentMapping(slots[row[j]], ncopy[row[j]], stacks, now.links))
+            selected.append(1.0)
+        else:
+            eff, sel = planner.effective(0, planner.home, t.tails[j][1], w, now)
+            mappings.append(eff)
+            selected.append(sel)
+    return mappings, selected
 
 
 def relabelled_all(planner, perms: list) -> tuple[np.ndarray, np.ndarray]:
@@ -125,16 +138,8 @@ def joined_plan(planner, design, start: int, rest: list) -> CompactPlan:
     _, t = static_template(planner, design)
     n = int(np.searchsorted(t.window, start))
     used = np.unique(t.key[:n])
-    keys: dict = {}
-    mappings, selected = [], []
-    for j in used:
-        key = (0, *t.tails[j])
-        if key not in planner.cache:
-            w, now = t.at[j]
-            planner.cache[key] = planner.effective(0, planner.home, t.tails[j][1], w, now)
-        keys[key] = len(keys)
-        mappings.append(planner.cache[key][0])
-        selected.append(planner.cache[key][1])
+    keys = {(0, *t.tails[j]): k for k, j in enumerate(used)}
+    mappings, selected = own_mappings(planner, t, used.tolist())
     local = np.zeros(len(t.tails), np.int64)
     local[used] = np.arange(len(used))
     back = compact_of(rest)
