@@ -33,6 +33,7 @@ class ExpertGroups:
     units: list[np.ndarray] = dataclasses.field(default_factory=list)    # each one's unit index in the tables
     packings: dict = dataclasses.field(default_factory=dict, repr=False)  # EPLB's, by content (policies.eplb)
     packed: int = 0                     # packings computed (the rest were remembered)
+    perm_keys: dict = dataclasses.field(default_factory=dict, repr=False)    # id(perm) -> (perm, its key)
 
     @classmethod
     def from_tables(cls, tables: EvalTables) -> "ExpertGroups":
@@ -68,6 +69,13 @@ class ExpertGroups:
         out = q[np.concatenate([p + o for p, o in zip(perm, offsets[:-1])])] if perm else q
         self._loads[id(perm)] = (perm, out)
         return out
+
+    def key(self, perm: list[np.ndarray]) -> bytes:
+        """`perm_key` of ``perm``, remembered per ``perm`` object (as `load`)."""
+        hit = self.perm_keys.get(id(perm))
+        if hit is None or hit[0] is not perm:
+            hit = self.perm_keys[id(perm)] = (perm, perm_key(perm))
+        return hit[1]
 
     def identity(self) -> list[np.ndarray]:
         """The study's own popularity: no expert relabelled."""
@@ -138,6 +146,17 @@ class Placement(NamedTuple):
         return {u: s[:c] for u, s, c in zip(unit_names, self.slots.tolist(), self.ncopy.tolist())}
 
 
+@dataclasses.dataclass(frozen=True)
+class SegmentMapping:
+    """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
+    chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
+
+    slots: np.ndarray
+    ncopy: np.ndarray
+    stacks: np.ndarray
+    links: frozenset
+
+
 def placement_arrays(placement: dict[str, list[int]], unit_names: list[str], width: int = 1) -> Placement:
     """``placement`` (every unit of ``unit_names``) as a `Placement` at least ``width`` copies wide."""
     lists = [placement[u] for u in unit_names]
@@ -179,7 +198,7 @@ def placement_imbalance(p: Placement, groups: ExpertGroups, perm: list[np.ndarra
         layer = np.repeat(np.arange(len(groups.names)), [len(n) for n in groups.names])[rows]
         memo.clear()
         memo.update(placement=p, copies=Copies(layer, rows, e.slots[rows, cols], 1.0 / e.ncopy[rows]))
-    key = perm_key(perm)
+    key = groups.key(perm)
     if key not in memo:
         memo[key] = imbalance({}, groups, perm, chiplets, memo["copies"])
     return memo[key]

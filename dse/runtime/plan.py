@@ -28,10 +28,11 @@ from ..model.evaluator import design_arrays
 from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
+from .compact import joined_plan, quiet_windows, static_plan
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
-from .mapping import (ExpertGroups, Placement, Relabel, live_copies, moved_arrays, on_chips, perm_key,
-                      placement_imbalance)
+from .mapping import (ExpertGroups, Placement, Relabel, SegmentMapping, live_copies, moved_arrays, on_chips,
+                      perm_key, placement_imbalance)
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
 from .policies.base import holds
@@ -60,17 +61,6 @@ class Segment:
     key: tuple = ()                 # (mapping version, popularity, failed, links, stacks): equal keys, equal designs
 
 
-@dataclass(frozen=True)
-class SegmentMapping:
-    """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
-    chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
-
-    slots: np.ndarray
-    ncopy: np.ndarray
-    stacks: np.ndarray
-    links: frozenset
-
-
 class Outages(NamedTuple):
     """A package shape's outages through the scenario (`Planner.outages`)."""
 
@@ -94,13 +84,19 @@ def lost_selections(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int]
     """Share of expert selections that land on units with no live copy (1 if a non-expert unit has none);
     ``q_unit``: each unit's selections per token at the window's popularity (0 for non-experts),
     ``experts``: which units are routed experts."""
-    width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
-    live = (width & ~on_chips(slots, failed)).any(axis=1)
-    orphan = ~live & (ncopy > 0)
-    if (orphan & ~experts).any():
+    orphan = orphans(slots, ncopy, failed, experts)
+    if orphan is None:
         return 1.0
     total = q_unit.sum()
     return float(q_unit[orphan].sum() / total) if total else 0.0
+
+
+def orphans(slots: np.ndarray, ncopy: np.ndarray, failed: frozenset[int], experts: np.ndarray) -> np.ndarray | None:
+    """Units with no live copy (`lost_selections`); None when a non-expert unit is among them."""
+    width = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
+    live = (width & ~on_chips(slots, failed)).any(axis=1)
+    orphan = ~live & (ncopy > 0)
+    return None if (orphan & ~experts).any() else orphan
 
 
 class Planner:
@@ -108,15 +104,17 @@ class Planner:
 
     def __init__(self, package_evaluator, tables, package_spec, max_copies: int, scenario: Scenario, policy,
                  phase: str = "prefill", reconfig_kinds: dict[str, float] | None = None, strict: bool = True,
-                 detail: bool = True):
+                 detail: bool = True, compact: bool = False):
         self.ev, self.tables, self.scenario, self.policy = package_evaluator, tables, scenario, policy
         self.package_spec, self.max_copies = package_spec, max_copies
         self.reconfig_kinds = reconfig_kinds or {}      # chiplet kind -> its reconfiguration time, s
         self.strict = strict            # components a scenario names and a design lacks: an error (or none)
         self.detail = detail            # each window's imbalance (the search's totals do without it)
+        self.compact = compact          # a never-acting policy's plan as arrays (dse.runtime.compact)
         self.shared: dict = {}          # per package shape: outages, what is down when, hops (migration.py)
         self.workspaces: dict = {}      # the evaluator's scratch arrays for re-mapping, per copy width
         self.never_acts = isinstance(policy, StaticPolicy)
+        self.quiet = getattr(policy, "quiet", None)     # (placement, home) -> nothing to do while all are up
         self.groups = ExpertGroups.from_tables(tables)
         self.relabel = Relabel(self.groups)
         self.is_expert = np.zeros(tables.n_units, bool)
@@ -129,7 +127,11 @@ class Planner:
             self.perms = window_perms(sc.popularity, [len(n) for n in self.groups.names], sc.starts(), sc.lengths())
         self.load = request_load(sc.load.trace, sc.load.rate, phase, sc.starts(), sc.lengths()) \
             if sc.load.kind == "trace" else None
-        self.perm_keys = [perm_key(p) for p in self.perms]
+        keys: dict[int, bytes] = {}                     # windows of one popularity may share its list
+        for p in self.perms:
+            if id(p) not in keys:
+                keys[id(p)] = perm_key(p)
+        self.perm_keys = [keys[id(p)] for p in self.perms]
         self.q_units: dict[bytes, np.ndarray] = {}
         self.memo: dict = {}            # what the policy keeps between windows of one design
         self.cache: dict = {}
@@ -183,7 +185,11 @@ class Planner:
         ok, new_slots, new_ncopy = self.cache[key]
         if not ok:
             return None, 0.0
-        lost = lost_selections(slots, ncopy, failed, self.q_unit(w), self.is_expert)
+        gone = ("orphans", version, failed)         # popularity only weighs them (`lost_selections`)
+        if gone not in self.cache:
+            self.cache[gone] = orphans(slots, ncopy, failed, self.is_expert)
+        orphan, q_unit = self.cache[gone], self.q_unit(w)
+        lost = 1.0 if orphan is None else (float(q_unit[orphan].sum() / q_unit.sum()) if q_unit.sum() else 0.0)
         return SegmentMapping(*self.relabel(new_slots, new_ncopy, self.perms[w]), stacks, down.links), 1.0 - lost
 
     def workspace(self, width: int):
@@ -252,22 +258,27 @@ class Planner:
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> list[WindowPlan]:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
-        when the caller has them (a population's decoding), else built from the record."""
+        when the caller has them (a population's decoding), else built from the record. A `compact`
+        planner gives a `CompactPlan` (dse.runtime.compact): a never-acting policy's from its shape's
+        segments, a quiet one's (nothing to do while all is up) from them until a chiplet is down."""
         sc = self.scenario
         n = design.rows * design.cols
         stacks = list(design.hbm_stacks)
         shape = self.outages(design)
         downs, cuts, frames = shape.downs, shape.cuts, shape.frames
-        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         self.cache, self.balance = {}, {}
         self.base = base if base is not None else \
             design_arrays([design], self.tables, self.ev.space.max_slots, self.max_copies)
         self.home = Placement(self.base.slots[0], self.base.ncopy[0])
+        if self.compact and self.never_acts:        # the search's: its shape's segments, built once
+            return static_plan(self, design)
+        mig = MigrationModel(self.tables, self.package_spec, design, sc.migration.bandwidth_scale, self.shared)
         run = RunState(self.home, sc.failures.spares)       # placements are replaced, never changed
         self.memo = {}
         roles = self.roles(design)
         out = []
-        for w, (t0, length, now0, pieces) in enumerate(frames):
+        start = quiet_windows(self, design) if self.compact and self.quiet is not None else 0
+        for w, (t0, length, now0, pieces) in enumerate(frames[start:], start):
             down = self.chips_down(now0, design)
             run.settle(t0)
             if run.replaced:
@@ -295,7 +306,7 @@ class Planner:
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, offered, failed, now, key))
             plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)
-        return out
+        return joined_plan(self, design, start, out) if self.compact else out
 
     def imbalance(self, run: "RunState", seg: Segment, w: int, n: int) -> float:
         """The imbalance the window's last segment shows (dse.runtime.mapping.imbalance), once per key."""
@@ -308,6 +319,9 @@ class Planner:
             mig: MigrationModel, roles: dict[int, float]) -> MoveCost:
         """Ask the policy at window ``w``'s start; price and start the move it decides (a re-roled
         reconfigurable chiplet adds its reconfiguration time to the move)."""
+        if not failed and self.quiet is not None and self.quiet(run.placement, self.home):
+            run.rerolled = set()        # nothing down, nothing to undo: the policy would decide nothing
+            return NO_MOVE
         free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
         state = PolicyState(w, t0, design, run.placement, self.home, failed, self.perms[max(w - 1, 0)],
                             self.groups, run.spares, self.remap, self.max_copies, run.last_change, self.memo,

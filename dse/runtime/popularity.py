@@ -15,12 +15,11 @@ from .scenario import PopularitySpec
 def window_perms(spec: PopularitySpec, sizes: list[int], starts: list[float],
                  lengths: list[float]) -> list[list[np.ndarray]]:
     """For each window, each layer's relabelling (``sizes``: experts per layer)."""
-    if spec.drift == "rotate":
-        out = []
-        for t in starts:
-            shift = int(np.floor(spec.rate_per_s * t + 1e-9))
-            out.append([(np.arange(n) + shift) % n for n in sizes])
-        return out
+    if spec.drift == "rotate":          # one list per shift, one array per layer size and shift (shared)
+        shifts = [int(np.floor(spec.rate_per_s * t + 1e-9)) for t in starts]
+        arrays = {(n, s): (np.arange(n) + s) % n for s in set(shifts) for n in set(sizes)}
+        lists = {s: [arrays[n, s] for n in sizes] for s in set(shifts)}
+        return [lists[s] for s in shifts]
     current = [np.arange(n) for n in sizes]
     if spec.drift == "none":
         return [current for _ in starts]

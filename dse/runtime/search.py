@@ -52,9 +52,11 @@ class RuntimeEvaluator(PopulationEvaluator):
 
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
-        arrays = None if self.prepared.variants else self.inner.decode(X)
-        return np.hstack([self.inner.metrics_array(X, with_faults),
-                          self.runtime_columns(self.inner.designs(X), arrays)])
+        p = self.prepared
+        arrays = None if p.variants else self.inner.decode(X)
+        one_package = arrays is not None and p.study.system is None and p.study.serving is None
+        designs = package_records(p.package_evaluator, arrays) if one_package else self.inner.designs(X)
+        return np.hstack([self.inner.metrics_array(X, with_faults), self.runtime_columns(designs, arrays)])
 
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
         return np.hstack([self.inner.design_metrics(designs, with_faults), self.runtime_columns(designs)])
@@ -77,6 +79,17 @@ class RuntimeEvaluator(PopulationEvaluator):
         """A serving study's affine steps, slots and replicas of ``design`` (dse.serving.package.
         ServingEvaluator.steps_of: the report's load curve, dse.serving.load_curve)."""
         return self.inner.steps_of(design)
+
+
+def package_records(ev, d: DecodedDesigns) -> list[Design]:
+    """The design records of the kernel arrays ``d`` (package evaluator ``ev``) without their placement:
+    the timelines of a population with its arrays read the mapping from ``d`` (`run_timelines`), so the
+    unit -> slots dictionaries `Evaluator.designs` builds are not needed."""
+    names = ev.tables.kind_names
+    return [Design(rows=int(r), cols=int(c), chiplets=[names[k] for k in kind[:n]], hbm_stacks=stacks[:n],
+                   ddr_channels=int(ddr), link=ev.link, mapping=ev.space.mapping, placement={}, topology=ev.topology)
+            for r, c, n, kind, stacks, ddr in zip(d.rows, d.cols, d.chiplets.tolist(), d.kind.tolist(),
+                                                  d.stacks.tolist(), d.ddr)]
 
 
 def with_runtime(study, prepared):

@@ -21,6 +21,7 @@ from ..errors import StudyError
 from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..study.space import Design
+from .compact import CompactPlan, SegmentSums, segment_sums
 from .failures import names
 from .link_energy import link_energy_per_token
 from .plan import Planner, WindowPlan
@@ -63,6 +64,7 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
     check_links(prepared, scenario)
     reconfig = {c.name: c.reconfig_us * 1e-6 for c in prepared.study.hardware.chiplets if c.kind == "reconfigurable"}
     planners = {} if planners is None else planners
+    serving = serving_windows(prepared)         # a serving study: the closed form per window
     plans, packages = [], []
     for design in designs:
         package = prepared.for_design(design)
@@ -70,17 +72,18 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
         if key not in planners:         # one planner per package variant: popularity and packings shared
             planners[key] = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
                                     prepared.study.mapping.max_replicas, scenario, make_policy(policy, every_s, bound),
-                                    prepared.study.workload.phase, reconfig, strict, detail)
+                                    prepared.study.workload.phase, reconfig, strict, detail,
+                                    compact=serving is None and not detail)
         i = len(plans)
         plans.append(planners[key].plan(design, None if arrays is None else arrays.take(slice(i, i + 1))))
         packages.append((key, planners[key].base))
-    serving = serving_windows(prepared)         # a serving study: the closed form per window
     step = step_metrics(plans, packages, planners, serving)
     if serving is not None:
         return [Timeline(policy, scenario.name, *serving.summarise(plan, step[i], scenario.failures.spares))
                 for i, plan in enumerate(plans)]
-    return [summarise(plan, step[i], prepared.for_design(d).tables.tokens_per_step, scenario, policy, detail)
-            for i, (plan, d) in enumerate(zip(plans, designs))]
+    return [(compact_summary if isinstance(plan, CompactPlan) else summarise)(
+                plan, step[i], planners[packages[i][0]].tables.tokens_per_step, scenario, policy, detail)
+            for i, plan in enumerate(plans)]
 
 
 def check_links(prepared, scenario: Scenario) -> None:
@@ -102,24 +105,32 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
     out: list[dict] = [{} for _ in plans]
     todo: dict[int, list] = {}
     for i, (plan, (pkey, _)) in enumerate(zip(plans, packages)):
-        for window in plan:
-            for seg in window.segments:
-                if seg.mapping is not None and seg.key not in out[i]:
-                    out[i][seg.key] = None
-                    todo.setdefault(pkey, []).append((i, seg.key, seg.mapping))
+        pairs = zip(plan.keys, plan.mappings) if isinstance(plan, CompactPlan) else \
+            ((seg.key, seg.mapping) for window in plan for seg in window.segments)
+        for key, mapping in pairs:
+            if mapping is not None and key not in out[i]:
+                out[i][key] = None
+                todo.setdefault(pkey, []).append((i, key, mapping))
     cols = [METRICS.index(c) for c in NEEDED]
     for pkey, every in todo.items():
         items, same = distinct(every, packages)
-        width = max(m.slots.shape[1] for _, _, m in items)
-        slots = np.full((len(items), items[0][2].slots.shape[0], width), -1, np.int64)
-        for j, (_, _, m) in enumerate(items):
-            slots[j, :, : m.slots.shape[1]] = m.slots
-        rows = [packages[i][1] for i, _, _ in items]
-        d = DecodedDesigns(*(np.concatenate([r[f] for r in rows]) for f in (0, 1, 2)),
-                           np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows]),
+        widths = {m.slots.shape[1] for _, _, m in items}
+        if len(widths) == 1:
+            slots = np.stack([m.slots for _, _, m in items])
+        else:
+            slots = np.full((len(items), items[0][2].slots.shape[0], max(widths)), -1, np.int64)
+            for j, (_, _, m) in enumerate(items):
+                slots[j, :, : m.slots.shape[1]] = m.slots
+        first: dict[int, int] = {}      # each design's package rows once, then one gather
+        for i, _, _ in items:
+            first.setdefault(i, len(first))
+        rows = [packages[i][1] for i in first]
+        pos = np.fromiter((first[i] for i, _, _ in items), np.int64, len(items))
+        d = DecodedDesigns(*(np.concatenate([r[f] for r in rows])[pos] for f in (0, 1, 2)),
+                           np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows])[pos],
                            slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
         ev = planners[pkey].ev
-        metrics = ev.decoded_metrics(d, with_faults=False)[:, cols]
+        metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False)[:, cols]
         intact_s = metrics[:, 0].copy()
         for j, (i, key, m) in enumerate(items):
             if m.links:
@@ -137,12 +148,14 @@ def distinct(items: list, packages: list) -> tuple[list, list[int]]:
     """The segments of ``items`` (design index, key, `SegmentMapping`) with distinct designs (the same
     package and the same arrays: the same step), and each item's index among them."""
     seen: dict[tuple, int] = {}
+    bases: dict[int, bytes] = {}
     keep, index = [], []
     for item in items:
         i, _, m = item
-        base = packages[i][1]
-        content = (base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes(),
-                   m.slots.shape, m.slots.tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(), m.links)
+        if i not in bases:
+            base = packages[i][1]
+            bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
+        content = (bases[i], m.slots.shape, m.slots.tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(), m.links)
         if content not in seen:
             seen[content] = len(keep)
             keep.append(item)
@@ -210,16 +223,41 @@ def summarise(plan: list[WindowPlan], step: dict, tokens_per_step: float, scenar
                             "migration_s": float(move.time_s),
                             "failed_components": failed,
                             "served_frac": float(served / demand) if demand else 0.0})
+    totals = totals_of(served_all, lat_all, p99_all, energy, demand_total, [x.move.bytes for x in plan],
+                       [x.move.energy_j for x in plan])
+    return Timeline(policy=policy, scenario=scenario.name, windows=windows, totals=totals)
+
+
+def compact_summary(plan: CompactPlan, step: dict, tokens_per_step: float, scenario: Scenario, policy: str,
+                    detail: bool = False) -> Timeline:
+    """`summarise`'s totals of a `CompactPlan` (no window records), summed in one compiled pass
+    (dse.runtime.compact.segment_sums: the same operations in the same order)."""
+    mapped = np.array([m is not None for m in plan.mappings], bool)
+    fig = np.full((len(plan.keys), 3), np.nan)
+    for j, (key, m) in enumerate(zip(plan.keys, plan.mappings)):
+        if m is not None:
+            fig[j] = step[key]
+    sums = SegmentSums._make(segment_sums(
+        plan.window, plan.length_s, plan.serve_s, plan.offered_tps, plan.key, mapped, plan.selected, fig[:, 0],
+        fig[:, 1], fig[:, 2], float(tokens_per_step), np.asarray(plan.move_energy_j, float)))
+    totals = totals_of(sums.served.tolist(), sums.latency, sums.p99, sums.energy_j, sums.demand, plan.move_bytes,
+                       plan.move_energy_j)
+    return Timeline(policy=policy, scenario=scenario.name, windows=[], totals=totals)
+
+
+def totals_of(served_all: list, lat_all, p99_all, energy: float, demand_total: float, move_bytes: list,
+              move_energy: list) -> dict:
+    """A timeline's totals from its costed segments (tokens served, latency, p99 each), the energy and
+    demand over the horizon, and each window's moves (bytes, J)."""
     tokens = float(sum(served_all))
     w = np.asarray(served_all)
-    totals = {"tokens_served": tokens,
-              "mean_latency_s": float(np.average(lat_all, weights=w)) if tokens else float("inf"),
-              "p99_latency_s": weighted_quantile(np.asarray(p99_all), w, 0.99) if tokens else float("inf"),
-              "availability": float(tokens / demand_total) if demand_total else 0.0,
-              "migration_bytes": float(sum(x.move.bytes for x in plan)),
-              "migration_energy_j": float(sum(x.move.energy_j for x in plan)),
-              "energy_j_per_token": float(energy / tokens) if tokens else float("inf")}
-    return Timeline(policy=policy, scenario=scenario.name, windows=windows, totals=totals)
+    return {"tokens_served": tokens,
+            "mean_latency_s": float(np.average(lat_all, weights=w)) if tokens else float("inf"),
+            "p99_latency_s": weighted_quantile(np.asarray(p99_all), w, 0.99) if tokens else float("inf"),
+            "availability": float(tokens / demand_total) if demand_total else 0.0,
+            "migration_bytes": float(sum(move_bytes)),
+            "migration_energy_j": float(sum(move_energy)),
+            "energy_j_per_token": float(energy / tokens) if tokens else float("inf")}
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
