@@ -137,16 +137,20 @@ def test_link_failure_window_energy_counts_the_rerouted_traffic(design):
     assert tl.totals["energy_j_per_token"] == pytest.approx(intact + by_hand, rel=1e-9)
 
 
+def _move_setup(prepared, design):
+    """The tables, migration model, package routes and link bandwidth the hand computations below use."""
+    _, routes = package_routes(design, prepared.study.hardware.package)
+    return (prepared.tables, MigrationModel(prepared.tables, prepared.study.hardware.package, design), routes,
+            prepared.tables.link.bandwidth_Bps)
+
+
 def test_background_move_takes_what_serving_leaves(prepared, design):
     """Hand computation: one expert copied from chiplet 0 to chiplet 5 (3 hops) while serving sends r B/s
     on each link of the route: time = bytes / (link bandwidth - r); energy as without contention; with
     ``share`` above what is left, the move takes share x bandwidth and serving keeps (bw - taken) / r."""
-    t = prepared.tables
-    model = MigrationModel(t, prepared.study.hardware.package, design)
+    t, model, routes, bw = _move_setup(prepared, design)
     unit = "L0-31.e1"
     nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
-    _, routes = package_routes(design, prepared.study.hardware.package)
-    bw = t.link.bandwidth_Bps
     n_links = len(routes.topology.link_src)
     rate = np.zeros(n_links)
     rate[routes.links(0, 5)] = 0.4 * bw
@@ -165,12 +169,9 @@ def test_background_moves_share_a_link_with_serving(prepared, design):
     """Hand computation: two experts copied from chiplet 0 to chiplets 2 and 5 both cross 0 -> 1 -> 2
     while serving sends 0.4 W on every link of those routes: the pair gets what serving leaves, 0.6 W,
     for both, (b1 + b2) / 0.6 W; serving keeps all of its share (the moves take what it leaves)."""
-    t = prepared.tables
-    model = MigrationModel(t, prepared.study.hardware.package, design)
+    t, model, routes, bw = _move_setup(prepared, design)
     units = ["L0-31.e1", "L0-31.e2"]
     nbytes = sum(float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u in units)
-    _, routes = package_routes(design, prepared.study.hardware.package)
-    bw = t.link.bandwidth_Bps
     n_links = len(routes.topology.link_src)
     rate = np.zeros(n_links)
     rate[routes.links(0, 5)] = 0.4 * bw
@@ -186,12 +187,9 @@ def test_background_move_shares_the_hbm_with_serving(prepared, design):
     a copy out of chiplet 0 gets what serving leaves, W / 2: b / (W / 2). With ``share`` 0.5 it takes
     half the HBM, more than the link carries, so the link bounds it (b / W) and serving keeps
     (H - W) / r of its HBM rate while it runs."""
-    t = prepared.tables
-    model = MigrationModel(t, prepared.study.hardware.package, design)
+    t, model, routes, bw = _move_setup(prepared, design)
     unit = "L0-31.e1"
     nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
-    _, routes = package_routes(design, prepared.study.hardware.package)
-    bw = t.link.bandwidth_Bps
     hbm = design.hbm_stacks[0] * t.hbm_bw_Bps
     assert 0.5 * hbm > bw and 0.01 * hbm < 0.5 * bw
     n_links = len(routes.topology.link_src)
