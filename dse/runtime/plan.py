@@ -114,7 +114,7 @@ class Planner:
         self.shared: dict = {}          # per package shape: outages, what is down when, hops (migration.py)
         self.workspaces: dict = {}      # the evaluator's scratch arrays for re-mapping, per copy width
         self.never_acts = isinstance(policy, StaticPolicy)
-        self.quiet = getattr(policy, "quiet", None)     # (placement, home) -> nothing to do while all are up
+        self.quiet = policy.quiet       # (placement, home) -> nothing to do while all are up (base.Policy)
         self.groups = ExpertGroups.from_tables(tables)
         self.relabel = Relabel(self.groups)
         self.is_expert = np.zeros(tables.n_units, bool)

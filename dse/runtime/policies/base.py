@@ -13,6 +13,17 @@ from ...study.space import Design
 from ..mapping import ExpertGroups, Placement, on_chips
 
 
+class Policy:
+    """What the planner (dse.runtime.plan) asks of a policy: `decide` at each window's start, and `quiet`,
+    a policy's test that with no chiplet down it would decide nothing for ``(placement, home)`` (None: no
+    such test; the planner then asks `decide` every window)."""
+
+    quiet = None
+
+    def decide(self, state: "PolicyState") -> "Decision | None":
+        raise NotImplementedError
+
+
 @dataclass
 class PolicyState:
     """The runtime's view at the start of window ``window`` (time ``t_s``): the placement in force, the

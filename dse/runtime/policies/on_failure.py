@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .base import Decision, PolicyState, holds, same, survivors_placement, swapped
+from .base import Decision, Policy, PolicyState, holds, same, survivors_placement, swapped
 
 
-class OnFailurePolicy:
+class OnFailurePolicy(Policy):
     name = "on-failure"
 
     def __init__(self, every_s: float | None = None, bound: float | None = None):

@@ -3,13 +3,13 @@ loads, EPLB-style (dse.runtime.policies.eplb: replicate, pack, keep neighbours c
 units first move to survivors (the evaluator's re-mapping)."""
 from __future__ import annotations
 
-from .base import Decision, PolicyState, survivors_placement
+from .base import Decision, Policy, PolicyState, survivors_placement
 from .eplb import rebalance_placement
 
 DEFAULT_EVERY_S = 600.0
 
 
-class PeriodicPolicy:
+class PeriodicPolicy(Policy):
     name = "periodic"
 
     def __init__(self, every_s: float | None = None, bound: float | None = None):

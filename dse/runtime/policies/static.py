@@ -2,10 +2,10 @@
 unserved until it is repaired."""
 from __future__ import annotations
 
-from .base import Decision, PolicyState
+from .base import Decision, Policy, PolicyState
 
 
-class StaticPolicy:
+class StaticPolicy(Policy):
     name = "static"
 
     def __init__(self, every_s: float | None = None, bound: float | None = None):

@@ -4,13 +4,13 @@ failed chiplets' units move to survivors (the evaluator's re-mapping) as soon as
 from __future__ import annotations
 
 from ..mapping import placement_imbalance
-from .base import Decision, PolicyState, survivors_placement
+from .base import Decision, Policy, PolicyState, survivors_placement
 from .eplb import rebalance_placement
 
 DEFAULT_BOUND = 1.2
 
 
-class ThresholdPolicy:
+class ThresholdPolicy(Policy):
     name = "threshold"
 
     def __init__(self, every_s: float | None = None, bound: float | None = None):
