@@ -30,8 +30,11 @@ def write_study(tmp_path, runtime: dict | None, objectives=OBJECTIVES, scenario=
     return path
 
 
-def test_runtime_columns_are_the_timeline_totals(tmp_path):
-    prepared = dse.prepare(dse.load_study(write_study(tmp_path, {"policy": "periodic", "every_s": 120})))
+@pytest.mark.parametrize("policy", ["periodic", "on-failure", "static"])
+def test_runtime_columns_are_the_timeline_totals(tmp_path, policy):
+    """The search's compact plans (dse.runtime.compact: templates, windows at rest) total what the
+    window-by-window timeline does; the scenario's failure is stood in for by a spare, then repaired."""
+    prepared = dse.prepare(dse.load_study(write_study(tmp_path, {"policy": policy, "every_s": 120})))
     space = prepared.space
     X = np.vstack([space.seeds[:2], np.random.default_rng(1).integers(space.lower, np.asarray(space.upper) + 1,
                                                                        size=(3, space.n_var))])
@@ -40,13 +43,13 @@ def test_runtime_columns_are_the_timeline_totals(tmp_path):
     assert list(metrics.columns) == list(snapshot.columns) + list(RUNTIME_COLUMNS)
     assert np.array_equal(metrics[snapshot.columns].to_numpy(), snapshot.to_numpy(), equal_nan=True)
     lines = run_timelines(prepared, prepared.evaluator.designs(X), load_scenario(tmp_path / "scenario.yaml"),
-                          "periodic", 120, strict=False)
+                          policy, 120, strict=False)
     for (column, total) in RUNTIME_COLUMNS.items():
         assert metrics[column].tolist() == pytest.approx([t.totals[total] for t in lines], rel=1e-12)
     assert (metrics["availability_frac"] <= 1).all() and (metrics["tokens_over_horizon"] > 0).all()
     # one population: the windows of every design in it cost what they cost one by one
     one = run_timelines(prepared, prepared.evaluator.designs(X[2:3]), load_scenario(tmp_path / "scenario.yaml"),
-                        "periodic", 120, strict=False)[0]
+                        policy, 120, strict=False)[0]
     assert one.totals == pytest.approx(lines[2].totals, rel=1e-12)
 
 

@@ -7,8 +7,9 @@ offered load, what is down, popularity) are those of its package shape's outages
 every design of that shape: they are built once per shape (`static_template`), and per design only the
 distinct keys' mappings are derived (`Planner.effective`: ~12 per design in an hour of drift and one
 failure), not 60 windows of segments. A policy with nothing to do while every chiplet is up
-(`on-failure`) takes the same segments until a window starts with a chiplet down, and runs the policy
-loop from there (`joined_plan`)."""
+(`on-failure`) takes the same segments in every window that starts at rest (the design's own mapping
+serving, no move in flight, every chiplet down stood in for by a spare: those chiplets count as up), and
+runs the policy loop only in the others (`rest_plan`)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -39,7 +40,8 @@ class CompactPlan(NamedTuple):
 class Template(NamedTuple):
     """A package shape's segments under a policy that never acts: per segment its window, length and
     offered load, and its key tail's index; per key tail (popularity, failed, links, stacks) a window
-    and what is down there (to derive its mapping)."""
+    and what is down there (to derive its mapping); per window the chiplets down at its start
+    (`Planner.chips_down`)."""
 
     window: np.ndarray
     length_s: np.ndarray
@@ -47,6 +49,7 @@ class Template(NamedTuple):
     key: np.ndarray
     tails: list
     at: list
+    start_down: list
 
 
 def static_template(planner, design) -> tuple:
@@ -70,7 +73,7 @@ def static_template(planner, design) -> tuple:
             offered.append(np.nan if off is None else off)
             index.append(tails[tail])
     template = Template(np.array(window, np.int64), np.array(length), np.array(offered), np.array(index, np.int64),
-                        list(tails), at)
+                        list(tails), at, [planner.chips_down(frame[2], design) for frame in shape.frames])
     planner.shared[key] = (shape, template)         # the shape kept alive: its id stays its own
     return planner.shared[key]
 
@@ -80,30 +83,29 @@ def static_plan(planner, design) -> CompactPlan:
     shape and each key tail's mapping (version 0: the design's own)."""
     _, t = static_template(planner, design)
     keys = [(0, *tail) for tail in t.tails]
-    mappings, selected = own_mappings(planner, t, range(len(keys)))
+    mappings, selected = own_mappings(planner, [(tail, *t.at[j]) for j, tail in enumerate(t.tails)])
     n = len(planner.scenario.starts())
     return CompactPlan(keys, mappings, np.array(selected), t.window, t.length_s, t.length_s, t.offered_tps, t.key,
                        [0.0] * n, [0.0] * n)
 
 
-def own_mappings(planner, t: Template, tails) -> tuple[list, list]:
+def own_mappings(planner, items: list) -> tuple[list, list]:
     """The `SegmentMapping` of the design's own mapping (version 0) and the share of selections it
-    serves, for the key tails ``tails`` of template ``t``: where nothing failed, a relabelling (all at
-    once, `relabelled_all`), else `Planner.effective` (the evaluator's re-mapping)."""
+    serves, for each (key tail, window, what is down) of ``items``: where nothing failed, a relabelling
+    (all at once, `relabelled_all`), else `Planner.effective` (the evaluator's re-mapping)."""
     mappings, selected = [], []
-    up = [j for j in tails if not t.tails[j][1]]
-    slots, ncopy = relabelled_all(planner, [planner.perms[t.at[j][0]] for j in up])
-    row = {j: k for k, j in enumerate(up)}
-    for j in tails:
-        w, now = t.at[j]
-        if j in row:
+    up = [k for k, (tail, _, _) in enumerate(items) if not tail[1]]
+    slots, ncopy = relabelled_all(planner, [planner.perms[items[k][1]] for k in up])
+    row = {k: r for r, k in enumerate(up)}
+    for k, (tail, w, now) in enumerate(items):
+        if k in row:
             stacks = planner.base.stacks[0].copy()
             for c, lost in now.stacks:
                 stacks[c] -= lost
-            mappings.append(SegmentMapping(slots[row[j]], ncopy[row[j]], stacks, now.links))
+            mappings.append(SegmentMapping(slots[row[k]], ncopy[row[k]], stacks, now.links))
             selected.append(1.0)
         else:
-            eff, sel = planner.effective(0, planner.home, t.tails[j][1], w, now)
+            eff, sel = planner.effective(0, planner.home, tail[1], w, now)
             mappings.append(eff)
             selected.append(sel)
     return mappings, selected
@@ -123,57 +125,74 @@ def relabelled_all(planner, perms: list) -> tuple[np.ndarray, np.ndarray]:
     return slots, ncopy
 
 
-def quiet_windows(planner, design) -> int:
-    """The windows before the first that starts with a chiplet down: a policy with nothing to do while
-    all is up (`on-failure`: ``quiet``) serves the design's own mapping through them, as `static` does."""
-    for w, (_, _, now, _) in enumerate(planner.outages(design).frames):
-        if planner.chips_down(now, design):
-            return w
-    return len(planner.outages(design).frames)
-
-
-def joined_plan(planner, design, start: int, rest: list) -> CompactPlan:
-    """The windows before ``start`` from the shape's template (as `static_plan`), then the `WindowPlan`
-    records ``rest`` of the windows from ``start`` on, as one `CompactPlan`."""
+def rest_plan(planner, design, windows: list) -> CompactPlan:
+    """A quiet policy's plan (module docstring) from ``windows``, one item each: a window at rest (a
+    frozenset: the chiplets spares stand in for, `Planner.at_rest`) takes its shape's template segments
+    with those chiplets up; any other (a `WindowPlan` of the policy loop) its own segments and moves."""
     _, t = static_template(planner, design)
-    n = int(np.searchsorted(t.window, start))
-    used = np.unique(t.key[:n])
-    keys = {(0, *t.tails[j]): k for k, j in enumerate(used)}
-    mappings, selected = own_mappings(planner, t, used.tolist())
-    local = np.zeros(len(t.tails), np.int64)
-    local[used] = np.arange(len(used))
-    back = compact_of(rest)
-    for key, m, sel in zip(back.keys, back.mappings, back.selected):
-        if key not in keys:
-            keys[key] = len(keys)
-            mappings.append(m)
-            selected.append(sel)
-    index = np.array([keys[k] for k in back.keys], np.int64)
-    return CompactPlan(list(keys), mappings, np.array(selected, float), np.concatenate([t.window[:n], back.window]),
-                       np.concatenate([t.length_s[:n], back.length_s]), np.concatenate([t.length_s[:n], back.serve_s]),
-                       np.concatenate([t.offered_tps[:n], back.offered_tps]),
-                       np.concatenate([local[t.key[:n]], index[back.key]]), [0.0] * start + back.move_bytes,
-                       [0.0] * start + back.move_energy_j)
+    bounds = np.searchsorted(t.window, np.arange(len(windows) + 1))
+    out = PlanBuilder()
+    w = 0
+    while w < len(windows):
+        end = w + 1
+        if isinstance(windows[w], frozenset):       # a run of windows at rest with the same spares in
+            while end < len(windows) and isinstance(windows[end], frozenset) and windows[end] == windows[w]:
+                end += 1
+            out.rest(t, bounds[w], bounds[end], windows[w], end - w)
+        else:                                       # a run of the policy loop's windows
+            while end < len(windows) and not isinstance(windows[end], frozenset):
+                end += 1
+            out.loop(windows[w:end])
+        w = end
+    return out.build(planner)
 
 
-def compact_of(plan: list) -> CompactPlan:
-    """A plan of `WindowPlan` records as a `CompactPlan` (keys in order of first use)."""
-    keys: dict = {}
-    mappings, selected, window, length, serve, offered, index = [], [], [], [], [], [], []
-    for win in plan:
-        for seg in win.segments:
-            if seg.key not in keys:
-                keys[seg.key] = len(keys)
-                mappings.append(seg.mapping)
-                selected.append(seg.selected)
-            window.append(seg.window)
-            length.append(seg.length_s)
-            serve.append(seg.serve_s)
-            offered.append(np.nan if seg.offered_tps is None else seg.offered_tps)
-            index.append(keys[seg.key])
-    return CompactPlan(list(keys), mappings, np.array(selected, float), np.array(window, np.int64),
-                       np.array(length, float), np.array(serve, float), np.array(offered, float),
-                       np.array(index, np.int64), [w.move.bytes for w in plan], [w.move.energy_j for w in plan])
+class PlanBuilder:
+    """A `CompactPlan` assembled run by run of windows (`rest_plan`), keys in order of first use; the
+    design's own mappings of the runs at rest derived at the end, at once (`own_mappings`)."""
+
+    def __init__(self):
+        self.keys: dict = {}
+        self.mappings, self.selected, self.parts, self.move_b, self.move_e, self.todo = [], [], [], [], [], []
+
+    def index(self, key, mapping=None, share=None) -> int:
+        if key not in self.keys:
+            self.keys[key] = len(self.keys)
+            self.mappings.append(mapping)
+            self.selected.append(share)
+        return self.keys[key]
+
+    def rest(self, t: Template, a: int, b: int, spared: frozenset, windows: int) -> None:
+        """Template segments ``a:b`` (``windows`` windows at rest), the chiplets ``spared`` up."""
+        local = np.zeros(len(t.tails), np.int64)
+        for j in np.unique(t.key[a:b]).tolist():
+            perm, failed, links, stacks = t.tails[j]
+            tail = (perm, failed - spared, links, stacks)
+            fresh = (0, *tail) not in self.keys
+            local[j] = self.index((0, *tail))
+            if fresh:
+                self.todo.append((local[j], (tail, *t.at[j])))
+        self.parts.append((t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b], local[t.key[a:b]]))
+        self.move_b += [0.0] * windows
+        self.move_e += [0.0] * windows
+
+    def loop(self, plans: list) -> None:
+        """The segments and moves of the `WindowPlan` records ``plans``."""
+        segs = [seg for win in plans for seg in win.segments]
+        self.parts.append((np.array([s.window for s in segs], np.int64), np.array([s.length_s for s in segs], float),
+                           np.array([s.serve_s for s in segs], float),
+                           np.array([np.nan if s.offered_tps is None else s.offered_tps for s in segs], float),
+                           np.array([self.index(s.key, s.mapping, s.selected) for s in segs], np.int64)))
+        self.move_b += [win.move.bytes for win in plans]
+        self.move_e += [win.move.energy_j for win in plans]
+
+    def build(self, planner) -> CompactPlan:
+        own, share = own_mappings(planner, [item for _, item in self.todo])
+        for (k, _), m, sel in zip(self.todo, own, share):
+            self.mappings[k], self.selected[k] = m, sel
+        window, length, serve, offered, key = (np.concatenate(x) for x in zip(*self.parts))
+        return CompactPlan(list(self.keys), self.mappings, np.array(self.selected, float), window, length, serve,
+                           offered, key, self.move_b, self.move_e)
 
 
 class SegmentSums(NamedTuple):

@@ -28,7 +28,7 @@ from ..model.evaluator import design_arrays
 from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
-from .compact import joined_plan, quiet_windows, static_plan
+from .compact import rest_plan, static_plan, static_template
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
 from .mapping import (ExpertGroups, Placement, Relabel, SegmentMapping, live_copies, moved_arrays, on_chips,
@@ -260,10 +260,10 @@ class Planner:
         """Every window of ``design`` through the scenario (module docstring); ``base``: its kernel arrays
         when the caller has them (a population's decoding), else built from the record. A `compact`
         planner gives a `CompactPlan` (dse.runtime.compact): a never-acting policy's from its shape's
-        segments, a quiet one's (nothing to do while all is up) from them until a chiplet is down."""
+        segments, a quiet one's (nothing to do while all is up) from them in every window that finds the
+        runtime at rest (`at_rest`), the policy loop's own segments in the others."""
         sc = self.scenario
         n = design.rows * design.cols
-        stacks = list(design.hbm_stacks)
         shape = self.outages(design)
         downs, cuts, frames = shape.downs, shape.cuts, shape.frames
         self.cache, self.balance = {}, {}
@@ -276,15 +276,21 @@ class Planner:
         run = RunState(self.home, sc.failures.spares)       # placements are replaced, never changed
         self.memo = {}
         roles = self.roles(design)
-        out = []
-        start = quiet_windows(self, design) if self.compact and self.quiet is not None else 0
-        for w, (t0, length, now0, pieces) in enumerate(frames[start:], start):
+        out: list = []
+        starts_down = static_template(self, design)[1].start_down if self.compact else None
+        resting = 0
+        for w, (t0, length, now0, pieces) in enumerate(frames):
+            if w < resting:             # taken by `rest`
+                continue
             down = self.chips_down(now0, design)
             run.settle(t0)
             if run.replaced:
                 for slot in [s for s in run.replaced if s not in down]:      # repaired: its spare returns
                     run.replaced.discard(slot)
                     run.spares += 1
+            if self.compact and self.at_rest(run, t0, down):
+                resting = self.rest(run, w, out, starts_down)
+                continue
             move = NO_MOVE
             if t0 >= run.move_end and not self.never_acts:      # a policy acts once the last move has landed
                 move = self.act(run, design, w, t0, frozenset(down - run.replaced), mig, roles)
@@ -306,7 +312,30 @@ class Planner:
                 plan.segments.append(Segment(w, b - a, b - a - lost, eff, selected, offered, failed, now, key))
             plan.imbalance = self.imbalance(run, plan.segments[-1], w, n) if self.detail else float("nan")
             out.append(plan)
-        return joined_plan(self, design, start, out) if self.compact else out
+        return rest_plan(self, design, out) if self.compact else out
+
+    def at_rest(self, run: "RunState", t0: float, down: frozenset[int]) -> bool:
+        """Whether a window starting at ``t0`` finds the runtime at rest: no move in flight, every chiplet
+        down stood in for by a spare, and a quiet policy (base.Policy.quiet) with nothing to do. Such a
+        window serves the design's own mapping with the spares' slots up, as the never-acting policy's
+        template (dse.runtime.compact.rest_plan) has it, and the policy would decide nothing."""
+        return (self.quiet is not None and t0 >= run.move_end and not run.pending_revive
+                and run.serving is run.placement and down <= run.replaced and self.quiet(run.placement, self.home))
+
+    def rest(self, run: "RunState", w: int, out: list, starts_down: list) -> int:
+        """Windows ``w`` on while the runtime stays at rest (`at_rest` at ``w``): each appends to ``out`` the
+        chiplets spares stand in for, a repaired one's spare returning at a window's start as in `plan`;
+        the rest ends at the first window that starts with a chiplet down and no spare in for it (returned)."""
+        run.rerolled = set()            # as `act` does when the policy is quiet
+        out.append(frozenset(run.replaced))
+        for k in range(w + 1, len(starts_down)):
+            if not starts_down[k] <= run.replaced:
+                return k
+            back = run.replaced - starts_down[k]
+            run.replaced -= back
+            run.spares += len(back)
+            out.append(frozenset(run.replaced))
+        return len(starts_down)
 
     def imbalance(self, run: "RunState", seg: Segment, w: int, n: int) -> float:
         """The imbalance the window's last segment shows (dse.runtime.mapping.imbalance), once per key."""
