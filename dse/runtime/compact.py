@@ -147,6 +147,16 @@ def rest_plan(planner, design, windows: list) -> CompactPlan:
     return out.build(planner)
 
 
+class Segments(NamedTuple):
+    """A run of segments as arrays (`CompactPlan`'s per-segment fields)."""
+
+    window: np.ndarray
+    length_s: np.ndarray
+    serve_s: np.ndarray
+    offered_tps: np.ndarray
+    key: np.ndarray
+
+
 class PlanBuilder:
     """A `CompactPlan` assembled run by run of windows (`rest_plan`), keys in order of first use; the
     design's own mappings of the runs at rest derived at the end, at once (`own_mappings`)."""
@@ -166,23 +176,24 @@ class PlanBuilder:
         """Template segments ``a:b`` (``windows`` windows at rest), the chiplets ``spared`` up."""
         local = np.zeros(len(t.tails), np.int64)
         for j in np.unique(t.key[a:b]).tolist():
-            perm, failed, links, stacks = t.tails[j]
-            tail = (perm, failed - spared, links, stacks)
+            tail = t.tails[j]                       # (popularity, failed, links, stacks)
+            tail = (tail[0], tail[1] - spared, *tail[2:])
             fresh = (0, *tail) not in self.keys
             local[j] = self.index((0, *tail))
             if fresh:
                 self.todo.append((local[j], (tail, *t.at[j])))
-        self.parts.append((t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b], local[t.key[a:b]]))
+        self.parts.append(Segments(t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b],
+                                   local[t.key[a:b]]))
         self.move_b += [0.0] * windows
         self.move_e += [0.0] * windows
 
     def loop(self, plans: list) -> None:
         """The segments and moves of the `WindowPlan` records ``plans``."""
         segs = [seg for win in plans for seg in win.segments]
-        self.parts.append((np.array([s.window for s in segs], np.int64), np.array([s.length_s for s in segs], float),
-                           np.array([s.serve_s for s in segs], float),
-                           np.array([np.nan if s.offered_tps is None else s.offered_tps for s in segs], float),
-                           np.array([self.index(s.key, s.mapping, s.selected) for s in segs], np.int64)))
+        self.parts.append(Segments(np.array([s.window for s in segs], np.int64),
+                                   np.array([s.length_s for s in segs], float), np.array([s.serve_s for s in segs], float),
+                                   np.array([np.nan if s.offered_tps is None else s.offered_tps for s in segs], float),
+                                   np.array([self.index(s.key, s.mapping, s.selected) for s in segs], np.int64)))
         self.move_b += [win.move.bytes for win in plans]
         self.move_e += [win.move.energy_j for win in plans]
 
@@ -190,9 +201,9 @@ class PlanBuilder:
         own, share = own_mappings(planner, [item for _, item in self.todo])
         for (k, _), m, sel in zip(self.todo, own, share):
             self.mappings[k], self.selected[k] = m, sel
-        window, length, serve, offered, key = (np.concatenate(x) for x in zip(*self.parts))
-        return CompactPlan(list(self.keys), self.mappings, np.array(self.selected, float), window, length, serve,
-                           offered, key, self.move_b, self.move_e)
+        seg = Segments._make(np.concatenate(x) for x in zip(*self.parts))
+        return CompactPlan(list(self.keys), self.mappings, np.array(self.selected, float), seg.window, seg.length_s,
+                           seg.serve_s, seg.offered_tps, seg.key, self.move_b, self.move_e)
 
 
 class SegmentSums(NamedTuple):
