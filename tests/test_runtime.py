@@ -197,3 +197,18 @@ def test_table_fits_and_out_folder(dse_cli, files, tmp_path):
     (tmp_path / "other" / "keep.txt").write_text("not ours")
     code, _, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--out", tmp_path / "other")
     assert code == 2 and "--out" in err
+
+
+def test_a_failed_chiplet_draws_nothing(prepared, design):
+    """A segment with a chiplet down costs the evaluator's re-mapped design less the idle power the
+    evaluator charges the failed chiplet, which holds no unit: its kind's idle power (at least its
+    leakage, arch.power) over the step (dse.runtime.powered_off)."""
+    tl = run_timeline(prepared, design, scenario(horizon_s=120, failures={"events": [{"t_s": 0, "chiplet": 4}]}))
+    after = prepared.evaluator.evaluate_designs([prepared.package_evaluator.remapped(design, [4])]).iloc[0]
+    t = prepared.tables
+    k = t.kind_names.index(design.chiplets[4])
+    off_w = max(t.kind_idle_w[k], t.kind_static_w[k])
+    assert off_w > 0
+    assert tl.totals["mean_latency_s"] == pytest.approx(after["latency_s"], rel=1e-12)
+    expected = after["energy_j_per_token"] - off_w * after["latency_s"] / t.tokens_per_step
+    assert tl.totals["energy_j_per_token"] == pytest.approx(expected, rel=1e-9)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .mapping import SegmentMapping
+from .mapping import SegmentKey, SegmentMapping
 
 
 class CompactPlan(NamedTuple):
@@ -82,7 +82,7 @@ def static_plan(planner, design) -> CompactPlan:
     """``design``'s plan under a policy that never acts (its `Planner.base` set): the template of its
     shape and each key tail's mapping (version 0: the design's own)."""
     _, t = static_template(planner, design)
-    keys = [(0, *tail) for tail in t.tails]
+    keys = [SegmentKey(0, *tail) for tail in t.tails]
     mappings, selected = own_mappings(planner, [(tail, *t.at[j]) for j, tail in enumerate(t.tails)])
     n = len(planner.scenario.starts())
     return CompactPlan(keys, mappings, np.array(selected), t.window, t.length_s, t.length_s, t.offered_tps, t.key,
@@ -178,8 +178,9 @@ class PlanBuilder:
         for j in np.unique(t.key[a:b]).tolist():
             tail = t.tails[j]                       # (popularity, failed, links, stacks)
             tail = (tail[0], tail[1] - spared, *tail[2:])
-            fresh = (0, *tail) not in self.keys
-            local[j] = self.index((0, *tail))
+            key = SegmentKey(0, *tail)
+            fresh = key not in self.keys
+            local[j] = self.index(key)
             if fresh:
                 self.todo.append((local[j], (tail, *t.at[j])))
         self.parts.append(Segments(t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b],

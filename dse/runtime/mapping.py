@@ -132,6 +132,18 @@ def perm_key(perm: list[np.ndarray]) -> bytes:
     return np.concatenate(perm).astype(np.int32).tobytes() if perm else b""
 
 
+class SegmentKey(NamedTuple):
+    """What a segment's step depends on (equal keys, equal steps; dse.runtime.plan): the version of the
+    mapping serving (0: the design's own), the popularity (`perm_key`), the chiplets counted failed (down
+    with no spare in, or out of HBM), the links down, and the (chiplet, stacks lost) pairs."""
+
+    version: int
+    popularity: bytes
+    failed: frozenset
+    links: frozenset
+    stacks: frozenset
+
+
 class Placement(NamedTuple):
     """A mapping as kernel arrays: unit slots ``[U, C]`` (-1 padded) and copies ``[U]``. The runtime tells
     mappings apart by identity (a policy's new mapping is a new object, even when equal)."""

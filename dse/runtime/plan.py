@@ -31,8 +31,8 @@ from ..errors import StudyError
 from .compact import rest_plan, static_plan, static_template
 from .contention import contended_cost, serving_traffic
 from .failures import Down, change_times, down_at, outages
-from .mapping import (ExpertGroups, Placement, Relabel, SegmentMapping, live_copies, moved_arrays, on_chips,
-                      perm_key, placement_imbalance)
+from .mapping import (ExpertGroups, Placement, Relabel, SegmentKey, SegmentMapping, live_copies, moved_arrays,
+                      on_chips, perm_key, placement_imbalance)
 from .migration import NO_MOVE, MigrationModel, MoveCost
 from .policies import PolicyState
 from .policies.base import holds
@@ -58,7 +58,7 @@ class Segment:
     offered_tps: float | None
     failed: frozenset[int]
     down: Down                      # what is down, chiplets a spare stands in for included
-    key: tuple = ()                 # (mapping version, popularity, failed, links, stacks): equal keys, equal designs
+    key: SegmentKey | None = None   # equal keys, equal steps
 
 
 class Outages(NamedTuple):
@@ -305,7 +305,7 @@ class Planner:
                 if run.replaced:
                     failed = frozenset(failed - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) * (1.0 - run.keep)
-                key = (run.version, pkey, failed, now.links, now.stacks)
+                key = SegmentKey(run.version, pkey, failed, now.links, now.stacks)
                 if key not in self.cache:
                     self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
                 eff, selected = self.cache[key]
@@ -384,7 +384,7 @@ class Planner:
                   mig: MigrationModel) -> MoveCost:
         """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
         now = self.outages(design).downs(t0)
-        key = (run.version, self.perm_keys[w], failed, now.links, now.stacks)
+        key = SegmentKey(run.version, self.perm_keys[w], failed, now.links, now.stacks)
         if key not in self.cache:
             self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
         seg = self.cache[key][0]

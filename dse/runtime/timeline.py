@@ -26,6 +26,7 @@ from .failures import names
 from .link_energy import link_energy_per_token
 from .plan import Planner, WindowPlan
 from .policies import make_policy
+from .powered_off import chiplets_off, off_energy_per_token
 from .scenario import Scenario
 from .serving_window import serving_windows
 
@@ -100,7 +101,8 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
     A segment with links down takes the latency of the evaluator's single-link-failure report of its
     design (`Evaluator.link_failure_report`: routes detoured by minimum hops), the slowest of its links,
     with p99 scaled alike, and the intact energy per token plus what the detours add
-    (dse.runtime.link_energy: the step's traffic re-routed around every link down). A serving study's
+    (dse.runtime.link_energy: the step's traffic re-routed around every link down), less the idle power
+    the evaluator charges chiplets that are down and draw nothing (dse.runtime.powered_off). A serving study's
     segments also carry its other steps' latencies and KV cache (dse.runtime.serving_window)."""
     out: list[dict] = [{} for _ in plans]
     todo: dict[int, list] = {}
@@ -141,6 +143,11 @@ def step_metrics(plans: list, packages: list, planners: dict, serving=None) -> l
             metrics = serving.figures(ev, d, metrics, intact_s)
         for (i, key, _), j in zip(every, same):
             out[i][key] = metrics[j]
+            if serving is None and key.failed:  # chiplets down: those powered off draw nothing (powered_off.py)
+                off = chiplets_off(key.failed, key.stacks, d, j)
+                if off:
+                    out[i][key] = metrics[j].copy()
+                    out[i][key][2] -= off_energy_per_token(ev.tables, d, j, off, intact_s[j])
     return out
 
 
