@@ -119,7 +119,7 @@ def test_two_moves_sharing_a_link_share_its_bandwidth(prepared, design):
 
 
 def test_compiled_change_prices_the_moved_copies(prepared, design):
-    """The planner's one compiled call (`MigrationModel.priced_change`) prices what the unit-by-unit
+    """The planner's one compiled call (`MigrationModel.change_cost`, `priced_change`) prices what the unit-by-unit
     Python form lists: the copies a new mapping places where the old one had none (`moved_copies`), then
     every copy on a revived slot, copied from the unit's other copies; the same floats, bit for bit."""
     from dse.runtime.mapping import moved_copies, placement_arrays
@@ -135,6 +135,7 @@ def test_compiled_change_prices_the_moved_copies(prepared, design):
     moves = moved_copies(old, new)
     assert len(moves) >= len(experts)
     assert model.priced_change(*arrays, set(), failed).cost == model.cost(moves, failed)
+    assert model.change_cost(*arrays, set(), failed) == model.cost(moves, failed)
     revived = moves + [(u, 3, [s for s in new[u] if s != 3]) for u in t.unit_names if 3 in new[u]]
     assert model.priced_change(*arrays, {3}, failed).cost == model.cost(revived, failed)
 

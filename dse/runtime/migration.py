@@ -30,18 +30,11 @@ from ..model.traffic import package_routes
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
 from .mapping import Placement
-from .move_price import Moved, price_change, price_moves
-
-
-class MoveCost(NamedTuple):
-    bytes: float
-    time_s: float
-    energy_j: float
-    moves: int
-    throughput: float = 1.0         # serving's throughput share while it runs (dse.runtime.contention)
+from .move_price import MoveCost, Moved, change_cost, price_change, price_moves
 
 
 NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)
+NO_REVIVE = np.zeros(0, np.int64)
 
 
 class Priced(NamedTuple):
@@ -193,11 +186,14 @@ class MigrationModel:
 
     def failed_mask(self, failed: frozenset[int]) -> np.ndarray:
         """``failed`` as a mask over the chiplets ``[S]``."""
-        mask = np.zeros(len(self.design.hbm_stacks), np.bool_)
-        for c in failed:
-            if 0 <= c < len(mask):
-                mask[c] = True
-        return mask
+        key = ("failed", failed)
+        if key not in self.per_byte:
+            mask = np.zeros(len(self.design.hbm_stacks), np.bool_)
+            for c in failed:
+                if 0 <= c < len(mask):
+                    mask[c] = True
+            self.per_byte[key] = mask
+        return self.per_byte[key]
 
     def priced(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                failed: frozenset[int] = frozenset()) -> Priced:
@@ -211,15 +207,22 @@ class MigrationModel:
                             self.failed_mask(failed), *self.kernel_arrays())
         return Priced.of(moved)
 
+    def change_arrays(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> tuple:
+        """The arguments of dse.runtime.move_price.price_change for a change from ``old`` to ``new``."""
+        return (np.asarray(old.slots, np.int64), np.asarray(old.ncopy, np.int64), np.asarray(new.slots, np.int64),
+                np.asarray(new.ncopy, np.int64), np.array(sorted(revive), np.int64) if revive else NO_REVIVE,
+                self.failed_mask(failed)) + self.kernel_arrays()
+
     def priced_change(self, old: Placement, new: Placement, revive: set[int],
                       failed: frozenset[int]) -> Priced:
         """The copies ``new`` places where ``old`` had none, then every copy on a ``revive``d slot (a
         spare takes it: reloaded or copied from the unit's other copies), priced as `priced`, in one
         compiled call (dse.runtime.move_price.price_change)."""
-        return Priced.of(price_change(
-            np.asarray(old.slots, np.int64), np.asarray(old.ncopy, np.int64), np.asarray(new.slots, np.int64),
-            np.asarray(new.ncopy, np.int64), np.array(sorted(revive), np.int64), self.failed_mask(failed),
-            *self.kernel_arrays()))
+        return Priced.of(price_change(*self.change_arrays(old, new, revive, failed)))
+
+    def change_cost(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> MoveCost:
+        """`priced_change`'s `MoveCost` alone, in one compiled call (dse.runtime.move_price.change_cost)."""
+        return change_cost(*self.change_arrays(old, new, revive, failed))
 
     def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                     failed: frozenset[int] = frozenset()) -> MoveCost:

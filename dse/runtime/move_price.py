@@ -20,6 +20,17 @@ import numpy as np
 FAR = np.iinfo(np.int64).max
 
 
+class MoveCost(NamedTuple):
+    """What moves cost: bytes moved, time (s), energy (J), copies, and serving's throughput share while
+    they run (1: a stall's figure; dse.runtime.contention: a background move's)."""
+
+    bytes: float
+    time_s: float
+    energy_j: float
+    moves: int
+    throughput: float = 1.0
+
+
 @nb.njit(cache=True)
 def moves_between(old_slots, old_ncopy, new_slots, new_ncopy, revive):
     """(unit ``[M]``, destination slot ``[M]``, slots it can be copied from ``[M, C]``, -1 padded) of the
@@ -164,3 +175,14 @@ def price_change(old_slots, old_ncopy, new_slots, new_ncopy, revive, failed, uni
     unit, dest, sources = moves_between(old_slots, old_ncopy, new_slots, new_ncopy, revive)
     return price_moves(unit, dest, sources, failed, unit_bytes, t, e, hops, which, mem_bw, route_ptr,
                        route_links, n_routes, link_bw, scale)
+
+
+@nb.njit(cache=True)
+def change_cost(old_slots, old_ncopy, new_slots, new_ncopy, revive, failed, unit_bytes, t, e, hops, which,
+                mem_bw, route_ptr, route_links, n_routes, link_bw, scale):
+    """`price_change`'s `MoveCost` alone (no arrays to hand back: a stall's moves need no more)."""
+    moved = price_change(old_slots, old_ncopy, new_slots, new_ncopy, revive, failed, unit_bytes, t, e, hops,
+                         which, mem_bw, route_ptr, route_links, n_routes, link_bw, scale)
+    if not len(moved.unit):
+        return MoveCost(0.0, 0.0, 0.0, 0, 1.0)
+    return MoveCost(moved.bytes, moved.time_s, moved.energy_j, len(moved.unit), 1.0)

@@ -332,9 +332,9 @@ class Planner:
         if decision is None:
             return NO_MOVE
         new = decision.placement
-        moves = mig.priced_change(run.placement, new, decision.revive, failed)
-        move = self.contended(run, design, w, t0, moves, failed, mig) \
-            if self.scenario.migration.mode == "background" else moves.cost
+        move = self.contended(run, design, w, t0, mig.priced_change(run.placement, new, decision.revive, failed),
+                              failed, mig) if self.scenario.migration.mode == "background" \
+            else mig.change_cost(run.placement, new, decision.revive, failed)
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
