@@ -118,6 +118,28 @@ def test_two_moves_sharing_a_link_share_its_bandwidth(prepared, design):
     assert cost.energy_j == pytest.approx(sum(model.cost([(u, d, [0])]).energy_j for u, d in zip(units, (2, 5))))
 
 
+def test_compiled_change_prices_the_moved_copies(prepared, design):
+    """The planner's one compiled call (`MigrationModel.change_cost`, `priced_change`) prices what the unit-by-unit
+    Python form lists: the copies a new mapping places where the old one had none (`moved_copies`), then
+    every copy on a revived slot, copied from the unit's other copies; the same floats, bit for bit."""
+    from dse.runtime.mapping import moved_copies, placement_arrays
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    old = design.placement
+    new = {u: list(s) for u, s in old.items()}
+    experts = [u for u in t.unit_names if ".e" in u][:6]
+    for k, u in enumerate(experts):
+        new[u] = sorted({(s + 1 + k) % 6 for s in old[u]} | ({k % 6} if k % 2 else set()))
+    arrays = [placement_arrays(p, t.unit_names) for p in (old, new)]
+    failed = frozenset({1})
+    moves = moved_copies(old, new)
+    assert len(moves) >= len(experts)
+    assert model.priced_change(*arrays, set(), failed).cost == model.cost(moves, failed)
+    assert model.change_cost(*arrays, set(), failed) == model.cost(moves, failed)
+    revived = moves + [(u, 3, [s for s in new[u] if s != 3]) for u in t.unit_names if 3 in new[u]]
+    assert model.priced_change(*arrays, {3}, failed).cost == model.cost(revived, failed)
+
+
 def test_moves_out_of_one_chiplet_obey_its_cut(prepared, design):
     """One expert copied from chiplet 0 to each of the five others: every byte leaves chiplet 0 over its
     two out-links and is read from its HBM, so no schedule beats total / (2 W) (the cut around chiplet 0,

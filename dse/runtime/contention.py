@@ -11,7 +11,7 @@ package's DDR (dse.model.breakdown.chiplet_dram_bytes: the evaluator's own per-c
 A move gets what serving leaves on each resource x it uses, ``bw_x - r_x``, and at least the policy's
 ``share`` of it (``migration.share``: the least bandwidth a move is given), times ``bandwidth_scale``,
 never more than ``bw_x``: ``a_x``. The moves run concurrently: their bytes are summed per link, per memory
-(reads at the source, writes at the destination; dse.runtime.migration.MigrationModel.shared_bytes, the
+(reads at the source, writes at the destination; dse.runtime.move_price.price, the
 same sums a stall's moves are priced on) and the moves take at least each resource's bytes over ``a_x``,
 and at least the longest destination's copies one after the other, each at the least ``a_x`` along its
 way (its two memories, the links of its route; a reload from DDR or the host crosses one link no
@@ -31,7 +31,7 @@ from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..model.traffic import chiplet_traffic, link_loads, package_routes
 from .link_energy import design_of
-from .migration import MigrationModel, MoveCost
+from .migration import MigrationModel, MoveCost, Priced
 
 LATENCY = METRICS.index("latency_s")
 
@@ -71,11 +71,16 @@ def serving_traffic(ev, package, d: DecodedDesigns) -> LinkTraffic:
 def contended_cost(mig: MigrationModel, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                    failed: frozenset[int], traffic: LinkTraffic, share: float) -> MoveCost:
     """Moves (as `MigrationModel.cost_arrays` takes them: unit indices, destinations, -1-padded sources;
-    the same source, the nearest live copy) priced against serving's ``traffic`` (module docstring): time
-    at the contended bandwidths, energy as `MigrationModel.cost_arrays`, and serving's throughput share
-    while they run."""
-    free = mig.cost_arrays(unit, dest, sources, failed)
-    if not len(unit):
+    the same source, the nearest live copy) priced against serving's ``traffic`` (`contended`)."""
+    return contended(mig, mig.priced(unit, dest, sources, failed), traffic, share)
+
+
+def contended(mig: MigrationModel, moves: Priced, traffic: LinkTraffic, share: float) -> MoveCost:
+    """Priced ``moves`` (`MigrationModel.priced`: their sources and summed link and memory bytes) against
+    serving's ``traffic`` (module docstring): time at the contended bandwidths, energy as priced, and
+    serving's throughput share while they run."""
+    free = moves.cost
+    if not free.moves:
         return free
     which, mem_bw = mig.memories()
     n = len(which)
@@ -85,15 +90,14 @@ def contended_cost(mig: MigrationModel, unit: np.ndarray, dest: np.ndarray, sour
     def left(bw, r):
         return np.minimum(np.maximum(bw - r, share * bw) * mig.scale, bw)
     link_a, mem_a = left(cap, rate), left(mem_bw, mem_rate)
-    source = mig.sources_of(unit, dest, sources, failed)
-    nbytes = np.asarray(mig.tables.unit_capacity_bytes, float)[unit]
+    source, dest, links, mem = moves.source, moves.dest, moves.links, moves.mem
+    nbytes = np.asarray(mig.tables.unit_capacity_bytes, float)[moves.unit]
     bw = np.minimum(mem_a[np.append(which, n)[source]], mem_a[which[dest]])
     hop_bw = mig.link.bandwidth_Bps * mig.scale         # a reload's one link
     for i, (s, d) in enumerate(zip(source.tolist(), dest.tolist())):
-        links = traffic.crossed(s, d) if s < n else np.zeros(0, np.int64)
-        bw[i] = min(bw[i], float(np.min(link_a[links])) if len(links) else hop_bw)
+        crossed = traffic.crossed(s, d) if s < n else np.zeros(0, np.int64)
+        bw[i] = min(bw[i], float(np.min(link_a[crossed])) if len(crossed) else hop_bw)
     per_dest = np.bincount(dest, weights=nbytes / bw)
-    links, mem = mig.shared_bytes(source, dest, nbytes)
     time_s = max(float(per_dest.max()), float(np.max(links / link_a, initial=0.0)), float(np.max(mem / mem_a)))
     keep = 1.0
     with np.errstate(divide="ignore", invalid="ignore"):

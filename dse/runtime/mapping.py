@@ -266,16 +266,6 @@ def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[
     return float(ratio.mean())
 
 
-def moved_arrays(old: Placement, new: Placement) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`moved_copies` on arrays: (unit, destination slot, slots it can be copied from ``[M, C]``), unit by
-    unit and copy by copy."""
-    n_valid = np.arange(new.slots.shape[1])[None, :] < new.ncopy[:, None]
-    o_valid = np.arange(old.slots.shape[1])[None, :] < old.ncopy[:, None]
-    had = ((new.slots[:, :, None] == old.slots[:, None, :]) & o_valid[:, None, :]).any(axis=2)
-    unit, k = np.nonzero(n_valid & ~had)
-    return unit, new.slots[unit, k], np.where(o_valid, old.slots, -1)[unit]
-
-
 def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[tuple[str, int, list[int]]]:
     """Copies ``new`` places where ``old`` had none: (unit, destination slot, slots it can be copied
     from: the unit's copies in ``old``)."""

@@ -29,18 +29,32 @@ from ..model.tables import EvalTables
 from ..model.traffic import package_routes
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
-from .mapping import on_chips
-
-
-class MoveCost(NamedTuple):
-    bytes: float
-    time_s: float
-    energy_j: float
-    moves: int
-    throughput: float = 1.0         # serving's throughput share while it runs (dse.runtime.contention)
+from .mapping import Placement
+from .move_price import MoveCost, Moved, change_cost, price_change, price_moves
 
 
 NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)
+NO_REVIVE = np.zeros(0, np.int64)
+
+
+class Priced(NamedTuple):
+    """Moves and their `MoveCost`: each move's unit, destination and source (``S``: reloaded), and the
+    bytes summed per directed link of the package network and per memory resource
+    (`MigrationModel.memories`) that the time bound took (dse.runtime.contention prices them again)."""
+
+    cost: MoveCost
+    unit: np.ndarray
+    dest: np.ndarray
+    source: np.ndarray
+    links: np.ndarray
+    mem: np.ndarray
+
+    @classmethod
+    def of(cls, moved: Moved) -> "Priced":
+        """`Priced` of the compiled pass's `Moved` (no moves: `NO_MOVE`)."""
+        cost = MoveCost(float(moved.bytes), float(moved.time_s), float(moved.energy_j), len(moved.unit)) \
+            if len(moved.unit) else NO_MOVE
+        return cls(cost, moved.unit, moved.dest, moved.source, moved.links, moved.mem)
 
 
 class MigrationModel:
@@ -156,47 +170,61 @@ class MigrationModel:
                                          np.append(np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw), ddr_bw))
         return self.per_byte["memories"]
 
-    def sources_of(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
-                   failed: frozenset[int]) -> np.ndarray:
-        """Each move's source chiplet: its nearest live copy (``S``, the chiplet count: reloaded)."""
-        hops = self.tables_of()[2]
-        n = len(hops)
-        live = (sources >= 0) & (sources != dest[:, None]) & ~on_chips(sources, failed)
-        dist = np.where(live, hops[np.maximum(sources, 0), dest[:, None]], np.iinfo(np.int64).max)
-        return np.where(live.any(axis=1), sources[np.arange(len(unit)), np.argmin(dist, axis=1)], n)
+    def kernel_arrays(self) -> tuple:
+        """What `dse.runtime.move_price` prices with, after the moves and the failed chiplets: each unit's
+        bytes, `tables_of`, `memories`, the routes' CSR arrays and their links' bandwidths, the scale (once
+        per model)."""
+        if "kernel" not in self.per_byte:
+            t, e, hops = self.tables_of()
+            which, mem_bw = self.memories()
+            routes = self.routes
+            self.per_byte["kernel"] = (
+                np.asarray(self.tables.unit_capacity_bytes, float), t, e, hops, which, mem_bw,
+                np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), int(routes.n),
+                np.asarray(routes.topology.link_bw_Bps, float), float(self.scale))
+        return self.per_byte["kernel"]
 
-    def shared_bytes(self, source: np.ndarray, dest: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The moves' bytes summed per directed link of the package network (copies between chiplets, over
-        their routes; a reload crosses none) and per memory resource (`memories`: read at the source,
-        written at the destination)."""
-        which, _ = self.memories()
-        n, routes = len(which), self.routes
-        chip = source < n
-        pairs = source[chip] * routes.n + dest[chip]
-        start = routes.route_ptr[pairs]
-        hops = routes.route_ptr[pairs + 1] - start
-        first = np.repeat(start - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
-        links = np.bincount(routes.route_links[first], weights=np.repeat(nbytes[chip], hops),
-                            minlength=routes.topology.n_links)
-        mem = np.bincount(np.concatenate([np.append(which, n)[source], which[dest]]),
-                          weights=np.concatenate([nbytes, nbytes]), minlength=n + 1)
-        return links, mem
+    def failed_mask(self, failed: frozenset[int]) -> np.ndarray:
+        """``failed`` as a mask over the chiplets ``[S]``."""
+        key = ("failed", failed)
+        if key not in self.per_byte:
+            mask = np.zeros(len(self.design.hbm_stacks), np.bool_)
+            for c in failed:
+                if 0 <= c < len(mask):
+                    mask[c] = True
+            self.per_byte[key] = mask
+        return self.per_byte[key]
+
+    def priced(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
+               failed: frozenset[int] = frozenset()) -> Priced:
+        """Moves given as arrays (``sources``: each move's candidate source slots, -1 padded), each copied
+        from its nearest live copy, priced (dse.runtime.move_price.price_moves: the larger of the longest
+        destination's serial time and every link's and memory's summed bytes over its bandwidth)."""
+        unit = np.asarray(unit, np.int64)
+        if not len(unit):
+            return Priced(NO_MOVE, unit, unit, unit, np.zeros(0), np.zeros(0))
+        moved = price_moves(unit, np.asarray(dest, np.int64), np.asarray(sources, np.int64).reshape(len(unit), -1),
+                            self.failed_mask(failed), *self.kernel_arrays())
+        return Priced.of(moved)
+
+    def change_arrays(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> tuple:
+        """The arguments of dse.runtime.move_price.price_change for a change from ``old`` to ``new``."""
+        return (np.asarray(old.slots, np.int64), np.asarray(old.ncopy, np.int64), np.asarray(new.slots, np.int64),
+                np.asarray(new.ncopy, np.int64), np.array(sorted(revive), np.int64) if revive else NO_REVIVE,
+                self.failed_mask(failed)) + self.kernel_arrays()
+
+    def priced_change(self, old: Placement, new: Placement, revive: set[int],
+                      failed: frozenset[int]) -> Priced:
+        """The copies ``new`` places where ``old`` had none, then every copy on a ``revive``d slot (a
+        spare takes it: reloaded or copied from the unit's other copies), priced as `priced`, in one
+        compiled call (dse.runtime.move_price.price_change)."""
+        return Priced.of(price_change(*self.change_arrays(old, new, revive, failed)))
+
+    def change_cost(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> MoveCost:
+        """`priced_change`'s `MoveCost` alone, in one compiled call (dse.runtime.move_price.change_cost)."""
+        return change_cost(*self.change_arrays(old, new, revive, failed))
 
     def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                     failed: frozenset[int] = frozenset()) -> MoveCost:
-        """`cost` of moves given as arrays (dse.runtime.mapping.moved_arrays: ``sources`` -1 padded): the
-        larger of the longest destination's serial time and every link's and memory's summed bytes over
-        its bandwidth (module docstring)."""
-        if not len(unit):
-            return NO_MOVE
-        t, e, _ = self.tables_of()
-        source = self.sources_of(unit, dest, sources, failed)
-        nbytes = np.asarray(self.tables.unit_capacity_bytes, float)[unit]
-        per_dest = np.bincount(dest, weights=t[dest, source] * nbytes)
-        ones = np.zeros(len(unit), np.int64)        # bincount adds in order (as `cost` did)
-        total_b = float(np.bincount(ones, weights=nbytes)[0])
-        total_e = float(np.bincount(ones, weights=e[dest, source] * nbytes)[0])
-        links, mem = self.shared_bytes(source, dest, nbytes)
-        shared = max(float((links / self.routes.topology.link_bw_Bps).max(initial=0.0)),
-                     float((mem / self.memories()[1]).max())) / self.scale
-        return MoveCost(total_b, max(float(per_dest.max()), shared), total_e, len(unit))
+        """`cost` of moves given as arrays (`priced`)."""
+        return self.priced(unit, dest, sources, failed).cost

@@ -29,11 +29,11 @@ from ..model.routes import physical_links
 from ..study.space import Design
 from ..errors import StudyError
 from .compact import rest_plan, static_plan, static_template
-from .contention import contended_cost, serving_traffic
+from .contention import contended, serving_traffic
 from .failures import Down, change_times, down_at, outages
-from .mapping import (ExpertGroups, Placement, Relabel, SegmentKey, SegmentMapping, live_copies, moved_arrays,
-                      on_chips, perm_key, placement_imbalance)
-from .migration import NO_MOVE, MigrationModel, MoveCost
+from .mapping import (ExpertGroups, Placement, Relabel, SegmentKey, SegmentMapping, live_copies, on_chips,
+                      perm_key, placement_imbalance)
+from .migration import NO_MOVE, MigrationModel, MoveCost, Priced
 from .policies import PolicyState
 from .policies.base import holds
 from .policies.static import StaticPolicy
@@ -361,17 +361,9 @@ class Planner:
         if decision is None:
             return NO_MOVE
         new = decision.placement
-        unit, dest, sources = moved_arrays(run.placement, new)
-        valid = np.arange(new.slots.shape[1])[None, :] < new.ncopy[:, None]
-        for r in sorted(decision.revive):       # a spare takes a slot: every copy there is reloaded
-            u = np.flatnonzero((valid & (new.slots == r)).any(axis=1))
-            others = np.where(valid[u] & (new.slots[u] != r), new.slots[u], -1)
-            width = max(sources.shape[1], others.shape[1])
-            pad = [np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=-1) for x in (sources, others)]
-            unit, dest, sources = np.concatenate([unit, u]), np.concatenate([dest, np.full(len(u), r)]), \
-                np.concatenate(pad)
-        move = self.contended(run, design, w, t0, (unit, dest, sources), failed, mig) \
-            if self.scenario.migration.mode == "background" else mig.cost_arrays(unit, dest, sources, failed)
+        move = self.contended(run, design, w, t0, mig.priced_change(run.placement, new, decision.revive, failed),
+                              failed, mig) if self.scenario.migration.mode == "background" \
+            else mig.change_cost(run.placement, new, decision.revive, failed)
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
@@ -380,19 +372,18 @@ class Planner:
             run.last_change = t0
         return move
 
-    def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: tuple, failed: frozenset[int],
-                  mig: MigrationModel) -> MoveCost:
+    def contended(self, run: "RunState", design: Design, w: int, t0: float, moves: Priced,
+                  failed: frozenset[int], mig: MigrationModel) -> MoveCost:
         """A background move priced against the serving mapping's link traffic (dse.runtime.contention)."""
         now = self.outages(design).downs(t0)
         key = SegmentKey(run.version, self.perm_keys[w], failed, now.links, now.stacks)
         if key not in self.cache:
             self.cache[key] = self.effective(run.version, run.serving, failed, w, now)
         seg = self.cache[key][0]
-        if seg is None or not len(moves[0]):
-            return mig.cost_arrays(*moves, failed)
+        if seg is None or not moves.cost.moves:
+            return moves.cost
         one = self.base._replace(slots=seg.slots[None], ncopy=seg.ncopy[None], stacks=seg.stacks[None])
-        return contended_cost(mig, *moves, failed, serving_traffic(self.ev, self.package_spec, one),
-                              self.scenario.migration.share)
+        return contended(mig, moves, serving_traffic(self.ev, self.package_spec, one), self.scenario.migration.share)
 
 
 @dataclass
