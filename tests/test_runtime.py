@@ -234,3 +234,25 @@ def test_a_failed_chiplet_draws_nothing(prepared, design):
     assert tl.totals["mean_latency_s"] == pytest.approx(after["latency_s"], rel=1e-12)
     expected = after["energy_j_per_token"] - off_w * after["latency_s"] / t.tokens_per_step
     assert tl.totals["energy_j_per_token"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_move_detours_around_a_link_down(prepared, design):
+    """With link 0-1 down, a copy from chiplet 0 to 1 (2 x 3 mesh: 0 1 2 / 3 4 5) takes the evaluator's
+    detour by minimum hops, 0 -> 3 -> 4 -> 1: each of its three links carries the bytes, and its energy is
+    the two memories' plus three hops' (noc.LinkTech.hop_energy_j_per_byte) against one on the intact
+    package; the time is the bytes over the slowest of the link and the two memories either way."""
+    t = prepared.tables
+    model = MigrationModel(t, prepared.study.hardware.package, design)
+    unit = "L0-31.e1"
+    b = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
+    down = frozenset({(0, 1)})
+    assert design.hbm_stacks[0] and design.hbm_stacks[1]
+    e_mem, e_hop = 2 * t.hbm.energy_j_per_byte, t.link.hop_energy_j_per_byte
+    intact, detour = model.cost([(unit, 1, [0])]), model.cost([(unit, 1, [0])], links=down)
+    assert intact.energy_j == pytest.approx(b * (e_mem + e_hop), rel=1e-12)
+    assert detour.energy_j == pytest.approx(b * (e_mem + 3 * e_hop), rel=1e-12)
+    bw = min(t.link.bandwidth_Bps, min(design.hbm_stacks[0], design.hbm_stacks[1]) * t.hbm_bw_Bps)
+    assert intact.time_s == pytest.approx(b / bw, rel=1e-12) and detour.time_s == pytest.approx(b / bw, rel=1e-12)
+    priced = model.priced(np.array([t.unit_names.index(unit)]), np.array([1]), np.array([[0]]), links=down)
+    crossed = np.flatnonzero(priced.links)
+    assert len(crossed) == 3 and np.allclose(priced.links[crossed], b)

@@ -3,7 +3,9 @@ moves take and their energy (docs/runtime.md).
 
 A copy placed on chiplet d is copied from a live copy of the unit on chiplet s when there is one: read
 from s's memory, carried over the package network's route from s to d (the evaluator's routes,
-dse.model.traffic.package_routes, on the intact package), written to d's memory; a copy's bandwidth is
+dse.model.traffic.package_routes; with links down, the routes after them: intact routes kept, broken ones
+detour by minimum hops, noc.fault_routes, and a copy it cannot reach is no source), written to d's
+memory; a copy's bandwidth is
 the slowest of the link and the two memories (HBM: sustained bandwidth per stack x stacks,
 `EvalTables.hbm_bw_Bps`; a chiplet without HBM keeps weights in the package's DDR). A unit with no live
 copy (its chiplet failed) is reloaded from the package's DDR over one link (or, without DDR, from the
@@ -25,12 +27,14 @@ from typing import NamedTuple
 import networkx as nx
 import numpy as np
 
+import noc
+
 from ..model.tables import EvalTables
 from ..model.traffic import package_routes
 from ..study.schema.package import PackageSpec
 from ..study.space import Design
 from .mapping import Placement
-from .move_price import MoveCost, Moved, change_cost, price_change, price_moves
+from .move_price import FAR, MoveCost, Moved, change_cost, price_change, price_moves
 
 
 NO_MOVE = MoveCost(0.0, 0.0, 0.0, 0)
@@ -112,9 +116,10 @@ class MigrationModel:
         bw = min(bw_s, bw_d, self.link.bandwidth_Bps if hops else np.inf) * self.scale
         return nbytes / bw, nbytes * (e_s + hops * self.link.hop_energy_j_per_byte + e_d)
 
-    def cost(self, moves: list[tuple[str, int, list[int]]], failed: frozenset[int] = frozenset()) -> MoveCost:
+    def cost(self, moves: list[tuple[str, int, list[int]]], failed: frozenset[int] = frozenset(),
+             links: frozenset = frozenset()) -> MoveCost:
         """The cost of ``moves`` (dse.runtime.mapping.moved_copies), copying from the nearest live copy
-        (`cost_arrays` on them)."""
+        with the chiplets ``failed`` and the ``links`` down (`cost_arrays` on them)."""
         if not moves:
             return NO_MOVE
         width = max(1, max(len(m[2]) for m in moves))
@@ -122,19 +127,32 @@ class MigrationModel:
         for i, (_, _, src) in enumerate(moves):
             sources[i, : len(src)] = src
         return self.cost_arrays(np.array([self.unit[m[0]] for m in moves], np.int64),
-                                np.array([m[1] for m in moves], np.int64), sources, failed)
+                                np.array([m[1] for m in moves], np.int64), sources, failed, links)
 
-    def tables_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds and
-        joules (`copy_cost`, on arrays), and the hops between chiplets ``[S, S]`` (once per model)."""
-        if "arrays" not in self.per_byte:
-            n = len(self.design.hbm_stacks)
-            key = ("hop-array", self.design.rows, self.design.cols)
-            if key not in self.memo:
+    def hop_array(self, links: frozenset = frozenset()) -> np.ndarray:
+        """Hops between every two chiplets ``[S, S]`` on the package network's shortest routes (once per
+        mesh shape), or with ``links`` down on the routes after them (`routes_after`: the evaluator's
+        detours), where an unreachable pair is never a copy's source (`FAR`)."""
+        n = len(self.design.hbm_stacks)
+        key = ("hop-array", self.design.rows, self.design.cols, links)
+        if key not in self.memo:
+            if links:
+                after = self.routes_after(links)
+                self.memo[key] = np.where(after.reachable, np.diff(after.route_ptr).reshape(after.n, after.n),
+                                          FAR)[:n, :n]
+            else:
                 far = n * n             # not connected: never the nearest copy
                 self.memo[key] = np.array([[self.hops.get(a, {}).get(b, far) for b in range(n)]
                                            for a in range(n)], np.int64)
-            hops = self.memo[key]
+        return self.memo[key]
+
+    def tables_of(self, links: frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds and
+        joules (`copy_cost`, on arrays), and the hops between chiplets ``[S, S]`` (`hop_array`; once per
+        model and set of ``links`` down)."""
+        if ("arrays", links) not in self.per_byte:
+            n = len(self.design.hbm_stacks)
+            hops = self.hop_array(links)
             stacks = np.asarray(self.design.hbm_stacks)
             ddr_bw, ddr_e = self.ddr()
             hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
@@ -146,8 +164,8 @@ class MigrationModel:
             link = np.where(h > 0, self.link.bandwidth_Bps, np.inf)
             t = 1.0 / (np.minimum(np.minimum(bw_s, bw[:, None]), link) * self.scale)
             e = e_s + h * self.link.hop_energy_j_per_byte + energy[:, None]
-            self.per_byte["arrays"] = (t, e, hops)
-        return self.per_byte["arrays"]
+            self.per_byte["arrays", links] = (t, e, hops)
+        return self.per_byte["arrays", links]
 
     @property
     def routes(self):
@@ -156,6 +174,14 @@ class MigrationModel:
         key = ("routes", self.design.rows, self.design.cols)
         if key not in self.memo:
             self.memo[key] = package_routes(self.design, self.package)[1]
+        return self.memo[key]
+
+    def routes_after(self, links: frozenset):
+        """`routes` with ``links`` ((a, b) chiplet pairs) down: intact routes kept, broken ones detour by
+        minimum hops (noc.fault_routes, as the evaluator's re-routed tables; once per mesh shape and set)."""
+        key = ("routes", self.design.rows, self.design.cols, links)
+        if key not in self.memo:
+            self.memo[key] = noc.fault_routes(self.routes, failed_links=sorted(links))
         return self.memo[key]
 
     def memories(self) -> tuple[np.ndarray, np.ndarray]:
@@ -170,19 +196,19 @@ class MigrationModel:
                                          np.append(np.where(hbm, stacks * self.tables.hbm_bw_Bps, ddr_bw), ddr_bw))
         return self.per_byte["memories"]
 
-    def kernel_arrays(self) -> tuple:
+    def kernel_arrays(self, links: frozenset = frozenset()) -> tuple:
         """What `dse.runtime.move_price` prices with, after the moves and the failed chiplets: each unit's
-        bytes, `tables_of`, `memories`, the routes' CSR arrays and their links' bandwidths, the scale (once
-        per model)."""
-        if "kernel" not in self.per_byte:
-            t, e, hops = self.tables_of()
+        bytes, `tables_of`, `memories`, the routes' CSR arrays (`routes_after` with ``links`` down) and
+        their links' bandwidths, the scale (once per model and set of links down)."""
+        if ("kernel", links) not in self.per_byte:
+            t, e, hops = self.tables_of(links)
             which, mem_bw = self.memories()
-            routes = self.routes
-            self.per_byte["kernel"] = (
+            routes = self.routes_after(links) if links else self.routes
+            self.per_byte["kernel", links] = (
                 np.asarray(self.tables.unit_capacity_bytes, float), t, e, hops, which, mem_bw,
                 np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), int(routes.n),
                 np.asarray(routes.topology.link_bw_Bps, float), float(self.scale))
-        return self.per_byte["kernel"]
+        return self.per_byte["kernel", links]
 
     def failed_mask(self, failed: frozenset[int]) -> np.ndarray:
         """``failed`` as a mask over the chiplets ``[S]``."""
@@ -196,7 +222,7 @@ class MigrationModel:
         return self.per_byte[key]
 
     def priced(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
-               failed: frozenset[int] = frozenset()) -> Priced:
+               failed: frozenset[int] = frozenset(), links: frozenset = frozenset()) -> Priced:
         """Moves given as arrays (``sources``: each move's candidate source slots, -1 padded), each copied
         from its nearest live copy, priced (dse.runtime.move_price.price_moves: the larger of the longest
         destination's serial time and every link's and memory's summed bytes over its bandwidth)."""
@@ -204,27 +230,30 @@ class MigrationModel:
         if not len(unit):
             return Priced(NO_MOVE, unit, unit, unit, np.zeros(0), np.zeros(0))
         moved = price_moves(unit, np.asarray(dest, np.int64), np.asarray(sources, np.int64).reshape(len(unit), -1),
-                            self.failed_mask(failed), *self.kernel_arrays())
+                            self.failed_mask(failed), *self.kernel_arrays(links))
         return Priced.of(moved)
 
-    def change_arrays(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> tuple:
-        """The arguments of dse.runtime.move_price.price_change for a change from ``old`` to ``new``."""
+    def change_arrays(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int],
+                      links: frozenset = frozenset()) -> tuple:
+        """The arguments of dse.runtime.move_price.price_change for a change from ``old`` to ``new`` with the
+        chiplets ``failed`` and the ``links`` down."""
         return (np.asarray(old.slots, np.int64), np.asarray(old.ncopy, np.int64), np.asarray(new.slots, np.int64),
                 np.asarray(new.ncopy, np.int64), np.array(sorted(revive), np.int64) if revive else NO_REVIVE,
-                self.failed_mask(failed)) + self.kernel_arrays()
+                self.failed_mask(failed)) + self.kernel_arrays(links)
 
-    def priced_change(self, old: Placement, new: Placement, revive: set[int],
-                      failed: frozenset[int]) -> Priced:
+    def priced_change(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int],
+                      links: frozenset = frozenset()) -> Priced:
         """The copies ``new`` places where ``old`` had none, then every copy on a ``revive``d slot (a
         spare takes it: reloaded or copied from the unit's other copies), priced as `priced`, in one
         compiled call (dse.runtime.move_price.price_change)."""
-        return Priced.of(price_change(*self.change_arrays(old, new, revive, failed)))
+        return Priced.of(price_change(*self.change_arrays(old, new, revive, failed, links)))
 
-    def change_cost(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int]) -> MoveCost:
+    def change_cost(self, old: Placement, new: Placement, revive: set[int], failed: frozenset[int],
+                    links: frozenset = frozenset()) -> MoveCost:
         """`priced_change`'s `MoveCost` alone, in one compiled call (dse.runtime.move_price.change_cost)."""
-        return change_cost(*self.change_arrays(old, new, revive, failed))
+        return change_cost(*self.change_arrays(old, new, revive, failed, links))
 
     def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
-                    failed: frozenset[int] = frozenset()) -> MoveCost:
+                    failed: frozenset[int] = frozenset(), links: frozenset = frozenset()) -> MoveCost:
         """`cost` of moves given as arrays (`priced`)."""
-        return self.priced(unit, dest, sources, failed).cost
+        return self.priced(unit, dest, sources, failed, links).cost

@@ -361,9 +361,11 @@ class Planner:
         if decision is None:
             return NO_MOVE
         new = decision.placement
-        move = self.contended(run, design, w, t0, mig.priced_change(run.placement, new, decision.revive, failed),
-                              failed, mig) if self.scenario.migration.mode == "background" \
-            else mig.change_cost(run.placement, new, decision.revive, failed)
+        links = self.outages(design).downs(t0).links        # moves take the routes around links down
+        move = self.contended(run, design, w, t0, mig.priced_change(run.placement, new, decision.revive, failed,
+                                                                    links), failed, mig) \
+            if self.scenario.migration.mode == "background" \
+            else mig.change_cost(run.placement, new, decision.revive, failed, links)
         if decision.rerole:
             run.rerolled |= set(decision.rerole.values())
             move = move._replace(time_s=move.time_s + max(roles[r] for r in decision.rerole.values()))
@@ -383,7 +385,10 @@ class Planner:
         if seg is None or not moves.cost.moves:
             return moves.cost
         one = self.base._replace(slots=seg.slots[None], ncopy=seg.ncopy[None], stacks=seg.stacks[None])
-        return contended(mig, moves, serving_traffic(self.ev, self.package_spec, one), self.scenario.migration.share)
+        traffic = serving_traffic(self.ev, self.package_spec, one)
+        if now.links:           # the moves' routes around the links down (serving's rates stay the intact routes')
+            traffic = traffic._replace(routes=mig.routes_after(now.links))
+        return contended(mig, moves, traffic, self.scenario.migration.share)
 
 
 @dataclass
