@@ -90,13 +90,17 @@ def assign_into(cost: np.ndarray, n: int, u, v, spc, path, col4row, row4col, sr,
         while sink == -1:
             index, lowest = -1, np.inf
             sr[i] = True
-            for it in range(left):
+            base = u[i]
+            for it in range(left):          # selects, not branches (the same picks)
                 j = remaining[it]
-                reduced = min_val + cost[i, j] - u[i] - v[j]
-                if reduced < spc[j]:
-                    path[j], spc[j] = i, reduced
-                if spc[j] < lowest or (spc[j] == lowest and row4col[j] == -1):
-                    lowest, index = spc[j], it
+                reduced = min_val + cost[i, j] - base - v[j]
+                shorter = reduced < spc[j]
+                path[j] = i if shorter else path[j]
+                sj = reduced if shorter else spc[j]
+                spc[j] = sj
+                take = (sj < lowest) | ((sj == lowest) & (row4col[j] == -1))
+                lowest = sj if take else lowest
+                index = it if take else index
             min_val = lowest
             j = remaining[index]
             if row4col[j] == -1:
@@ -157,8 +161,7 @@ class Scratch(NamedTuple):
     count: np.ndarray
     weight: np.ndarray
     held: np.ndarray                # [chiplets, experts of a layer]
-    gain: np.ndarray                # [chiplets, chiplets]
-    cost: np.ndarray
+    cost: np.ndarray                # [chiplets, chiplets]
     vec: np.ndarray                 # [3, chiplets]: the assignment's u, v, shortest path costs
     ivec: np.ndarray                # [4, chiplets]: its path, col4row, row4col, remaining
     bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned
@@ -199,19 +202,15 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
         for k in range(ncopy[e]):
             if where[slots[e, k]] >= 0:
                 held[where[slots[e, k]], e] = 1
-    gain = s.gain                       # copies bin b would keep on chiplet j
-    gain[:bins, :bins] = 0
+    cost = s.cost                       # minus the copies bin b would keep on chiplet j (integers)
+    cost[:bins, :bins] = 0.0
     for b in range(bins):
         for k in range(count[b]):
             e = content[b, k]
             if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
                 continue
             for j in range(bins):
-                gain[b, j] += held[j, e]
-    cost = s.cost
-    for b in range(bins):
-        for j in range(bins):
-            cost[b, j] = -np.float64(gain[b, j])
+                cost[b, j] -= held[j, e]
     chip_of = s.ivec[1]
     assign_into(cost, bins, s.vec[0], s.vec[1], s.vec[2], s.ivec[0], chip_of, s.ivec[2], s.bvec[0],
                 s.bvec[1], s.ivec[3])
@@ -252,8 +251,8 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
     c = len(failed)
     s = Scratch(np.zeros(c, np.bool_), np.full(c, -1), np.zeros(c, np.int64), np.ones(m, np.int64),
                 np.zeros(m, np.int64), np.zeros(m), np.full((c, m * max(1, max_copies)), -1),
-                np.zeros(c, np.int64), np.zeros(c), np.zeros((c, m), np.int64), np.zeros((c, c), np.int64),
-                np.zeros((c, c)), np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.bool_),
+                np.zeros(c, np.int64), np.zeros(c), np.zeros((c, m), np.int64), np.zeros((c, c)),
+                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.bool_),
                 np.full((m, width), -1), np.zeros(m, np.int64))
     for g in range(len(offsets) - 1):
         a, b = offsets[g], offsets[g + 1]
@@ -265,20 +264,22 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
 @nb.njit(cache=True)
 def gather(p_slots, p_ncopy, h_slots, h_ncopy, units):
     """The rows ``units`` of a placement's slots and copies and of its home's, in one buffer (the
-    packing's exact key), and the highest chiplet their slots name (-1: none)."""
+    packing's exact key); the highest chiplet their slots name (-1: none) and the buffer's range."""
     n, w, v = len(units), p_slots.shape[1], h_slots.shape[1]
     buf = np.empty(n * (w + v + 2), np.int64)
-    top = -1
     for i in range(n):
         for k in range(w):
             buf[i * w + k] = p_slots[units[i], k]
-            top = max(top, p_slots[units[i], k])
         buf[n * w + i] = p_ncopy[units[i]]
         for k in range(v):
             buf[n * (w + 1) + i * v + k] = h_slots[units[i], k]
-            top = max(top, h_slots[units[i], k])
         buf[n * (w + v + 1) + i] = h_ncopy[units[i]]
-    return buf, top
+    top = -1
+    for x in buf[: n * w]:
+        top = max(top, x)
+    for x in buf[n * (w + 1): n * (w + v + 1)]:
+        top = max(top, x)
+    return buf, top, buf.min() if len(buf) else 0, buf.max() if len(buf) else 0
 
 
 @nb.njit(cache=True)
@@ -312,9 +313,10 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
     units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    buf, top = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
+    buf, top, low, high = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
+    exact = buf.astype(np.int16) if -2 ** 15 <= low and high < 2 ** 15 else buf    # fewer bytes to hash
     w, v = p.slots.shape[1], home.slots.shape[1]
-    key = (w, v, buf.tobytes(), id(observed), failed, max_copies)
+    key = (w, v, exact.dtype.char, exact.tobytes(), id(observed), failed, max_copies)
     memo = groups.packings
     hit = memo.get(key)
     if hit is None or hit[0] is not observed:
