@@ -264,7 +264,7 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
 @nb.njit(cache=True)
 def gather(p_slots, p_ncopy, h_slots, h_ncopy, units):
     """The rows ``units`` of a placement's slots and copies and of its home's, in one buffer (the
-    packing's exact key); the highest chiplet their slots name (-1: none) and the buffer's range."""
+    packing's exact key); the highest chiplet their slots name (-1: none); whether int16 holds it."""
     n, w, v = len(units), p_slots.shape[1], h_slots.shape[1]
     buf = np.empty(n * (w + v + 2), np.int64)
     for i in range(n):
@@ -279,7 +279,8 @@ def gather(p_slots, p_ncopy, h_slots, h_ncopy, units):
         top = max(top, x)
     for x in buf[n * (w + 1): n * (w + v + 1)]:
         top = max(top, x)
-    return buf, top, buf.min() if len(buf) else 0, buf.max() if len(buf) else 0
+    small = len(buf) == 0 or (buf.min() >= -2 ** 15 and buf.max() < 2 ** 15)
+    return buf, top, small
 
 
 @nb.njit(cache=True)
@@ -313,8 +314,8 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
     units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    buf, top, low, high = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
-    exact = buf.astype(np.int16) if -2 ** 15 <= low and high < 2 ** 15 else buf    # fewer bytes to hash
+    buf, top, small = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
+    exact = buf.astype(np.int16) if small else buf          # fewer bytes to hash
     w, v = p.slots.shape[1], home.slots.shape[1]
     key = (w, v, exact.dtype.char, exact.tobytes(), id(observed), failed, max_copies)
     memo = groups.packings
