@@ -14,6 +14,7 @@ import dataclasses
 from collections import defaultdict
 from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 
 from ..model.tables import UNIT_KINDS, EvalTables
@@ -199,71 +200,109 @@ def live_copies(p: Placement, failed: frozenset[int]) -> Placement:
 
 def placement_imbalance(p: Placement, groups: ExpertGroups, perm: list[np.ndarray], chiplets: int,
                         memo: dict | None = None) -> float:
-    """`imbalance` of a `Placement` (the experts' rows in `ExpertGroups.units` order, copy by copy);
-    ``memo``: the placement's copies (built again only when it changes) and its imbalance per popularity."""
+    """`imbalance` of a `Placement` (`imbalance_arrays` over the experts' rows); ``memo``: its imbalance
+    per popularity while the placement stays the same object."""
     memo = {} if memo is None else memo
     if memo.get("placement") is not p:
-        e = p.rows(np.concatenate(groups.units)) if groups.units else Placement(np.zeros((0, 1), np.int64),
-                                                                                 np.zeros(0, np.int64))
-        valid = np.arange(e.slots.shape[1])[None, :] < e.ncopy[:, None]
-        rows, cols = np.nonzero(valid)
-        layer = np.repeat(np.arange(len(groups.names)), [len(n) for n in groups.names])[rows]
         memo.clear()
-        memo.update(placement=p, copies=Copies(layer, rows, e.slots[rows, cols], 1.0 / e.ncopy[rows]))
+        memo["placement"] = p
     key = groups.key(perm)
     if key not in memo:
-        memo[key] = imbalance({}, groups, perm, chiplets, memo["copies"])
+        units, offsets, _ = groups.flat()
+        memo[key] = float(imbalance_arrays(p.slots, p.ncopy, units, offsets, groups.load(perm), chiplets))
     return memo[key]
 
 
-class Copies(NamedTuple):
-    """Every expert copy of a placement, one entry each."""
-
-    layer: np.ndarray       # the copy's MoE layer (group)
-    expert: np.ndarray      # its expert's index over all layers
-    slot: np.ndarray        # its chiplet
-    share: np.ndarray       # its share of the expert's tokens (1 / copies)
-
-
-def copy_arrays(placement: dict[str, list[int]], groups: ExpertGroups) -> Copies:
-    """Every expert copy of ``placement`` (`Copies`)."""
-    g_idx, e_idx, slot, share = [], [], [], []
-    base = 0
-    for g, names in enumerate(groups.names):
-        for i, name in enumerate(names):
-            where = placement[name]
-            for x in where:
-                g_idx.append(g)
-                e_idx.append(base + i)
-                slot.append(x)
-                share.append(1.0 / len(where))
-        base += len(names)
-    return Copies(np.array(g_idx, np.int64), np.array(e_idx, np.int64), np.array(slot, np.int64), np.array(share))
+@nb.njit(cache=True)
+def block_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """`pairwise_sum` of a run of at most 128: eight running sums (a plain sum below 8)."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], \
+        a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0, r1, r2, r3 = r0 + a[lo + i], r1 + a[lo + i + 1], r2 + a[lo + i + 2], r3 + a[lo + i + 3]
+        r4, r5, r6, r7 = r4 + a[lo + i + 4], r5 + a[lo + i + 5], r6 + a[lo + i + 6], r7 + a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
 
 
-def chiplet_loads(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-                  chiplets: int, copies: Copies | None = None) -> np.ndarray:
-    """``[G, chiplets]``: expected selections per token each chiplet serves of each layer (a copy of an
-    expert takes an equal share of its tokens), at popularity ``perm``; ``copies``: `copy_arrays` of the
-    placement when known."""
-    c = copies if copies is not None else copy_arrays(placement, groups)
-    q_now = groups.load(perm)
-    G = len(groups.names)
-    flat = np.bincount(c.layer * chiplets + c.slot, weights=q_now[c.expert] * c.share, minlength=G * chiplets)
-    return flat.reshape(G, chiplets)
+@nb.njit(cache=True)
+def pairwise_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``a[lo:lo + n].sum()`` added as NumPy adds a contiguous run (its pairwise summation: runs of up to
+    128 by `block_sum`, longer ones as the sum of two halves, the first a multiple of 8), so the result
+    is NumPy's to the bit; the halving on an explicit stack (a cached Numba function must not recurse)."""
+    if n <= 128:
+        return block_sum(a, lo, n)
+    start, size, stage, left = np.empty(64, np.int64), np.empty(64, np.int64), np.zeros(64, np.int64), \
+        np.zeros(64)
+    sp, ret = 0, 0.0
+    start[0], size[0] = lo, n
+    while sp >= 0:
+        m = size[sp]
+        half = m // 2 - (m // 2) % 8
+        if m <= 128:
+            ret = block_sum(a, start[sp], m)
+            sp -= 1
+        elif stage[sp] == 0:                # first half
+            stage[sp] = 1
+            start[sp + 1], size[sp + 1], stage[sp + 1] = start[sp], half, 0
+            sp += 1
+        elif stage[sp] == 1:                # its sum kept; second half
+            stage[sp], left[sp] = 2, ret
+            start[sp + 1], size[sp + 1], stage[sp + 1] = start[sp] + half, m - half, 0
+            sp += 1
+        else:
+            ret = left[sp] + ret
+            sp -= 1
+    return ret
+
+
+@nb.njit(cache=True)
+def imbalance_arrays(slots, ncopy, units, offsets, load, chiplets) -> float:
+    """`imbalance` on kernel arrays: layer g's experts are units ``units[offsets[g]:offsets[g + 1]]``
+    (slots ``[U, C]``, copies ``[U]``) with per-token loads ``load`` (group order); each copy adds its
+    share ``load * (1 / copies)`` to its chiplet, expert by expert and copy by copy (np.bincount's
+    order), and the sums and the mean over layers are NumPy's (`pairwise_sum`)."""
+    loads = np.zeros(chiplets)
+    ratio = np.zeros(max(1, len(offsets) - 1))
+    n = 0
+    for g in range(len(offsets) - 1):
+        loads[:] = 0.0
+        for e in range(offsets[g], offsets[g + 1]):
+            u = units[e]
+            w = load[e] * (1.0 / ncopy[u]) if ncopy[u] > 0 else 0.0
+            for k in range(ncopy[u]):
+                if slots[u, k] < 0 or slots[u, k] >= chiplets:
+                    raise ValueError("a copy on a chiplet outside the package")
+                loads[slots[u, k]] += w
+        held, top = 0, 0.0
+        for c in range(chiplets):
+            if loads[c] > 0:
+                held += 1
+            top = max(top, loads[c])
+        if held:
+            ratio[n] = top / ((0.0 + pairwise_sum(loads, 0, chiplets)) / held)
+            n += 1
+    return 1.0 if n == 0 else (0.0 + pairwise_sum(ratio, 0, n)) / n
 
 
 def imbalance(placement: dict[str, list[int]], groups: ExpertGroups, perm: list[np.ndarray],
-              chiplets: int, copies: Copies | None = None) -> float:
-    """Mean over MoE layers of max / mean load of the chiplets holding the layer's experts (1: balanced)."""
-    loads = chiplet_loads(placement, groups, perm, chiplets, copies)
-    held = loads > 0
-    count = held.sum(axis=1)
-    rows = count > 0
-    if not rows.any():
-        return 1.0
-    ratio = loads[rows].max(axis=1) / (loads[rows].sum(axis=1) / count[rows])
-    return float(ratio.mean())
+              chiplets: int) -> float:
+    """Mean over MoE layers of max / mean load of the chiplets holding the layer's experts (1: balanced),
+    at popularity ``perm``: a copy of an expert takes an equal share of its tokens."""
+    names = [n for g in groups.names for n in g]
+    p = placement_arrays(placement, names)
+    return float(imbalance_arrays(p.slots, p.ncopy, np.arange(len(names)), groups.flat()[1], groups.load(perm),
+                                  chiplets))
 
 
 def moved_copies(old: dict[str, list[int]], new: dict[str, list[int]]) -> list[tuple[str, int, list[int]]]:

@@ -13,6 +13,8 @@ Every layer of a placement is rebalanced at once on arrays (`rebalance_arrays`, 
 36's cost per design); `rebalance` is the same on a placement dictionary."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -22,11 +24,11 @@ PACKINGS = 4096         # packings remembered per study's experts (then forgotte
 
 
 @nb.njit(cache=True)
-def replicate(load: np.ndarray, copies: int, cap: int) -> np.ndarray:
-    """Copies of each expert: one each, the rest one at a time to the highest load per copy (the first
-    such expert; at most ``cap`` each)."""
+def replicate(load: np.ndarray, copies: int, cap: int, r: np.ndarray) -> None:
+    """``r[:m]``: copies of each expert: one each, the rest one at a time to the highest load per copy
+    (the first such expert; at most ``cap`` each)."""
     m = len(load)
-    r = np.ones(m, np.int64)
+    r[:m] = 1
     for _ in range(max(0, min(copies, cap * m) - m)):
         best, pick = -np.inf, 0
         for e in range(m):
@@ -34,20 +36,30 @@ def replicate(load: np.ndarray, copies: int, cap: int) -> np.ndarray:
             if per > best:
                 best, pick = per, e
         r[pick] += 1
-    return r
 
 
 @nb.njit(cache=True)
-def pack(load: np.ndarray, r: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each bin's experts (``content[b, :count[b]]``): copies heaviest first onto the least loaded bin
-    with room (load, then copies, then index), a bin holding the expert only when no other has room."""
-    total = r.sum()
+def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count: np.ndarray,
+         weight: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
+    """Each bin's experts (``content[b, :count[b]]``): copies heaviest first (a stable sort of the load
+    per copy) onto the least loaded bin with room (load, then copies, then index), a bin holding the
+    expert only when no other has room. ``order`` and ``key``: scratch of the layer's size."""
+    m = len(load)
+    total = 0
+    for e in range(m):
+        total += r[e]
+        key[e] = -(load[e] / r[e])
     room = (total + bins - 1) // bins
-    order = np.argsort(-(load / r), kind="mergesort")
-    content = np.full((bins, room), -1, np.int64)
-    count = np.zeros(bins, np.int64)
-    weight = np.zeros(bins)
-    for e in order:
+    for i in range(m):                  # insertion sort: stable, as the mergesort it stands for
+        j = i
+        while j > 0 and key[order[j - 1]] > key[i]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    count[:bins] = 0
+    weight[:bins] = 0.0
+    for i in range(m):
+        e = order[i]
         w = load[e] / r[e]
         for _ in range(r[e]):
             pick, pick_has = -1, True
@@ -61,34 +73,34 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int) -> tuple[np.ndarray, np.nda
             content[pick, count[pick]] = e
             count[pick] += 1
             weight[pick] += w
-    return content, count
 
 
 @nb.njit(cache=True)
-def assign_max(gain: np.ndarray) -> np.ndarray:
-    """Column of each row maximising the total ``gain`` (square): the shortest augmenting path method
-    (Crouse 2016) as scipy.optimize.linear_sum_assignment runs it, ties broken alike."""
-    n = gain.shape[0]
-    cost = -gain.astype(np.float64)
-    u, v, spc = np.zeros(n), np.zeros(n), np.zeros(n)
-    path, col4row, row4col = np.full(n, -1), np.full(n, -1), np.full(n, -1)
-    sr, sc, remaining = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.int64)
+def assign_into(cost: np.ndarray, n: int, u, v, spc, path, col4row, row4col, sr, sc, remaining) -> None:
+    """`assign_max` on ``cost[:n, :n]`` (the gains negated) with scratch of at least ``n``; the columns
+    land in ``col4row[:n]``."""
+    u[:n], v[:n] = 0.0, 0.0
+    path[:n], col4row[:n], row4col[:n] = -1, -1, -1
     for cur in range(n):
         min_val, left = 0.0, n
         for it in range(n):
             remaining[it] = n - it - 1
-        sr[:], sc[:], spc[:] = False, False, np.inf
+        sr[:n], sc[:n], spc[:n] = False, False, np.inf
         sink, i = -1, cur
         while sink == -1:
             index, lowest = -1, np.inf
             sr[i] = True
-            for it in range(left):
+            base = u[i]
+            for it in range(left):          # selects, not branches (the same picks)
                 j = remaining[it]
-                reduced = min_val + cost[i, j] - u[i] - v[j]
-                if reduced < spc[j]:
-                    path[j], spc[j] = i, reduced
-                if spc[j] < lowest or (spc[j] == lowest and row4col[j] == -1):
-                    lowest, index = spc[j], it
+                reduced = min_val + cost[i, j] - base - v[j]
+                shorter = reduced < spc[j]
+                path[j] = i if shorter else path[j]
+                sj = reduced if shorter else spc[j]
+                spc[j] = sj
+                take = (sj < lowest) | ((sj == lowest) & (row4col[j] == -1))
+                lowest = sj if take else lowest
+                index = it if take else index
             min_val = lowest
             j = remaining[index]
             if row4col[j] == -1:
@@ -112,6 +124,17 @@ def assign_max(gain: np.ndarray) -> np.ndarray:
             col4row[i], j = j, col4row[i]
             if i == cur:
                 break
+
+
+@nb.njit(cache=True)
+def assign_max(gain: np.ndarray) -> np.ndarray:
+    """Column of each row maximising the total ``gain`` (square): the shortest augmenting path method
+    (Crouse 2016) as scipy.optimize.linear_sum_assignment runs it, ties broken alike."""
+    n = gain.shape[0]
+    cost = -gain.astype(np.float64)
+    col4row = np.full(n, -1)
+    assign_into(cost, n, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, -1), col4row, np.full(n, -1),
+                np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.int64))
     return col4row
 
 
@@ -123,42 +146,76 @@ def contains(row: np.ndarray, n: int, x: int) -> bool:
     return False
 
 
+class Scratch(NamedTuple):
+    """Work arrays of `rebalance_layer`, allocated once per `rebalance_arrays` call: over chiplets
+    (``live``, ``where``, ``chips``, the bins' ``count`` / ``weight``, the assignment's vectors), over
+    a layer's experts (``r``, ``order``, ``key``, ``n_new``) and matrices."""
+
+    live: np.ndarray
+    where: np.ndarray
+    chips: np.ndarray
+    r: np.ndarray
+    order: np.ndarray
+    key: np.ndarray
+    content: np.ndarray             # [chiplets, copies of a layer]
+    count: np.ndarray
+    weight: np.ndarray
+    held: np.ndarray                # [chiplets, experts of a layer]
+    cost: np.ndarray                # [chiplets, chiplets]
+    vec: np.ndarray                 # [3, chiplets]: the assignment's u, v, shortest path costs
+    ivec: np.ndarray                # [4, chiplets]: its path, col4row, row4col, remaining
+    bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned
+    new: np.ndarray                 # [experts of a layer, copies]
+    n_new: np.ndarray
+
+
 @nb.njit(cache=True)
-def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, out_n):
-    """One layer (its experts' rows of the arrays of `rebalance_arrays`); returns whether it has a live
-    chiplet (otherwise ``out`` is left alone)."""
+def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, out_n, s):
+    """One layer (its experts' rows of the arrays of `rebalance_arrays`; ``s``: its `Scratch`); returns
+    whether it has a live chiplet (otherwise ``out`` is left alone)."""
     m = len(load)
-    live = np.zeros(len(failed), np.bool_)
+    live = s.live
+    live[:] = False
     for e in range(m):
         for k in range(ncopy[e]):
             live[slots[e, k]] = not failed[slots[e, k]]
         for k in range(nhome[e]):
             live[home[e, k]] = not failed[home[e, k]]
-    chips = np.nonzero(live)[0]
-    bins = len(chips)
+    bins = 0
+    chips, where = s.chips, s.where
+    for c in range(len(live)):
+        where[c] = -1
+        if live[c]:
+            chips[bins], where[c] = c, bins
+            bins += 1
     if bins == 0:
         return False
-    r = replicate(load, ncopy.sum(), min(max_copies, bins))
-    content, count = pack(load, r, bins)
-    held = np.zeros((bins, m), np.int64)            # chiplet (index in chips) x expert it holds now
-    where = np.full(len(failed), -1)
-    for j in range(bins):
-        where[chips[j]] = j
+    copies = 0
+    for e in range(m):
+        copies += ncopy[e]
+    replicate(load, copies, min(max_copies, bins), s.r)
+    content, count = s.content, s.count
+    pack(load, s.r, bins, content, count, s.weight, s.order, s.key)
+    held = s.held                       # chiplet (index in chips) x expert it holds now
+    held[:bins, :m] = 0
     for e in range(m):
         for k in range(ncopy[e]):
             if where[slots[e, k]] >= 0:
                 held[where[slots[e, k]], e] = 1
-    gain = np.zeros((bins, bins), np.int64)         # copies bin b would keep on chiplet j
+    cost = s.cost                       # minus the copies bin b would keep on chiplet j (integers)
+    cost[:bins, :bins] = 0.0
     for b in range(bins):
         for k in range(count[b]):
             e = content[b, k]
             if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
                 continue
             for j in range(bins):
-                gain[b, j] += held[j, e]
-    chip_of = assign_max(gain)
-    new = np.full((m, out.shape[1]), -1)
-    n_new = np.zeros(m, np.int64)
+                cost[b, j] -= held[j, e]
+    chip_of = s.ivec[1]
+    assign_into(cost, bins, s.vec[0], s.vec[1], s.vec[2], s.ivec[0], chip_of, s.ivec[2], s.bvec[0],
+                s.bvec[1], s.ivec[3])
+    new, n_new = s.new, s.n_new
+    n_new[:m] = 0
     for b in range(bins):
         for k in range(count[b]):
             e = content[b, k]
@@ -188,17 +245,62 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
     out = np.full((len(load), width), -1)
     out_n = ncopy.copy()
     out[:, : slots.shape[1]] = slots
+    m = 1
+    for g in range(len(offsets) - 1):
+        m = max(m, offsets[g + 1] - offsets[g])
+    c = len(failed)
+    s = Scratch(np.zeros(c, np.bool_), np.full(c, -1), np.zeros(c, np.int64), np.ones(m, np.int64),
+                np.zeros(m, np.int64), np.zeros(m), np.full((c, m * max(1, max_copies)), -1),
+                np.zeros(c, np.int64), np.zeros(c), np.zeros((c, m), np.int64), np.zeros((c, c)),
+                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.bool_),
+                np.full((m, width), -1), np.zeros(m, np.int64))
     for g in range(len(offsets) - 1):
         a, b = offsets[g], offsets[g + 1]
         rebalance_layer(load[a:b], slots[a:b], ncopy[a:b], home[a:b], nhome[a:b], failed, max_copies,
-                        out[a:b], out_n[a:b])
+                        out[a:b], out_n[a:b], s)
     return out, out_n
 
 
-def dead_mask(slots: np.ndarray, home: np.ndarray, failed: frozenset[int]) -> np.ndarray:
-    """Failed flags over every chiplet ``slots``, ``home`` or ``failed`` name."""
-    dead = np.zeros(1 + max(int(slots.max(initial=-1)), int(home.max(initial=-1)), max(failed, default=-1)),
-                    np.bool_)
+@nb.njit(cache=True)
+def gather(p_slots, p_ncopy, h_slots, h_ncopy, units):
+    """The rows ``units`` of a placement's slots and copies and of its home's, in one buffer (the
+    packing's exact key); the highest chiplet their slots name (-1: none); whether int16 holds it."""
+    n, w, v = len(units), p_slots.shape[1], h_slots.shape[1]
+    buf = np.empty(n * (w + v + 2), np.int64)
+    for i in range(n):
+        for k in range(w):
+            buf[i * w + k] = p_slots[units[i], k]
+        buf[n * w + i] = p_ncopy[units[i]]
+        for k in range(v):
+            buf[n * (w + 1) + i * v + k] = h_slots[units[i], k]
+        buf[n * (w + v + 1) + i] = h_ncopy[units[i]]
+    top = -1
+    for x in buf[: n * w]:
+        top = max(top, x)
+    for x in buf[n * (w + 1): n * (w + v + 1)]:
+        top = max(top, x)
+    small = len(buf) == 0 or (buf.min() >= -2 ** 15 and buf.max() < 2 ** 15)
+    return buf, top, small
+
+
+@nb.njit(cache=True)
+def scatter(p_slots, p_ncopy, units, new, count):
+    """A placement's slots and copies with rows ``units`` replaced by ``new[:, :count]`` (-1 padded,
+    as wide as the widest)."""
+    width = max(p_slots.shape[1], count.max())
+    slots = np.full((len(p_ncopy), width), -1, np.int64)
+    slots[:, : p_slots.shape[1]] = p_slots
+    ncopy = p_ncopy.copy()
+    for i in range(len(units)):
+        for k in range(width):
+            slots[units[i], k] = new[i, k] if k < count[i] else -1
+        ncopy[units[i]] = count[i]
+    return slots, ncopy
+
+
+def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
+    """Failed flags over chiplets ``0..top`` and every one of ``failed``."""
+    dead = np.zeros(1 + max(top, max(failed, default=-1)), np.bool_)
     dead[list(failed)] = True
     return dead
 
@@ -206,32 +308,28 @@ def dead_mask(slots: np.ndarray, home: np.ndarray, failed: frozenset[int]) -> np
 def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: list[np.ndarray],
                         failed: frozenset[int], max_copies: int) -> Placement:
     """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always.
-    The packing is remembered by its inputs' content (the experts' rows now and at home, the observed
-    popularity, the failed set), in ``groups`` (one study's experts): a hot set that cycles, and designs
-    of a population that share their experts' placement, pack once."""
+    The packing is remembered by its inputs' content (the experts' rows now and at home, exactly, the
+    observed popularity, the failed set), in ``groups`` (one study's experts): a hot set that cycles,
+    and designs of a population that share their experts' placement, pack once."""
     units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    now, back = p.rows(units), home.rows(units)
-    key = (now.slots.shape, now.slots.tobytes(), now.ncopy.tobytes(), back.slots.shape, back.slots.tobytes(),
-           back.ncopy.tobytes(), id(observed), failed, max_copies)
+    buf, top, small = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
+    exact = buf.astype(np.int16) if small else buf          # fewer bytes to hash
+    w, v = p.slots.shape[1], home.slots.shape[1]
+    key = (w, v, exact.dtype.char, exact.tobytes(), id(observed), failed, max_copies)
     memo = groups.packings
     hit = memo.get(key)
     if hit is None or hit[0] is not observed:
         if len(memo) >= PACKINGS:
             memo.clear()
-        hit = memo[key] = (observed, *rebalance_arrays(offsets, groups.load(observed), now.slots, now.ncopy,
-                                                       back.slots, back.ncopy,
-                                                       dead_mask(now.slots, back.slots, failed), max_copies))
+        n = len(units)
+        hit = memo[key] = (observed, *rebalance_arrays(
+            offsets, groups.load(observed), buf[: n * w].reshape(n, w), buf[n * w: n * (w + 1)],
+            buf[n * (w + 1): n * (w + v + 1)].reshape(n, v), buf[n * (w + v + 1):], dead_mask(top, failed),
+            max_copies))
         groups.packed += 1
-    _, new, count = hit
-    width = max(p.slots.shape[1], int(count.max()))
-    slots = np.full((len(p.ncopy), width), -1, np.int64)
-    slots[:, : p.slots.shape[1]] = p.slots
-    slots[units] = np.where(np.arange(width)[None, :] < count[:, None], new[:, :width], -1)
-    ncopy = p.ncopy.copy()
-    ncopy[units] = count
-    return Placement(slots, ncopy)
+    return Placement(*scatter(p.slots, p.ncopy, units, hit[1], hit[2]))
 
 
 def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: list[np.ndarray],
@@ -248,8 +346,8 @@ def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: l
     load = np.concatenate([np.asarray(q, float)[p] for q, p in zip(groups.q, observed)])
     slots, ncopy = placement_arrays(placement, names)
     back, nback = placement_arrays({n: (home or {}).get(n, []) for n in names}, names)
-    new, count = rebalance_arrays(offsets, load, slots, ncopy, back, nback, dead_mask(slots, back, failed),
-                                  max_copies)
+    top = max(int(slots.max(initial=-1)), int(back.max(initial=-1)))
+    new, count = rebalance_arrays(offsets, load, slots, ncopy, back, nback, dead_mask(top, failed), max_copies)
     out = dict(placement)               # lists are replaced, never changed: unchanged units share theirs
     for e in np.flatnonzero((count != ncopy) | (new[:, : slots.shape[1]] != slots).any(axis=1)
                             | (new[:, slots.shape[1]:] >= 0).any(axis=1)):
