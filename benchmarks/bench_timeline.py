@@ -12,7 +12,9 @@ one-minute windows (a rotating hot set, one chiplet failure with a spare).
    36's target: at most 5x). Each repetition starts a fresh runtime evaluator (a search's keeps its
    planners, and what they remember, across generations). Printed with it, what the runtime's part is
    made of: how many distinct mappings a design's timeline serves and what their step evaluations cost
-   (the evaluator's kernel, counted around its calls), and how many EPLB packings the policy computes.
+   (the evaluator's kernel, counted around its calls), how many EPLB packings the policy computes, and
+   what those packings cost alone (`eplb_seconds`): with the snapshot, the least a rebalancing policy's
+   ratio can be.
    ``--search-only`` skips part 1."""
 import sys
 import time
@@ -24,6 +26,7 @@ import yaml
 import dse
 from dse.runtime import run_timeline
 from dse.runtime.scenario import scenario_from_dict
+from dse.runtime.policies.eplb import rebalance_arrays
 from dse.runtime.search import RuntimeEvaluator
 from dse.study.schema.runtime import RuntimeSpec
 from dse.study.spec import Study
@@ -81,6 +84,7 @@ def bench_search(data: dict) -> None:
           f"{'steps':>6} {'EPLB':>5}")
     spec = {p: RuntimeSpec(scenario="-", policy=p, every_s=300) for p in POLICIES}
     kernel = KernelTimer(prepared.evaluator.package_evaluators()[0])
+    least = np.inf                      # the least snapshot process time of all
     for policy in POLICIES:
         snap, both, step_s = np.full(2, np.inf), np.full(2, np.inf), np.inf
         for _ in range(REPEATS):         # alternated, the least of each: a shared machine's load moves
@@ -90,12 +94,34 @@ def bench_search(data: dict) -> None:
                 both = np.minimum(both, timed(lambda: runtime.metrics_array(X)))
             rows, step_s = kernel.rows, min(step_s, kernel.seconds)
         packed = sum(p.groups.packed for p in runtime.planners.values())
+        least = min(least, snap[1])
         print(f"{policy:<11} {snap[0] / POPULATION * 1e3:11.3f} {both[0] / POPULATION * 1e3:10.3f} "
               f"{both[0] / snap[0]:6.2f} {both[1] / snap[1]:6.2f} {rows / POPULATION:8.1f} {step_s / snap[1]:6.2f} "
               f"{packed / POPULATION:5.1f}")
+    packing = eplb_seconds(prepared, X, runtime)
+    print(f"EPLB's packings alone, 11 a design: {packing * 1e3:.3f} ms a design, {packing / least * POPULATION:.2f} "
+          f"snapshots")
     print("runtime: with the runtime objectives; ratio: runtime / snapshot (wall), cpu: the same in process\n"
           "time; mappings: distinct mappings a design's timeline serves; steps: their step evaluations in\n"
           "snapshots (process time); EPLB: packings a design (periodic, threshold)")
+
+
+def eplb_seconds(prepared, X: np.ndarray, runtime: RuntimeEvaluator) -> float:
+    """Process seconds a design of ``X`` spends in EPLB's packings alone (dse.runtime.policies.eplb.
+    rebalance_arrays, nothing remembered): its own mapping re-packed at the popularity each of the
+    hour's 11 rebalances observes (the window before t = 300, 600, ... s). The policy packs the mapping in
+    force, of the same sizes."""
+    planner = next(iter(runtime.planners.values()))
+    units, offsets, _ = planner.groups.flat()
+    d = prepared.evaluator.decode(X)
+    loads = [planner.groups.load(planner.perms[w]) for w in range(4, 59, 5)]
+    start = time.process_time()
+    for slots, ncopy in zip(d.slots, d.ncopy):
+        rows, copies = slots[units], ncopy[units]
+        dead = np.zeros(int(rows.max()) + 1, np.bool_)
+        for load in loads:
+            rebalance_arrays(offsets, load, rows, copies, rows, copies, dead, prepared.study.mapping.max_replicas)
+    return (time.process_time() - start) / len(X)
 
 
 def timed(call) -> np.ndarray:
