@@ -114,7 +114,7 @@ def eplb_seconds(prepared, X: np.ndarray, runtime: RuntimeEvaluator) -> float:
     planner = next(iter(runtime.planners.values()))
     units, offsets, _ = planner.groups.flat()
     d = prepared.evaluator.decode(X)
-    loads = [planner.groups.load(planner.perms[w]) for w in range(4, 59, 5)]
+    loads = [planner.groups.load(planner.view.perms[w]) for w in range(4, 59, 5)]
     start = time.process_time()
     for slots, ncopy in zip(d.slots, d.ncopy):
         rows, copies = slots[units], ncopy[units]

@@ -9,7 +9,8 @@ import yaml
 
 from conftest import DATA
 from dse.runtime import run_timeline
-from dse.runtime.mapping import ExpertGroups, relabelled
+from dse.runtime.mapping import ExpertGroups
+from runtime_helpers import move_cost, moved_copies, relabelled
 from dse.runtime.migration import MigrationModel
 from dse.runtime.scenario import scenario_from_dict
 
@@ -75,7 +76,7 @@ def test_one_migration_by_hand(prepared, design):
     model = MigrationModel(t, prepared.study.hardware.package, design)
     unit = "L0-31.e1"
     nbytes = float(t.unit_capacity_bytes[t.unit_names.index(unit)])
-    cost = model.cost([(unit, 5, [0])])
+    cost = move_cost(model, [(unit, 5, [0])])
     stacks = design.hbm_stacks
     bw = min(stacks[0] * t.hbm_bw_Bps, stacks[5] * t.hbm_bw_Bps, t.link.bandwidth_Bps)
     energy = nbytes * (2 * t.hbm.energy_j_per_byte + 3 * (t.link.energy_j_per_byte + t.link.router_energy_j_per_byte))
@@ -110,19 +111,19 @@ def test_two_moves_sharing_a_link_share_its_bandwidth(prepared, design):
     assert sums[0, 1] == sums[1, 2] == pytest.approx(sum(nbytes))           # both routes cross 0 -> 1 -> 2
     bw = t.link.bandwidth_Bps
     assert min(design.hbm_stacks[i] for i in (0, 2, 5)) * t.hbm_bw_Bps > 2 * bw     # the link is the bottleneck
-    cost = model.cost([(units[0], 2, [0]), (units[1], 5, [0])])
+    cost = move_cost(model, [(units[0], 2, [0]), (units[1], 5, [0])])
     assert cost.time_s == pytest.approx(sum(nbytes) / bw, rel=1e-12)
-    alone = [model.cost([(u, d, [0])]).time_s for u, d in zip(units, (2, 5))]
+    alone = [move_cost(model, [(u, d, [0])]).time_s for u, d in zip(units, (2, 5))]
     assert alone == pytest.approx([b / bw for b in nbytes], rel=1e-12)
     assert cost.time_s > max(alone)
-    assert cost.energy_j == pytest.approx(sum(model.cost([(u, d, [0])]).energy_j for u, d in zip(units, (2, 5))))
+    assert cost.energy_j == pytest.approx(sum(move_cost(model, [(u, d, [0])]).energy_j for u, d in zip(units, (2, 5))))
 
 
 def test_compiled_change_prices_the_moved_copies(prepared, design):
     """The planner's one compiled call (`MigrationModel.change_cost`, `priced_change`) prices what the unit-by-unit
     Python form lists: the copies a new mapping places where the old one had none (`moved_copies`), then
     every copy on a revived slot, copied from the unit's other copies; the same floats, bit for bit."""
-    from dse.runtime.mapping import moved_copies, placement_arrays
+    from dse.runtime.mapping import placement_arrays
     t = prepared.tables
     model = MigrationModel(t, prepared.study.hardware.package, design)
     old = design.placement
@@ -134,10 +135,10 @@ def test_compiled_change_prices_the_moved_copies(prepared, design):
     failed = frozenset({1})
     moves = moved_copies(old, new)
     assert len(moves) >= len(experts)
-    assert model.priced_change(*arrays, set(), failed).cost == model.cost(moves, failed)
-    assert model.change_cost(*arrays, set(), failed) == model.cost(moves, failed)
+    assert model.priced_change(*arrays, set(), failed).cost == move_cost(model, moves, failed)
+    assert model.change_cost(*arrays, set(), failed) == move_cost(model, moves, failed)
     revived = moves + [(u, 3, [s for s in new[u] if s != 3]) for u in t.unit_names if 3 in new[u]]
-    assert model.priced_change(*arrays, {3}, failed).cost == model.cost(revived, failed)
+    assert model.priced_change(*arrays, {3}, failed).cost == move_cost(model, revived, failed)
 
 
 def test_moves_out_of_one_chiplet_obey_its_cut(prepared, design):
@@ -150,7 +151,7 @@ def test_moves_out_of_one_chiplet_obey_its_cut(prepared, design):
     model = MigrationModel(t, prepared.study.hardware.package, design)
     moves = [(f"L0-31.e{k}", d, [0]) for k, d in zip(range(1, 6), range(1, 6))]
     nbytes = [float(t.unit_capacity_bytes[t.unit_names.index(u)]) for u, _, _ in moves]
-    cost = model.cost(moves)
+    cost = move_cost(model, moves)
     bw = t.link.bandwidth_Bps
     total = sum(nbytes)
     assert cost.time_s >= total / (2 * bw) * (1 - 1e-12)
@@ -158,7 +159,7 @@ def test_moves_out_of_one_chiplet_obey_its_cut(prepared, design):
     sums = link_sums_by_hand(prepared, design, [(0, d, b) for (_, d, _), b in zip(moves, nbytes)])
     memory = max(total / (design.hbm_stacks[0] * t.hbm_bw_Bps),
                  *(b / (design.hbm_stacks[d] * t.hbm_bw_Bps) for (_, d, _), b in zip(moves, nbytes)))
-    serial = max(model.cost([m]).time_s for m in moves)
+    serial = max(move_cost(model, [m]).time_s for m in moves)
     assert cost.time_s == pytest.approx(max(max(sums.values()) / bw, memory, serial), rel=1e-12)
 
 
@@ -248,7 +249,7 @@ def test_a_move_detours_around_a_link_down(prepared, design):
     down = frozenset({(0, 1)})
     assert design.hbm_stacks[0] and design.hbm_stacks[1]
     e_mem, e_hop = 2 * t.hbm.energy_j_per_byte, t.link.hop_energy_j_per_byte
-    intact, detour = model.cost([(unit, 1, [0])]), model.cost([(unit, 1, [0])], links=down)
+    intact, detour = move_cost(model, [(unit, 1, [0])]), move_cost(model, [(unit, 1, [0])], links=down)
     assert intact.energy_j == pytest.approx(b * (e_mem + e_hop), rel=1e-12)
     assert detour.energy_j == pytest.approx(b * (e_mem + 3 * e_hop), rel=1e-12)
     bw = min(t.link.bandwidth_Bps, min(design.hbm_stacks[0], design.hbm_stacks[1]) * t.hbm_bw_Bps)

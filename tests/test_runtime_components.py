@@ -11,7 +11,8 @@ import yaml
 from conftest import DATA
 from dse.errors import StudyError
 from dse.runtime import run_timeline
-from dse.runtime.mapping import ExpertGroups, relabelled
+from dse.runtime.mapping import ExpertGroups
+from runtime_helpers import relabelled
 from dse.runtime.report import table_rows
 from dse.runtime.scenario import load_scenario, scenario_from_dict
 from dse.study.spec import Study

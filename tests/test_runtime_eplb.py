@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from dse.runtime.mapping import ExpertGroups, Placement, imbalance_arrays, pairwise_sum, placement_arrays
-from dse.runtime.policies.eplb import assign_max, rebalance, rebalance_placement
+from dse.runtime.imbalance import imbalance_arrays, pairwise_sum
+from dse.runtime.mapping import ExpertGroups, Placement, placement_arrays
+from dse.runtime.policies.assignment import assign_max
+from dse.runtime.policies.eplb import rebalance, rebalance_placement
 
 
 def test_assignment_is_scipys_ties_included():

@@ -32,7 +32,7 @@ def write_study(tmp_path, runtime: dict | None, objectives=OBJECTIVES, scenario=
 
 @pytest.mark.parametrize("policy", ["periodic", "on-failure", "static"])
 def test_runtime_columns_are_the_timeline_totals(tmp_path, policy):
-    """The search's compact plans (dse.runtime.compact: templates, windows at rest) total what the
+    """The search's compact plans (dse.runtime.shape's templates, windows at rest) total what the
     window-by-window timeline does; the scenario's failure is stood in for by a spare, then repaired."""
     prepared = dse.prepare(dse.load_study(write_study(tmp_path, {"policy": policy, "every_s": 120})))
     space = prepared.space

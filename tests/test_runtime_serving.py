@@ -18,6 +18,7 @@ from dse.runtime.migration import MigrationModel
 from dse.runtime.scenario import scenario_from_dict
 from dse.serving.analytic import steady_state
 from dse.study.spec import Study, load_study
+from runtime_helpers import move_cost
 from dse.system.prepare import prepare
 
 SERVE = DATA / "timeline_serve.yaml"
@@ -155,7 +156,7 @@ def test_background_move_takes_what_serving_leaves(prepared, design):
     rate = np.zeros(n_links)
     rate[routes.links(0, 5)] = 0.4 * bw
     traffic = LinkTraffic(rate, np.full(n_links, bw), routes)
-    free = model.cost([(unit, 5, [0])])
+    free = move_cost(model, [(unit, 5, [0])])
     move = (np.array([t.unit_names.index(unit)]), np.array([5]), np.array([[0]]))
     cost = contended_cost(model, *move, frozenset(), traffic, share=0.1)
     assert cost.time_s == pytest.approx(nbytes / (bw - 0.4 * bw), rel=1e-12)
@@ -421,13 +422,13 @@ def test_failed_chiplets_draw_no_idle_power_and_waiting_spares_do():
     slots = np.full(6, p)
 
     def seg(down, failed):
-        return SimpleNamespace(down=SimpleNamespace(chiplets=frozenset(down)), failed=frozenset(failed))
-    assert segment_idle_w(seg([], []), slots, 0) == pytest.approx(6 * p)
-    assert segment_idle_w(seg([1], [1]), slots, 0) == pytest.approx(5 * p)
-    assert segment_idle_w(seg([1], [1]), slots, 1) == pytest.approx(6 * p)
-    assert segment_idle_w(seg([1], []), slots, 1) == pytest.approx(6 * p)
-    assert segment_idle_w(seg([1], []), slots, 2) == pytest.approx(7 * p)
-    assert segment_idle_w(seg([], [2]), slots, 0) == pytest.approx(6 * p)      # HBM lost: it still forwards
+        return SimpleNamespace(chiplets=frozenset(down)), frozenset(failed)
+    assert segment_idle_w(*seg([], []), slots, 0) == pytest.approx(6 * p)
+    assert segment_idle_w(*seg([1], [1]), slots, 0) == pytest.approx(5 * p)
+    assert segment_idle_w(*seg([1], [1]), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(*seg([1], []), slots, 1) == pytest.approx(6 * p)
+    assert segment_idle_w(*seg([1], []), slots, 2) == pytest.approx(7 * p)
+    assert segment_idle_w(*seg([], [2]), slots, 0) == pytest.approx(6 * p)      # HBM lost: it still forwards
 
 
 def test_serving_window_idle_power_follows_failures_and_spares(served):

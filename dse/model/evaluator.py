@@ -19,6 +19,7 @@ from .metrics import METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_population
+from .records import design_arrays, design_records
 from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
 from .tables import EvalTables
@@ -207,42 +208,5 @@ class Evaluator(PopulationEvaluator):
                                    placement=placement)
 
     def designs(self, X: np.ndarray) -> list[Design]:
-        """The designs of gene vectors ``X``. In a design whose units have one copy each, the units on a
-        slot share one list (``[s]``): copy a unit's list before changing it in place."""
-        d = self.decode(X)
-        names = self.tables.kind_names
-        out = []
-        for p in range(len(d.rows)):
-            n = int(d.chiplets[p])
-            if (d.ncopy[p] == 1).all():                 # one copy each: the units on a slot share its list
-                first = d.slots[p, :, 0].tolist()       # (15,000 units: no list built per unit)
-                single = [[s] for s in range(max(first, default=0) + 1)]
-                placement = dict(zip(self.tables.unit_names, map(single.__getitem__, first)))
-            else:
-                placement = {u: s[:c] for u, s, c in zip(self.tables.unit_names, d.slots[p].tolist(),
-                                                         d.ncopy[p].tolist())}
-            out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
-                              hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=self.link,
-                              mapping=self.space.mapping, placement=placement, topology=self.topology))
-        return out
-
-
-def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max_copies: int) -> DecodedDesigns:
-    """Kernel arrays of explicit designs (none unplaced)."""
-    P = len(designs)
-    rows = np.array([d.rows for d in designs], np.int64)
-    cols = np.array([d.cols for d in designs], np.int64)
-    kind = np.zeros((P, max_slots), np.int64)
-    stacks = np.zeros((P, max_slots), np.int64)
-    copies = max([max_copies] + [len(s) for d in designs for s in d.placement.values()])
-    slots = np.full((P, tables.n_units, copies), -1, np.int64)
-    ncopy = np.ones((P, tables.n_units), np.int64)
-    for p, d in enumerate(designs):
-        kind[p, : len(d.chiplets)] = [tables.kind_names.index(k) for k in d.chiplets]
-        stacks[p, : len(d.hbm_stacks)] = d.hbm_stacks
-        for u, name in enumerate(tables.unit_names):
-            where = d.placement[name]
-            slots[p, u, : len(where)] = where
-            ncopy[p, u] = len(where)
-    ddr = np.array([d.ddr_channels for d in designs], np.int64)
-    return DecodedDesigns(rows, cols, kind, stacks, ddr, slots, ncopy, np.zeros(P, np.int64))
+        """The designs of gene vectors ``X`` (dse.model.records.design_records)."""
+        return design_records(self.decode(X), self.tables, self.link, self.space.mapping, self.topology)

@@ -37,6 +37,9 @@ class Prepared:
     package_evaluator: Evaluator | VariantEvaluator | None = None      # default: ``evaluator``
     system_evaluator: PopulationEvaluator | None = None
     variants: list["Prepared"] = field(default_factory=list)     # per package variant (dse.model.variants)
+    #: the evaluator of the study's phase (dse.model.phases: serving's), set by the phase's preparer and kept
+    #: when a layer above wraps ``evaluator`` (dse.runtime.search): where the runtime finds a phase's figures
+    phase_evaluator: PopulationEvaluator | None = None
     #: the package a design's per-chiplet views (breakdown, floorplan, exports) look at, when the evaluator
     #: is not a package evaluator (set by dse.system.prepare: one package of a system)
     package_of: Callable[[Design], "Prepared"] | None = field(default=None, repr=False)

@@ -28,9 +28,9 @@ import numpy as np
 
 from ..model.breakdown import chiplet_dram_bytes
 from ..model.contract import DecodedDesigns
+from ..model.records import design_records
 from ..model.metrics import METRICS
 from ..model.traffic import chiplet_traffic, link_loads, package_routes
-from .link_energy import design_of
 from .migration import MigrationModel, MoveCost, Priced
 
 LATENCY = METRICS.index("latency_s")
@@ -56,7 +56,7 @@ def serving_traffic(ev, package, d: DecodedDesigns) -> LinkTraffic:
     """`LinkTraffic` of the one design of ``d`` (package evaluator ``ev``, the study's `PackageSpec`):
     its step's link bytes (dse.model.traffic) and HBM and DDR bytes (dse.model.breakdown) over its step
     latency (the evaluator's)."""
-    design = design_of(ev, d, 0)
+    design = design_records(d, ev.tables, ev.link, ev.space.mapping, ev.topology, [0])[0]
     step_s = float(ev.decoded_metrics(d, with_faults=False)[0, LATENCY])
     loads = link_loads(design, chiplet_traffic(design, ev.tables), package)
     _, routes = package_routes(design, package)

@@ -106,11 +106,6 @@ def down_at(outs: list[Outage], t: float, stacks: list[int] = ()) -> Down:
     return Down(frozenset(chips), frozenset(links), tuple(sorted(lost.items())))
 
 
-def failed_at(outs: list[Outage], t: float) -> frozenset[int]:
-    """Chiplets down at time ``t``."""
-    return down_at(outs, t).chiplets
-
-
 def change_times(outs: list[Outage], t0: float, t1: float) -> list[float]:
     """Times in ``(t0, t1)`` where what is down changes."""
     return sorted({x for o in outs for x in (o.start_s, o.end_s) if t0 < x < t1})

@@ -15,18 +15,8 @@ import numpy as np
 import noc
 
 from ..model.contract import DecodedDesigns
+from ..model.records import design_records
 from ..model.traffic import chiplet_traffic, package_routes
-from ..study.space import Design
-
-
-def design_of(ev, d: DecodedDesigns, j: int) -> Design:
-    """Design ``j`` of the kernel arrays ``d`` as a design record of package evaluator ``ev``."""
-    n = int(d.rows[j] * d.cols[j])
-    return Design(rows=int(d.rows[j]), cols=int(d.cols[j]), chiplets=[ev.tables.kind_names[k] for k in d.kind[j, :n]],
-                  hbm_stacks=[int(x) for x in d.stacks[j, :n]], ddr_channels=int(d.ddr[j]), link=ev.link,
-                  mapping=ev.space.mapping, topology=ev.topology,
-                  placement={u: [int(x) for x in d.slots[j, i, : d.ncopy[j, i]]]
-                             for i, u in enumerate(ev.tables.unit_names)})
 
 
 def reroute_energy_j(routes: noc.Routes, traffic: np.ndarray, links) -> float:
@@ -43,6 +33,6 @@ def reroute_energy_j(routes: noc.Routes, traffic: np.ndarray, links) -> float:
 def link_energy_per_token(ev, package, d: DecodedDesigns, j: int, links, tokens_per_step: float) -> float:
     """Energy per token (J) the failed ``links`` add to design ``j`` of ``d`` (module docstring);
     ``package``: the study's `PackageSpec` (its network and routing)."""
-    design = design_of(ev, d, j)
+    design = design_records(d, ev.tables, ev.link, ev.space.mapping, ev.topology, [j])[0]
     _, routes = package_routes(design, package)
     return reroute_energy_j(routes, chiplet_traffic(design, ev.tables), links) / tokens_per_step

@@ -73,13 +73,6 @@ class MigrationModel:
         self.per_byte: dict[tuple, tuple[float, float]] = {}   # (dest, source) -> (s/B, J/B): linear in bytes
 
     @property
-    def unit(self) -> dict[str, int]:
-        """Unit name -> index in the tables (built once per tables, shared through ``memo``)."""
-        if "units" not in self.memo:
-            self.memo["units"] = {u: i for i, u in enumerate(self.tables.unit_names)}
-        return self.memo["units"]
-
-    @property
     def hops(self) -> dict:
         """Hops between every two chiplets on the package network's shortest routes (once per mesh shape,
         shared through ``memo``; built when a move is first priced)."""
@@ -91,43 +84,11 @@ class MigrationModel:
             self._hops = self.memo[key]
         return self._hops
 
-    def memory(self, slot: int) -> tuple[float, float]:
-        """(bandwidth B/s, energy J/B) of the memory holding weights on chiplet ``slot``."""
-        stacks = self.design.hbm_stacks[slot]
-        if stacks and self.tables.hbm is not None:
-            return stacks * self.tables.hbm_bw_Bps, self.tables.hbm.energy_j_per_byte
-        return self.ddr()
-
     def ddr(self) -> tuple[float, float]:
         """(bandwidth, energy per byte) of the package's DDR; without DDR the host over one link."""
         if self.design.ddr_channels and self.tables.ddr is not None:
             return self.design.ddr_channels * self.tables.ddr_bw_Bps, self.tables.ddr.energy_j_per_byte
         return self.link.bandwidth_Bps, 0.0
-
-    def copy_cost(self, nbytes: float, dest: int, source: int | None) -> tuple[float, float]:
-        """(time s, energy J) of ``nbytes`` copied to chiplet ``dest`` from ``source`` (None: reloaded)."""
-        bw_d, e_d = self.memory(dest)
-        if source is None:
-            bw_s, e_s = self.ddr()
-            hops = 1
-        else:
-            bw_s, e_s = self.memory(source)
-            hops = self.hops[source][dest]
-        bw = min(bw_s, bw_d, self.link.bandwidth_Bps if hops else np.inf) * self.scale
-        return nbytes / bw, nbytes * (e_s + hops * self.link.hop_energy_j_per_byte + e_d)
-
-    def cost(self, moves: list[tuple[str, int, list[int]]], failed: frozenset[int] = frozenset(),
-             links: frozenset = frozenset()) -> MoveCost:
-        """The cost of ``moves`` (dse.runtime.mapping.moved_copies), copying from the nearest live copy
-        with the chiplets ``failed`` and the ``links`` down (`cost_arrays` on them)."""
-        if not moves:
-            return NO_MOVE
-        width = max(1, max(len(m[2]) for m in moves))
-        sources = np.full((len(moves), width), -1, np.int64)
-        for i, (_, _, src) in enumerate(moves):
-            sources[i, : len(src)] = src
-        return self.cost_arrays(np.array([self.unit[m[0]] for m in moves], np.int64),
-                                np.array([m[1] for m in moves], np.int64), sources, failed, links)
 
     def hop_array(self, links: frozenset = frozenset()) -> np.ndarray:
         """Hops between every two chiplets ``[S, S]`` on the package network's shortest routes (once per
@@ -147,9 +108,10 @@ class MigrationModel:
         return self.memo[key]
 
     def tables_of(self, links: frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds and
-        joules (`copy_cost`, on arrays), and the hops between chiplets ``[S, S]`` (`hop_array`; once per
-        model and set of ``links`` down)."""
+        """Per byte, copying into chiplet d from s (``[S, S + 1]``, the last column: reloaded): seconds (the
+        slowest of the two memories and the link) and joules (source memory + hops x (link + router) +
+        destination memory), and the hops between chiplets ``[S, S]`` (`hop_array`; once per model and
+        set of ``links`` down)."""
         if ("arrays", links) not in self.per_byte:
             n = len(self.design.hbm_stacks)
             hops = self.hop_array(links)
@@ -255,5 +217,5 @@ class MigrationModel:
 
     def cost_arrays(self, unit: np.ndarray, dest: np.ndarray, sources: np.ndarray,
                     failed: frozenset[int] = frozenset(), links: frozenset = frozenset()) -> MoveCost:
-        """`cost` of moves given as arrays (`priced`)."""
+        """The `MoveCost` of moves given as arrays (`priced`)."""
         return self.priced(unit, dest, sources, failed, links).cost

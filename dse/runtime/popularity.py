@@ -4,7 +4,10 @@ relabelling of each MoE layer's experts per window (dse.runtime.mapping: ``q_w[i
 ``rotate``: at time t the ranks have advanced ``floor(rate_per_s * t)`` experts (mod the layer's
 experts): the hot set rotates through the experts at a steady rate. ``random_walk``: in each window each
 layer makes Poisson(``rate_per_s * window``) swaps of two experts' popularities drawn uniformly (seeded):
-which experts are hot wanders while the popularity shape stays the study's (Zipf, Dirichlet, trace)."""
+which experts are hot wanders while the popularity shape stays the study's (Zipf, Dirichlet, trace).
+
+A window's popularity is a value (`Popularity`): equal relabellings are equal and hash alike, so every
+cache of the runtime keyed by a popularity is keyed by what it is, not by which object holds it."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,17 +15,52 @@ import numpy as np
 from .scenario import PopularitySpec
 
 
+class Popularity:
+    """One relabelling per MoE layer (``layers[g][i]``: the study's expert whose popularity expert i of
+    layer g carries), as a hashable value: equal and hashed by its content (``key``, the relabellings as
+    bytes). Iterates over its layers' arrays, which are never changed."""
+
+    __slots__ = ("layers", "key", "_hash")
+
+    def __init__(self, layers):
+        self.layers = tuple(np.asarray(p, np.int64) for p in layers)
+        self.key = np.concatenate(self.layers).astype(np.int32).tobytes() if self.layers else b""
+        self._hash = hash(self.key)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __getitem__(self, g: int) -> np.ndarray:
+        return self.layers[g]
+
+    def __bool__(self) -> bool:
+        return bool(self.layers)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Popularity) and self.key == other.key
+
+    @classmethod
+    def identity(cls, sizes: list[int]) -> "Popularity":
+        """The study's own popularity: no expert relabelled."""
+        return cls([np.arange(n) for n in sizes])
+
+
 def window_perms(spec: PopularitySpec, sizes: list[int], starts: list[float],
-                 lengths: list[float]) -> list[list[np.ndarray]]:
+                 lengths: list[float]) -> list[Popularity]:
     """For each window, each layer's relabelling (``sizes``: experts per layer)."""
-    if spec.drift == "rotate":          # one list per shift, one array per layer size and shift (shared)
+    if spec.drift == "rotate":          # one value per shift
         shifts = [int(np.floor(spec.rate_per_s * t + 1e-9)) for t in starts]
-        arrays = {(n, s): (np.arange(n) + s) % n for s in set(shifts) for n in set(sizes)}
-        lists = {s: [arrays[n, s] for n in sizes] for s in set(shifts)}
-        return [lists[s] for s in shifts]
+        values = {s: Popularity([(np.arange(n) + s) % n for n in sizes]) for s in set(shifts)}
+        return [values[s] for s in shifts]
     current = [np.arange(n) for n in sizes]
     if spec.drift == "none":
-        return [current for _ in starts]
+        return [Popularity(current)] * len(starts)
     rng = np.random.default_rng(spec.seed)
     out = []
     for w, length in enumerate(lengths):
@@ -32,5 +70,5 @@ def window_perms(spec: PopularitySpec, sizes: list[int], starts: list[float],
                 for _ in range(rng.poisson(spec.rate_per_s * lengths[w - 1])):
                     a, b = rng.choice(len(p), size=2, replace=False)
                     p[a], p[b] = p[b], p[a]
-        out.append(current)
+        out.append(Popularity(current))
     return out

@@ -59,7 +59,8 @@ def totals_rows(timeline: Timeline) -> list[str]:
 def plot(timeline: Timeline, path_stem: Path) -> list[Path]:
     """The windows' figures over time in one column of panels, as ``<stem>.png`` and ``<stem>.svg``."""
     t = [w["t_s"] / 60 for w in timeline.windows]
-    fig, axes = plt.subplots(len(PANELS), 1, figsize=(7, 1.7 * len(PANELS)), sharex=True)
+    with plt.rc_context({"axes.grid": True, "grid.alpha": 0.3}):       # a light grid on every panel
+        fig, axes = plt.subplots(len(PANELS), 1, figsize=(7, 1.7 * len(PANELS)), sharex=True)
     for ax, (key, label) in zip(axes, PANELS):
         values = [w[key] / 1e9 if key == "migration_bytes" else w[key] for w in timeline.windows]
         if key == "migration_bytes":
@@ -70,7 +71,6 @@ def plot(timeline: Timeline, path_stem: Path) -> list[Path]:
             if w["failed_components"]:
                 ax.axvspan(t[i], t[i] + (t[1] - t[0] if len(t) > 1 else 1), color="tab:red", alpha=0.08, lw=0)
         ax.set_ylabel(label, fontsize=8)
-        ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time (min)")
     axes[0].set_title(f"scenario '{timeline.scenario}', policy {timeline.policy} (red: a component down)", fontsize=9)
     fig.tight_layout()

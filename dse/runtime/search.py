@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import StudyError
 from ..model.contract import DecodedDesigns, PopulationEvaluator
+from ..model.records import design_records
 from ..study.space import Design
 from .scenario import Scenario, load_scenario
 from .timeline import run_timelines
@@ -29,18 +30,18 @@ RUNTIME_COLUMNS = {"tokens_over_horizon": "tokens_served", "availability_frac": 
 class RuntimeEvaluator(PopulationEvaluator):
     """The study's evaluator plus each design's timeline totals (module docstring)."""
 
-    def __init__(self, inner: PopulationEvaluator, prepared, scenario: Scenario, spec):
-        self.inner, self.prepared, self.scenario, self.spec = inner, prepared, scenario, spec
-        self.space = inner.space
+    def __init__(self, study_evaluator: PopulationEvaluator, prepared, scenario: Scenario, spec):
+        self.study_evaluator, self.prepared, self.scenario, self.spec = study_evaluator, prepared, scenario, spec
+        self.space = study_evaluator.space
         self.planners: dict = {}        # dse.runtime.plan.Planner per package variant, kept across populations
 
     @property
     def columns(self) -> list[str]:
-        return list(self.inner.columns) + list(RUNTIME_COLUMNS)
+        return list(self.study_evaluator.columns) + list(RUNTIME_COLUMNS)
 
     @property
     def metric_names(self) -> list[str]:
-        return list(self.inner.metric_names) + list(RUNTIME_COLUMNS)
+        return list(self.study_evaluator.metric_names) + list(RUNTIME_COLUMNS)
 
     def runtime_columns(self, designs: list[Design], arrays: DecodedDesigns | None = None) -> np.ndarray:
         """``[P, 3]``: each design's `RUNTIME_COLUMNS` through the scenario under the study's policy
@@ -53,22 +54,24 @@ class RuntimeEvaluator(PopulationEvaluator):
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
         X = self.vectors(X)
         p = self.prepared
-        arrays = None if p.variants else self.inner.decode(X)
+        arrays = None if p.variants else self.study_evaluator.decode(X)
         one_package = arrays is not None and p.study.system is None and p.study.serving is None
-        designs = package_records(p.package_evaluator, arrays) if one_package else self.inner.designs(X)
-        return np.hstack([self.inner.metrics_array(X, with_faults), self.runtime_columns(designs, arrays)])
+        ev = p.package_evaluator       # one package: records without placement, the mapping read from ``arrays``
+        designs = design_records(arrays, ev.tables, ev.link, ev.space.mapping, ev.topology, placement=False) \
+            if one_package else self.study_evaluator.designs(X)
+        return np.hstack([self.study_evaluator.metrics_array(X, with_faults), self.runtime_columns(designs, arrays)])
 
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:
-        return np.hstack([self.inner.design_metrics(designs, with_faults), self.runtime_columns(designs)])
+        return np.hstack([self.study_evaluator.design_metrics(designs, with_faults), self.runtime_columns(designs)])
 
     def designs(self, X: np.ndarray) -> list[Design]:
-        return self.inner.designs(X)
+        return self.study_evaluator.designs(X)
 
     def decode(self, X: np.ndarray) -> DecodedDesigns:
-        return self.inner.decode(X)
+        return self.study_evaluator.decode(X)
 
     def package_evaluators(self) -> list:
-        return self.inner.package_evaluators()
+        return self.study_evaluator.package_evaluators()
 
     @property
     def study(self):
@@ -78,18 +81,7 @@ class RuntimeEvaluator(PopulationEvaluator):
     def steps_of(self, design: Design) -> tuple:
         """A serving study's affine steps, slots and replicas of ``design`` (dse.serving.package.
         ServingEvaluator.steps_of: the report's load curve, dse.serving.load_curve)."""
-        return self.inner.steps_of(design)
-
-
-def package_records(ev, d: DecodedDesigns) -> list[Design]:
-    """The design records of the kernel arrays ``d`` (package evaluator ``ev``) without their placement:
-    the timelines of a population with its arrays read the mapping from ``d`` (`run_timelines`), so the
-    unit -> slots dictionaries `Evaluator.designs` builds are not needed."""
-    names = ev.tables.kind_names
-    return [Design(rows=int(r), cols=int(c), chiplets=[names[k] for k in kind[:n]], hbm_stacks=stacks[:n],
-                   ddr_channels=int(ddr), link=ev.link, mapping=ev.space.mapping, placement={}, topology=ev.topology)
-            for r, c, n, kind, stacks, ddr in zip(d.rows, d.cols, d.chiplets.tolist(), d.kind.tolist(),
-                                                  d.stacks.tolist(), d.ddr)]
+        return self.study_evaluator.steps_of(design)
 
 
 def with_runtime(study, prepared):

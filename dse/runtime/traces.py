@@ -26,6 +26,7 @@ from workloads.routing import distinct_indices, trace_rows
 
 from ..errors import StudyError
 from ..serving.requests import from_file
+from .popularity import Popularity
 
 GROUP = re.compile(r"L(\d+)(?:-(\d+))?$")
 
@@ -68,7 +69,7 @@ def read_rows(path: str | Path, key: str):
 
 
 def trace_perms(path: str | Path, group_names: list[str], q: list[np.ndarray], starts: list[float],
-                lengths: list[float], key: str = "popularity.trace") -> list[list[np.ndarray]]:
+                lengths: list[float], key: str = "popularity.trace") -> list[Popularity]:
     """Each window's relabelling of each group's experts from a time-stamped routing trace (module
     docstring)."""
     layers = group_layers(group_names, key)
@@ -98,7 +99,7 @@ def trace_perms(path: str | Path, group_names: list[str], q: list[np.ndarray], s
                 perm[order] = rank_of_q[g]                  # q_w[order[k]] = q[rank_of_q[k]]
                 current[g] = perm
             now.append(current[g])
-        out.append(now)
+        out.append(Popularity(now))
     return out
 
 

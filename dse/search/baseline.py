@@ -48,7 +48,7 @@ def eplb_placement(tables, rows: int, cols: int, kinds: list[int], stacks: list[
     groups = ExpertGroups.from_tables(tables)
     work = dict(zip(tables.unit_names, unit_work(tables, kinds)))
     groups = ExpertGroups(names=groups.names, q=[np.array([work[u] for u in names]) for names in groups.names],
-                          weight_bytes=groups.weight_bytes)
+                          weight_bytes=groups.weight_bytes, units=groups.units)
     placement = dict(greedy)
     for names in groups.names:
         for name in names:          # an expert starts by its partners, with greedy's number of copies

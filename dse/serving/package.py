@@ -80,8 +80,8 @@ def prepare_serving(study: Study) -> Prepared:
             raise StudyError(f"the {name.replace('_', ' of ')} step has another design space than the decode step "
                              "(the workload's units differ by phase)", key="workload.phase")
         evaluators[name] = q.evaluator
-    return dataclasses.replace(p, evaluator=ServingEvaluator(p.evaluator, study, p.tables, evaluators),
-                               system_evaluator=p.evaluator)
+    serving = ServingEvaluator(p.evaluator, study, p.tables, evaluators)
+    return dataclasses.replace(p, evaluator=serving, system_evaluator=p.evaluator, phase_evaluator=serving)
 
 
 class ServingEvaluator(PhaseEvaluator):

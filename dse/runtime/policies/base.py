@@ -11,6 +11,7 @@ import numpy as np
 
 from ...study.space import Design
 from ..mapping import ExpertGroups, Placement, on_chips
+from ..popularity import Popularity
 
 
 class Policy:
@@ -28,7 +29,7 @@ class Policy:
 class PolicyState:
     """The runtime's view at the start of window ``window`` (time ``t_s``): the placement in force, the
     design's own (``home``), the chiplets down, the popularity the last window's counters observed
-    (``observed``: a relabelling, dse.runtime.mapping), spares left, and ``remap(placement, failed)``: the
+    (``observed``: a relabelling, dse.runtime.popularity.Popularity), spares left, and ``remap(placement, failed)``: the
     package evaluator's failure re-mapping (`Evaluator.remapped_arrays`; None: nothing survives)."""
 
     window: int
@@ -37,13 +38,12 @@ class PolicyState:
     placement: Placement
     home: Placement                     # the design's own mapping (static)
     failed: frozenset[int]
-    observed: list[np.ndarray]
+    observed: Popularity
     groups: ExpertGroups
     spares: int
     remap: Callable[[Placement, frozenset], "Placement | None"]
     max_copies: int
     last_change_s: float = -np.inf      # when the policy last changed the placement
-    memo: dict = field(default_factory=dict)    # what a policy keeps between windows of one design
     reconfigurable: dict = field(default_factory=dict)  # live reconfigurable slots free to re-role -> time, s
 
     @property

@@ -19,6 +19,8 @@ import numba as nb
 import numpy as np
 
 from ..mapping import ExpertGroups, Placement, placement_arrays
+from ..popularity import Popularity
+from .assignment import assign_into
 
 PACKINGS = 4096         # packings remembered per study's experts (then forgotten, all at once)
 
@@ -73,69 +75,6 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count:
             content[pick, count[pick]] = e
             count[pick] += 1
             weight[pick] += w
-
-
-@nb.njit(cache=True)
-def assign_into(cost: np.ndarray, n: int, u, v, spc, path, col4row, row4col, sr, sc, remaining) -> None:
-    """`assign_max` on ``cost[:n, :n]`` (the gains negated) with scratch of at least ``n``; the columns
-    land in ``col4row[:n]``."""
-    u[:n], v[:n] = 0.0, 0.0
-    path[:n], col4row[:n], row4col[:n] = -1, -1, -1
-    for cur in range(n):
-        min_val, left = 0.0, n
-        for it in range(n):
-            remaining[it] = n - it - 1
-        sr[:n], sc[:n], spc[:n] = False, False, np.inf
-        sink, i = -1, cur
-        while sink == -1:
-            index, lowest = -1, np.inf
-            sr[i] = True
-            base = u[i]
-            for it in range(left):          # selects, not branches (the same picks)
-                j = remaining[it]
-                reduced = min_val + cost[i, j] - base - v[j]
-                shorter = reduced < spc[j]
-                path[j] = i if shorter else path[j]
-                sj = reduced if shorter else spc[j]
-                spc[j] = sj
-                take = (sj < lowest) | ((sj == lowest) & (row4col[j] == -1))
-                lowest = sj if take else lowest
-                index = it if take else index
-            min_val = lowest
-            j = remaining[index]
-            if row4col[j] == -1:
-                sink = j
-            else:
-                i = row4col[j]
-            sc[j] = True
-            left -= 1
-            remaining[index] = remaining[left]
-        u[cur] += min_val
-        for i in range(n):
-            if sr[i] and i != cur:
-                u[i] += min_val - spc[col4row[i]]
-        for j in range(n):
-            if sc[j]:
-                v[j] -= min_val - spc[j]
-        j = sink
-        while True:
-            i = path[j]
-            row4col[j] = i
-            col4row[i], j = j, col4row[i]
-            if i == cur:
-                break
-
-
-@nb.njit(cache=True)
-def assign_max(gain: np.ndarray) -> np.ndarray:
-    """Column of each row maximising the total ``gain`` (square): the shortest augmenting path method
-    (Crouse 2016) as scipy.optimize.linear_sum_assignment runs it, ties broken alike."""
-    n = gain.shape[0]
-    cost = -gain.astype(np.float64)
-    col4row = np.full(n, -1)
-    assign_into(cost, n, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, -1), col4row, np.full(n, -1),
-                np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.int64))
-    return col4row
 
 
 @nb.njit(cache=True, inline="always")
@@ -305,7 +244,7 @@ def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
     return dead
 
 
-def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: list[np.ndarray],
+def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: Popularity,
                         failed: frozenset[int], max_copies: int) -> Placement:
     """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always.
     The packing is remembered by its inputs' content (the experts' rows now and at home, exactly, the
@@ -317,10 +256,10 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
     buf, top, small = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
     exact = buf.astype(np.int16) if small else buf          # fewer bytes to hash
     w, v = p.slots.shape[1], home.slots.shape[1]
-    key = (w, v, exact.dtype.char, exact.tobytes(), id(observed), failed, max_copies)
+    key = (w, v, exact.dtype.char, exact.tobytes(), observed, failed, max_copies)
     memo = groups.packings
     hit = memo.get(key)
-    if hit is None or hit[0] is not observed:
+    if hit is None:
         if len(memo) >= PACKINGS:
             memo.clear()
         n = len(units)
@@ -332,13 +271,13 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
     return Placement(*scatter(p.slots, p.ncopy, units, hit[1], hit[2]))
 
 
-def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: list[np.ndarray],
-              failed: frozenset[int], max_copies: int, home: dict[str, list[int]] | None = None,
-              memo: dict | None = None) -> dict[str, list[int]]:
+def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: Popularity,
+              failed: frozenset[int], max_copies: int, home: dict[str, list[int]] | None = None
+              ) -> dict[str, list[int]]:
     """The placement re-packed from the observed popularity (module docstring; `rebalance_arrays`);
     non-expert units stay, and so do the lists of experts that do not move. ``home``: the design's own
-    placement, whose chiplets a layer may also return to (once repaired); ``memo``: unused (kept for
-    callers that share one)."""
+    placement, whose chiplets a layer may also return to (once repaired). The dictionary form the
+    search's baseline designs use (dse.search.baseline)."""
     names = [n for g in groups.names for n in g]
     if not names:
         return dict(placement)

@@ -1,9 +1,9 @@
 """``threshold``: rebalance (dse.runtime.policies.eplb) when the last window's max / mean chiplet load of
-the layers (dse.runtime.mapping.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds;
+the layers (dse.runtime.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds;
 failed chiplets' units move to survivors (the evaluator's re-mapping) as soon as a failure is seen."""
 from __future__ import annotations
 
-from ..mapping import placement_imbalance
+from ..imbalance import placement_imbalance
 from .base import Decision, Policy, PolicyState, survivors_placement
 from .eplb import rebalance_placement
 
@@ -21,8 +21,7 @@ class ThresholdPolicy(Policy):
         base = survivors_placement(state)
         if base is None or state.window == 0:
             return None
-        seen = placement_imbalance(base, state.groups, state.observed, state.chiplets,
-                                   state.memo.setdefault("imbalance", {}))
+        seen = placement_imbalance(base, state.groups, state.observed, state.chiplets)
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
             return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
                                                 state.max_copies))

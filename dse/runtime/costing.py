@@ -1,0 +1,127 @@
+"""Every design's distinct segment mappings (dse.runtime.segments: the table of distinct mappings) costed
+in one call per package variant: one population call of the package evaluator (`Evaluator.decoded_metrics`,
+the contract of dse.model.contract) over the mappings of every design, equal designs costed once, each
+design's figures back as a named record (`StepFigures`, one row per key of its table).
+
+A segment with links down takes the latency of the evaluator's single-link-failure report of its design
+(`Evaluator.link_failure_report`: routes detoured by minimum hops), the slowest of its links, with p99
+scaled alike, and the intact energy per token plus what the detours add (dse.runtime.link_energy: the
+step's traffic re-routed around every link down), less the idle power the evaluator charges chiplets that
+are down and draw nothing (dse.runtime.powered_off). A serving study's segments also carry its other
+steps' figures (dse.runtime.serving_window.ServingFigures), through its phase's evaluator."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..model.contract import DecodedDesigns
+from ..model.metrics import METRICS
+from ..model.records import design_records
+from .link_energy import link_energy_per_token
+from .powered_off import chiplets_off, off_energy_per_token
+
+NEEDED = ("latency_s", "latency_p99_s", "energy_j_per_token")
+
+
+class StepFigures(NamedTuple):
+    """Per key of a segment table: its step's latency and p99 (s) and energy per token (J), NaN where
+    nothing survives; ``serving``: a serving study's other figures (else None)."""
+
+    latency_s: np.ndarray
+    latency_p99_s: np.ndarray
+    energy_j_per_token: np.ndarray
+    serving: object = None
+
+
+class Planned(NamedTuple):
+    """One design's segment table, its package variant (index) and kernel arrays."""
+
+    table: object
+    variant: int
+    base: DecodedDesigns
+
+
+def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[StepFigures]:
+    """Each design's `StepFigures` (module docstring): one population call per package variant."""
+    rows: list[np.ndarray] = [np.full((len(p.table.keys), 3), np.nan) for p in planned]
+    extra: list = [None] * len(planned)
+    todo: dict[int, list] = {}
+    for i, p in enumerate(planned):
+        for k, m in enumerate(p.table.mappings):
+            if m is not None:
+                todo.setdefault(p.variant, []).append((i, k, m))
+    cols = [METRICS.index(c) for c in NEEDED]
+    for variant, every in todo.items():
+        items, same = distinct(every, planned)
+        d = population(items, planned)
+        planner = planners[variant]
+        ev = planner.ev
+        metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False)[:, cols]
+        intact_s = metrics[:, 0].copy()
+        for j, (i, k, m) in enumerate(items):
+            if m.links:
+                metrics[j, :2] *= link_slowdown(ev, d, j, m.links, metrics[j, 0])
+                metrics[j, 2] += link_energy_per_token(ev, planner.package_spec, d, j, m.links,
+                                                       planner.tables.tokens_per_step)
+        figures = serving.figures(variant, ev, d, metrics, intact_s) if serving is not None else None
+        for (i, k, _), j in zip(every, same):
+            rows[i][k] = metrics[j]
+            key = planned[i].table.keys[k]
+            if serving is None and key.failed:  # chiplets down: those powered off draw nothing (powered_off.py)
+                off = chiplets_off(key.failed, key.stacks, d, j)
+                if off:
+                    rows[i][k, 2] -= off_energy_per_token(ev.tables, d, j, off, intact_s[j])
+            if figures is not None:
+                if extra[i] is None:
+                    extra[i] = np.full((len(planned[i].table.keys), figures.shape[1]), np.nan)
+                extra[i][k] = figures[j]
+    return [StepFigures(r[:, 0], r[:, 1], r[:, 2], None if serving is None or x is None else serving.record(x))
+            for r, x in zip(rows, extra)]
+
+
+def population(items: list, planned: list[Planned]) -> DecodedDesigns:
+    """The kernel arrays of ``items`` ((design index, key index, `SegmentMapping`)): each design's package
+    with the segment's mapping and HBM stacks."""
+    widths = {m.slots.shape[1] for _, _, m in items}
+    if len(widths) == 1:
+        slots = np.stack([m.slots for _, _, m in items])
+    else:
+        slots = np.full((len(items), items[0][2].slots.shape[0], max(widths)), -1, np.int64)
+        for j, (_, _, m) in enumerate(items):
+            slots[j, :, : m.slots.shape[1]] = m.slots
+    first: dict[int, int] = {}      # each design's package rows once, then one gather
+    for i, _, _ in items:
+        first.setdefault(i, len(first))
+    rows = [planned[i].base for i in first]
+    pos = np.fromiter((first[i] for i, _, _ in items), np.int64, len(items))
+    return DecodedDesigns(*(np.concatenate([r[f] for r in rows])[pos] for f in (0, 1, 2)),
+                          np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows])[pos],
+                          slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
+
+
+def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
+    """The segments of ``items`` (design index, key index, `SegmentMapping`) with distinct designs (the
+    same package and the same arrays: the same step), and each item's index among them."""
+    seen: dict[tuple, int] = {}
+    bases: dict[int, bytes] = {}
+    keep, index = [], []
+    for item in items:
+        i, _, m = item
+        if i not in bases:
+            base = planned[i].base
+            bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
+        content = (bases[i], m.slots.shape, m.slots.tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(), m.links)
+        if content not in seen:
+            seen[content] = len(keep)
+            keep.append(item)
+        index.append(seen[content])
+    return keep, index
+
+
+def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:
+    """Latency with the slowest of ``links`` failed over the intact latency ``intact_s``, design ``j`` of
+    ``d`` (its record, dse.model.records, for the evaluator's failure report)."""
+    design = design_records(d, ev.tables, ev.link, ev.space.mapping, ev.topology, [j])[0]
+    report = ev.link_failure_report(design).set_index("failed_link")["latency_s"]
+    return max(float(report.get(f"{a}-{b}", report.get(f"{b}-{a}", np.inf))) for a, b in links) / intact_s
