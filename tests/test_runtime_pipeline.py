@@ -44,7 +44,8 @@ def table(offered: float) -> SegmentTable:
                         serve_s=np.array([20.0, 30.0, 30.0, 30.0]), offered_tps=np.full(4, offered),
                         key=np.array([0, 1, 0, 2]), down=np.zeros(4, np.int64), downs=[UP],
                         t_s=np.array([0.0, 60.0]), window_s=np.array([60.0, 60.0]),
-                        moves=[move, MoveCost(0.0, 0.0, 0.0, 0)], imbalance=np.array([1.5, 1.2]))
+                        moves=[move, MoveCost(0.0, 0.0, 0.0, 0)], move_bytes=np.array([1e9, 0.0]),
+                        move_energy_j=np.array([5.0, 0.0]), imbalance=np.array([1.5, 1.2]))
 
 
 def test_one_reducer_by_hand():

@@ -279,7 +279,7 @@ def test_serving_runtime_columns_are_the_timeline_totals(tmp_path):
     X = np.vstack([space.seeds[:2], np.random.default_rng(3).integers(space.lower, np.asarray(space.upper) + 1,
                                                                        size=(1, space.n_var))])
     metrics = prepared.evaluator(X)
-    snapshot = prepared.evaluator.inner(X)
+    snapshot = prepared.evaluator.study_evaluator(X)
     assert "ttft_p99_s" in snapshot.columns
     assert list(metrics.columns) == list(snapshot.columns) + list(RUNTIME_COLUMNS)
     assert np.array_equal(metrics[snapshot.columns].to_numpy(), snapshot.to_numpy(), equal_nan=True)

@@ -15,17 +15,20 @@ import numpy as np
 from .scenario import PopularitySpec
 
 
-class Popularity:
+class Popularity(bytes):
     """One relabelling per MoE layer (``layers[g][i]``: the study's expert whose popularity expert i of
-    layer g carries), as a hashable value: equal and hashed by its content (``key``, the relabellings as
-    bytes). Iterates over its layers' arrays, which are never changed."""
+    layer g carries), as a hashable value: the relabellings' bytes themselves (so equal popularities are
+    equal and hash alike, at the speed of bytes), carrying the layers' arrays. Iterates over its layers'
+    arrays, which are never changed."""
 
-    __slots__ = ("layers", "key", "_hash")
+    def __new__(cls, layers):
+        layers = tuple(np.asarray(p, np.int64) for p in layers)
+        self = super().__new__(cls, np.concatenate(layers).astype(np.int32).tobytes() if layers else b"")
+        self.layers = layers
+        return self
 
-    def __init__(self, layers):
-        self.layers = tuple(np.asarray(p, np.int64) for p in layers)
-        self.key = np.concatenate(self.layers).astype(np.int32).tobytes() if self.layers else b""
-        self._hash = hash(self.key)
+    def __reduce__(self):
+        return Popularity, (self.layers,)
 
     def __iter__(self):
         return iter(self.layers)
@@ -39,11 +42,9 @@ class Popularity:
     def __bool__(self) -> bool:
         return bool(self.layers)
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Popularity) and self.key == other.key
+    @property
+    def key(self) -> bytes:
+        return bytes(self)
 
     @classmethod
     def identity(cls, sizes: list[int]) -> "Popularity":

@@ -7,8 +7,8 @@ policy acts; a failure; a repair; a move landing) and appends them here; `Segmen
 * per distinct key (dse.runtime.mapping.SegmentKey): the mapping it serves (`SegmentMapping`, None when
   nothing survives) and the share of expert selections it serves: the table of distinct mappings that
   one costing call prices (dse.runtime.costing);
-* per window: its start and length, the policy's move (dse.runtime.move_price.MoveCost) and the
-  imbalance the last segment shows (NaN where not asked for).
+* per window: its start and length, the policy's move (dse.runtime.move_price.MoveCost; its bytes and
+  joules also as columns) and the imbalance the last segment shows (NaN where not asked for).
 
 The reducer (dse.runtime.totals) sums windows and totals from the table and the keys' step figures."""
 from __future__ import annotations
@@ -38,6 +38,8 @@ class SegmentTable(NamedTuple):
     t_s: np.ndarray
     window_s: np.ndarray
     moves: list
+    move_bytes: np.ndarray
+    move_energy_j: np.ndarray
     imbalance: np.ndarray
 
     @property
@@ -91,6 +93,7 @@ class SegmentBuilder:
         self.rows: list[tuple] = []             # segments of the policy loop not yet in a part
         self.t_s, self.window_s = np.asarray(starts, float), np.asarray(lengths, float)
         self.moves: list = [None] * len(starts)
+        self.move_bytes, self.move_energy_j = np.zeros(len(starts)), np.zeros(len(starts))
         self.imbalance = np.full(len(starts), np.nan)
 
     def key(self, key, mapping=None, selected: float | None = None, at=None) -> int:
@@ -115,6 +118,7 @@ class SegmentBuilder:
 
     def window(self, w: int, move: MoveCost, imbalance: float = np.nan) -> None:
         self.moves[w] = move
+        self.move_bytes[w], self.move_energy_j[w] = move.bytes, move.energy_j
         self.imbalance[w] = imbalance
 
     def flush(self) -> None:
@@ -134,11 +138,12 @@ class SegmentBuilder:
         downs = np.array([self.down(d) for d in t.downs], np.int64)
         self.parts.append(Rows(t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b], local[t.key[a:b]],
                                downs[t.down[a:b]] if len(downs) else t.down[a:b]))
-        for w in windows:
-            self.window(w, move)
+        self.moves[windows.start: windows.stop] = [move] * len(windows)
+        self.move_bytes[windows.start: windows.stop] = move.bytes
+        self.move_energy_j[windows.start: windows.stop] = move.energy_j
 
     def build(self) -> SegmentTable:
         self.flush()
         cols = [np.concatenate(x) for x in zip(*self.parts)] if self.parts else [np.zeros(0, t) for t in Rows.TYPES]
         return SegmentTable(list(self.keys), self.mappings, np.array(self.selected, float), *cols, list(self.downs),
-                            self.t_s, self.window_s, self.moves, self.imbalance)
+                            self.t_s, self.window_s, self.moves, self.move_bytes, self.move_energy_j, self.imbalance)

@@ -83,10 +83,9 @@ def reduce_timeline(table: SegmentTable, served: Served, detail: bool = True,
     """The windows (``detail``; else none) and totals of one timeline (module docstring);
     ``extra_window(w, served tokens)``: more figures of a window, appended to its record."""
     moves = table.moves
-    move_energy = np.array([m.energy_j for m in moves], float)
     sums = Sums(*served_sums(table.window, table.length_s, table.serve_s, table.offered_tps, served.row,
                              table.selected[table.key] if len(table.key) else np.zeros(0), served.rate_tps,
-                             served.energy_j_per_token, move_energy, served.limit))
+                             served.energy_j_per_token, table.move_energy_j, served.limit))
     x, energy, demand = sums.served, sums.energy_j, sums.demand
     mapped = served.row >= 0
     at, rows = x[mapped], served.row[mapped]
@@ -94,8 +93,8 @@ def reduce_timeline(table: SegmentTable, served: Served, detail: bool = True,
     totals = {"tokens_served": tokens, "mean_latency_s": token_mean(served.latency_s[rows], at, tokens),
               "p99_latency_s": token_p99(served.p99_s[rows], at, tokens),
               "availability": float(tokens / demand) if demand else 0.0,
-              "migration_bytes": float(sum(m.bytes for m in moves)),
-              "migration_energy_j": float(sum(m.energy_j for m in moves)),
+              "migration_bytes": float(sum(table.move_bytes.tolist())),
+              "migration_energy_j": float(sum(table.move_energy_j.tolist())),
               "energy_j_per_token": float(energy / tokens) if tokens else float("inf")}
     for name, (mean, p99) in served.ms.items():
         totals[f"mean_{name}_ms"] = 1e3 * token_mean(mean[rows], at, tokens)
