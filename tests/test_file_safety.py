@@ -4,6 +4,7 @@ temporary file and a rename (dse/cli/safe_write.py)."""
 from __future__ import annotations
 
 import io
+from csv import DictReader
 
 import pandas as pd
 import pytest
@@ -91,6 +92,12 @@ def test_the_written_files_still_read(tmp_path, dse_cli):
     assert dse_cli(*_characterize("--out", parquet))[0] == 0
     assert not csv.read_text().startswith("#")                    # plain CSV: the manifest vouches for it
     table = pd.read_csv(csv)
+    assert {"unit", "chiplet", "time_s"} <= set(table.columns)     # the header, not a comment line (issue 49)
+    with open(csv, newline="") as f:
+        assert list(next(DictReader(f))) == list(table.columns)
+    ops = tmp_path / "ops.csv"
+    assert dse_cli("workload", "gpt2", "--format", "json", "--ops-out", ops)[0] == 0
+    assert {"unit", "flops"} <= set(pd.read_csv(ops).columns) and safe_write.written_by_dse(ops)
     assert len(table) == 8
     pd.testing.assert_frame_equal(pd.read_parquet(parquet), table, check_dtype=False)
     image = Image.open(io.BytesIO(png.read_bytes()))
