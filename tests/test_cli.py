@@ -27,7 +27,7 @@ def test_run_writes_results_folder(dse_cli, tiny_path, tmp_path):
     assert code == 0, err
     assert {p.name for p in out_dir.iterdir()} == {"pareto.csv", "evaluations.csv", "study.yaml", "summary.md",
                                                   "convergence.csv", "designs", "plots", "report.md",
-                                                  "report.html", ".dse-results", "placements.parquet",
+                                                  "report.html", ".dse-results", ".dse-written", "placements.parquet",
                                                   "baseline.json"}
     pareto = pd.read_csv(out_dir / "pareto.csv")
     evaluations = pd.read_csv(out_dir / "evaluations.csv")

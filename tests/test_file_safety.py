@@ -4,6 +4,7 @@ temporary file and a rename (dse/cli/safe_write.py)."""
 from __future__ import annotations
 
 import io
+from csv import DictReader
 
 import pandas as pd
 import pytest
@@ -61,7 +62,7 @@ def test_a_foreign_file_is_refused_then_forced_then_replaced(name, tmp_path, dse
     code, _, err = dse_cli(*args(target))                          # dse's own file: replaced, no --force
     assert code == 0, err
     assert safe_write.written_by_dse(target)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [file_name]    # no temporary left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dse-written", file_name]    # no temporary left
     if target.suffix in (".yaml", ".csv"):
         assert target.read_bytes() == first                        # the same content, written again
 
@@ -81,7 +82,7 @@ def test_chakra_traces_are_checked_file_by_file(tmp_path, dse_cli):
     assert all(safe_write.written_by_dse(folder / f"gpt2.{i}.et") for i in range(2))
     code, _, err = dse_cli("workload", "gpt2", "--format", "json", "--chakra", folder, "--npus", "2")
     assert code == 0, err
-    assert sorted(p.name for p in folder.iterdir()) == ["gpt2.0.et", "gpt2.1.et", "notes.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == [".dse-written", "gpt2.0.et", "gpt2.1.et", "notes.txt"]
     assert (folder / "notes.txt").read_bytes() == FOREIGN
 
 
@@ -89,8 +90,14 @@ def test_the_written_files_still_read(tmp_path, dse_cli):
     csv, parquet, png = tmp_path / "a.csv", tmp_path / "a.parquet", tmp_path / "r.png"
     assert dse_cli(*_characterize("--out", csv, "--plot", png))[0] == 0
     assert dse_cli(*_characterize("--out", parquet))[0] == 0
-    assert csv.read_text().startswith("# written by dse ")
-    table = pd.read_csv(csv, comment="#")
+    assert not csv.read_text().startswith("#")                    # plain CSV: the manifest vouches for it
+    table = pd.read_csv(csv)
+    assert {"unit", "chiplet", "time_s"} <= set(table.columns)     # the header, not a comment line (issue 49)
+    with open(csv, newline="") as f:
+        assert list(next(DictReader(f))) == list(table.columns)
+    ops = tmp_path / "ops.csv"
+    assert dse_cli("workload", "gpt2", "--format", "json", "--ops-out", ops)[0] == 0
+    assert {"unit", "flops"} <= set(pd.read_csv(ops).columns) and safe_write.written_by_dse(ops)
     assert len(table) == 8
     pd.testing.assert_frame_equal(pd.read_parquet(parquet), table, check_dtype=False)
     image = Image.open(io.BytesIO(png.read_bytes()))
@@ -99,7 +106,7 @@ def test_the_written_files_still_read(tmp_path, dse_cli):
     topology = tmp_path / "t.csv"
     assert dse_cli("workload", "gpt2", "--format", "json", "--scalesim", topology)[0] == 0
     header, first_row = topology.read_text().splitlines()[:2]
-    assert header.startswith("Layer name, M, N, K, # written by dse ")     # SCALE-Sim skips the header row
+    assert header == "Layer name, M, N, K," and safe_write.written_by_dse(topology)
     assert first_row.count(",") == 4
 
 
@@ -122,7 +129,7 @@ def test_a_writer_killed_midway_leaves_the_old_file(tmp_path):
             tmp.write_text("preset: half")
             raise RuntimeError("killed")
     assert target.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["chiplet.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dse-written", "chiplet.yaml"]
 
 
 def test_a_folder_or_a_missing_folder_is_refused(tmp_path):

@@ -216,10 +216,10 @@ def test_table_fits_and_out_folder(dse_cli, files, tmp_path):
     assert code == 0, err
     assert max(len(line) for line in out.splitlines()) <= 80
     assert {p.name for p in out_dir.iterdir()} >= {"timeline.png", "timeline.svg", "timeline.md", "timeline.json"}
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "keep.txt").write_text("not ours")
-    code, _, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--out", tmp_path / "other")
-    assert code == 2 and "--out" in err
+    (out_dir / "timeline.md").write_text("my notes")            # not dse's now: refused, left as it is
+    code, _, err = dse_cli("timeline", STUDY, "--design", d, "--scenario", s, "--out", out_dir)
+    assert code == 2 and "--out" in err and "timeline.md" in err
+    assert (out_dir / "timeline.md").read_text() == "my notes"
 
 
 def test_a_failed_chiplet_draws_nothing(prepared, design):

@@ -98,8 +98,10 @@ def _train(dse_cli, *extra):
 def test_failures_off_leave_every_figure_as_today(train):
     code, today = train()
     assert code == 0 and "effective_training_frac" not in today
-    code, off = train("--failures-per-day", "0", "--storage", "local-nvme", "--restart-minutes", "5")
+    code, off = train("--failures-per-day", "0", "--restart-minutes", "5")
     assert code == 0
+    code, err = train("--failures-per-day", "0", "--storage", "local-nvme")   # no checkpoint: refused (issue 49)
+    assert code == 2 and err.startswith("error: --storage")
     for key, value in today.items():
         assert off[key] == value, key
     assert off["effective_training_frac"] == 1.0 and off["goodput_tokens_per_s"] == today["tokens_per_s"]

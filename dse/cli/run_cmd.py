@@ -23,7 +23,7 @@ from ..search.loop import GenerationReport
 from ..study.spec import load_study
 from ..system.prepare import prepare
 from .common import cli
-from .output import Col, compile_done, compiling, print_table
+from .output import Col, compile_done, compiling, fit, print_table
 
 HEADERS = {"design_id": ("design", "text"), "n_chiplets": ("chiplets", ""), "hbm_stacks": ("HBM", ""),
            "ddr_channels": ("DDR", ""), "latency_s": ("latency", "s"), "throughput_tok_s": ("throughput", "tok/s"),
@@ -149,12 +149,24 @@ def _print_summary(result, out: Path) -> None:
         console.print(f"normalised hypervolume {result.convergence['hypervolume'].iloc[-1]:.4f} "
                       f"(per generation in convergence.csv)")
     for line in baseline_lines(result):
-        console.print(line[2:].replace("`", ""), soft_wrap=True)
+        for part in _within_80(line[2:].replace("`", "")):
+            console.print(part, soft_wrap=True, highlight=False)
     console.print(f"{len(ev)} designs evaluated, {int(ev['feasible'].sum())} feasible; results in {out}/")
     if not ev["feasible"].any():
-        console.print(f"[yellow]no design was feasible:[/] {_why_infeasible(result)}", soft_wrap=True)
+        for k, part in enumerate(fit(f"no design was feasible: {_why_infeasible(result)}", 2)):
+            console.print(part, soft_wrap=True, highlight=False, style="yellow" if k == 0 else None)
     if (out / "report.html").exists():
         console.print(f"start with {out}/report.html (or report.md); figures in {out}/plots/", soft_wrap=True)
+
+
+def _within_80(line: str) -> list[str]:
+    """A baseline line as it is when it fits 80 columns; else the feasible seed's ("baseline to beat, the
+    EPLB-style seed ID: obj value (best b), ...") as its head then each objective on an indented line, and
+    the infeasible seed's broken at spaces."""
+    head, sep, rest = line.partition(": ")
+    if len(line) <= 80 or not sep or ", " not in head:
+        return fit(line, 2)
+    return [head + ":"] + [part for item in rest.split(", ") for part in fit("  " + item, 4)]
 
 
 WHY = {

@@ -36,7 +36,8 @@ UNITS = {"request_throughput": "req/s", "output_throughput": "tok/s"}
 @click.option("--input-len", type=int, help="prompt tokens of every request")
 @click.option("--output-len", type=int, help="output tokens of every request")
 @click.option("--dataset", help="an Azure LLM inference trace (.csv) or a JSON of [input, output] length pairs")
-@click.option("--request-rate", type=float, help="Poisson arrivals, requests per second")
+@click.option("--request-rate", type=float, help="Poisson arrivals, requests per second; inf: every request "
+              "at once, at t = 0 (vLLM's benchmark)")
 @click.option("--max-concurrency", type=int, help="requests in flight at most (all arrive at once)")
 @click.option("--num-prompts", type=int, default=1000, show_default=True)
 @click.option("--scheduler", help=f"{' | '.join(SCHEDULERS)} (default: the serving study's, else continuous)")
@@ -71,6 +72,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     if study.system is not None:
         raise StudyError("dse serve simulates one package; this study describes a system of packages (its serving "
                          "objectives come from `dse run` with workload.phase: serve)", key="system")
+    _check_acting(scheduler, chunk_tokens, disaggregate, study.serving)
     scheduler = scheduler or (study.serving.scheduler if study.serving is not None else "continuous")
     sv = study.serving
     chunk_tokens = chunk_tokens if chunk_tokens is not None else sv.chunk_tokens if sv is not None else CHUNK_TOKENS
@@ -88,16 +90,18 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         missing = "--input-len" if input_len is None else "--output-len"
         raise StudyError("the requests' lengths are missing: give --input-len and --output-len (tokens of every "
                          "prompt and output), or --dataset FILE, or a study with a serving section", key=missing)
-    if request_rate is not None and max_concurrency is not None:
-        raise StudyError("give --request-rate or --max-concurrency, not both", key="--max-concurrency")
+    if request_rate is not None and max_concurrency is not None and not math.isinf(request_rate):
+        raise StudyError("give --request-rate or --max-concurrency, not both (--request-rate inf may go with it)",
+                         key="--max-concurrency")
     if not (math.isfinite(utilization) and 0 < utilization <= 1):
         raise StudyError(f"must be a share of memory in (0, 1], got {utilization}", key="--gpu-memory-utilization")
     for flag, value, high in (("--max-num-seqs", max_batch, 65536), ("--max-concurrency", max_concurrency, 65536),
                               ("--max-num-batched-tokens", chunk_tokens, 10**7), ("--seed", seed, 2**32 - 1)):
         if value is not None and not (0 if flag == "--seed" else 1) <= value <= high:
             raise StudyError(f"must be a whole number up to {high:,}, got {value}", key=flag)
-    if request_rate is not None and not (math.isfinite(request_rate) and request_rate > 0):
-        raise StudyError(f"must be a positive number, got {request_rate}", key="--request-rate")
+    if request_rate is not None and not request_rate > 0:
+        raise StudyError(f"must be a positive number of requests per second, or inf (every request sent at once, "
+                         f"at t = 0), got {request_rate}", key="--request-rate")
     pools = _pools(disaggregate, max_concurrency)
     if pools and prefix.caching:
         raise StudyError("prefix caching is simulated on one server, not with --disaggregate",
@@ -130,6 +134,24 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     print_pairs([(f"{key} ({UNITS[key]})" if key in UNITS else key, metrics[key])
                  for key in [k for k in KEYS if k in metrics] + ["kv_cache_tokens"]],
                 title=f"{len(reqs)} requests, {scheduler}{'' if pools else ' batching'}")
+
+
+def _check_acting(scheduler, chunk_tokens, disaggregate, sv) -> None:
+    """Refuse a flag the simulation would not read, rather than ignore it: --scheduler with --disaggregate
+    (each pool batches its own way), --max-num-batched-tokens outside the chunked scheduler (the only one
+    with a token budget per iteration)."""
+    if disaggregate is not None and scheduler is not None:
+        raise StudyError("does not apply with --disaggregate (prefill and decode run on separate copies); leave "
+                         "it out", key="--scheduler")
+    if chunk_tokens is None:
+        return
+    if disaggregate is not None:
+        raise StudyError("does not apply with --disaggregate; it is the token budget of --scheduler chunked",
+                         key="--max-num-batched-tokens")
+    chosen = scheduler or (sv.scheduler if sv is not None else "continuous")
+    if chosen != "chunked":
+        raise StudyError(f"is the token budget of --scheduler chunked; the scheduler here is {chosen}: give "
+                         "--scheduler chunked or leave it out", key="--max-num-batched-tokens")
 
 
 def _pools(text: str | None, max_concurrency) -> tuple[int, int] | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -20,6 +21,8 @@ from .output import compiles, number, print_pairs
 MAX_TOKENS = 1e16
 MAX_DEVICES = 131_072        # above the largest GPU clusters built (about 100,000 GPUs); keeps --search's divisor scan short
 PRECISIONS = ("bf16", "fp16", "fp8")
+#: lam R above which a restart's mean wall time (e^(lam R) - 1) / lam overflows (e^700 ~ 1e304)
+RESTART_EXPONENT = 700.0
 
 
 @cli.command("train")
@@ -91,6 +94,7 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, 
     nodes = nodes_of(strategy, system)
     res = resilience_from(failures_per_day, mtbf_hours, checkpoint_every, storage, restart_minutes, async_checkpoint,
                           system.failure_rates, strategy.devices, nodes)
+    _check_acting(res, storage, async_checkpoint)
     active = res.active or async_checkpoint or any(v is not None for v in wanted)
     out = {"model": cfg.name, "system": system.name, "stack": software.name, "attention": strategy.attention,
            "devices": devices, "tp": strategy.tp, "pp": strategy.pp,
@@ -101,6 +105,7 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, 
     if active:
         costs = layer_costs(cfg, system, strategy)
         job = plan(res, it.iteration_s, costs.dense_params + costs.expert_params, strategy, system)
+        _check_restarts(job, failures_per_day, mtbf_hours)
         out.update(job.as_dict(it.tokens_per_s))
     if tokens is not None:
         fracs = (job.effective_training_frac, job.compute_frac) if job else (1.0, 1.0)
@@ -119,6 +124,31 @@ def train_cmd(model, system_name, stack, attention, devices, tp, pp, pp_layers, 
         else:
             rows.append((key, value))
     print_pairs(rows, title=f"{cfg.name} on {devices} x {system.chiplet.name} ({system.name})")
+
+
+def _check_acting(res, storage, async_checkpoint) -> None:
+    """Refuse --storage and --async-checkpoint where no checkpoint is taken (no failure rate, and the
+    interval auto: Daly's optimum is then infinite), rather than ignore them."""
+    if res.failures_per_s > 0 or res.checkpoint_every_s is not None:
+        return
+    for flag, given in (("--storage", storage is not None), ("--async-checkpoint", async_checkpoint)):
+        if given:
+            raise StudyError("no checkpoint is taken without a failure rate (--failures-per-day, --mtbf-hours or "
+                             "the system's failure_rates) or --checkpoint-every MINUTES; give one", key=flag)
+
+
+def _check_restarts(job, failures_per_day, mtbf_hours) -> None:
+    """Refuse a failure rate under which no restart ever finishes: each restart of R s starts again at every
+    failure, (e^(lam R) - 1) / lam s on average (dse.training.resilience.restart_wall_s), beyond any float
+    once lam R > `RESTART_EXPONENT`; the lost work per failure would be infinite."""
+    if math.isfinite(job.lost_work_per_failure_s):
+        return
+    least_h = job.restart_s / RESTART_EXPONENT / 3600.0
+    flag = "--failures-per-day" if failures_per_day is not None else "--mtbf-hours" if mtbf_hours is not None \
+        else "--system"
+    raise StudyError(f"a failure every {1.0 / job.failures_per_s:.3g} s cuts every restart ({job.restart_s:,.0f} s) "
+                     f"short: no restart ever finishes; allowed: a mean time between failures of at least "
+                     f"{least_h:.3g} h ({24.0 / least_h:.3g} failures per day at most)", key=flag)
 
 
 def _runs(counts: list) -> str:

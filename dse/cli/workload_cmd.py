@@ -86,7 +86,7 @@ def workload(model, phase, batch, context, precision, tp, per_layer, distributio
         with replacing(ops_out, "--ops-out", force) as tmp:
             workloads.write_ops(wl, tmp)
     if scalesim:
-        with replacing(scalesim, "--scalesim", force, style="header") as tmp:    # SCALE-Sim skips the header row
+        with replacing(scalesim, "--scalesim", force) as tmp:      # a CSV: recorded in the manifest
             workloads.to_scalesim_topology(wl, tmp)
     if chakra:
         prefix = Path(model).stem

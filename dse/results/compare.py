@@ -102,7 +102,31 @@ def load_run(path: str | Path) -> tuple[object, pd.DataFrame]:
         raise StudyError(f"{folder} is not a results folder (pareto.csv unreadable: {exc})") from None
     if "design_id" not in front.columns:
         raise StudyError(f"{folder} is not a results folder (pareto.csv has no design_id column)")
-    return study, front
+    return study, check_front(front, study, folder / "pareto.csv")
+
+
+def check_front(front: pd.DataFrame, study, path: Path) -> pd.DataFrame:
+    """``front`` with each objective's metric column, and every other metric column it has, as numbers; a
+    `StudyError` naming the folder, the file and the column when an objective's is missing or a metric
+    cell is not a number (a hand-edited file)."""
+    front = front.copy()
+    objectives = list(study.search.objectives)
+    wanted = [OBJECTIVES[o][0] for o in objectives]
+    for objective, column in zip(objectives, wanted):
+        if column not in front.columns:
+            raise StudyError(f"{path}: no column {column!r} (objective {objective}); a pareto.csv of a study "
+                             f"with objectives {', '.join(objectives)} holds {', '.join(wanted)}")
+    for column in dict.fromkeys(wanted + [c for c in reported_metrics(study) if c in front.columns]):
+        if pd.api.types.is_numeric_dtype(front[column]):
+            continue
+        values = pd.to_numeric(front[column], errors="coerce")
+        bad = values.isna() & front[column].notna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise StudyError(f"{path}: column {column!r} holds {str(front[column].iloc[row])!r} in row {row + 1} "
+                             "of the table; give a number")
+        front[column] = values.astype(float)
+    return front
 
 
 def labels(paths: list[Path]) -> list[str]:

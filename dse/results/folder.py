@@ -14,7 +14,9 @@ design, readable by ``dse evaluate``, its placement written compactly: dse.resul
 a CSV cell holds a placement too long for it as a summary), ``baseline.json`` (a search seeded with the
 EPLB-style design, dse.search.baseline: its ``design_id`` and its numeric metrics, non-finite as null;
 `load_results` reads it back as ``StudyResult.baseline``), ``plots/`` (PNG and SVG figures,
-dse.results.plots) and ``report.md`` / ``report.html`` (dse.results.report).
+dse.results.plots) and ``report.md`` / ``report.html`` (dse.results.report); in the folder and each
+folder under it ``.dse-written``, the manifest of the files dse wrote there (dse.results.ownership: the
+CSVs carry no comment line, so they load with ``pandas.read_csv`` defaults, and dse knows them by it).
 
 Design files are read by dse.results.design_file (`read_design`, re-exported here). Every file goes
 through libyaml's C emitter and pandas' C CSV writer: writing takes time linear in what the folder holds.
@@ -37,6 +39,7 @@ from .design_file import check_design_id, design_from_dict, design_path, read_de
 from .design_yaml import design_text, dump_yaml
 from .placement_store import cap_cells, read_placements, write_placements
 from .report import summary_markdown, write_report
+from .ownership import foreign_file, record_tree, written_by_dse
 from .result import StudyResult
 from .swap import DSE_ENTRIES, MARKER, fault_point, new_temporary, read_marker, recover, swap_in, write_marker
 
@@ -130,7 +133,9 @@ def read_baseline(folder: str | Path) -> dict | None:
 def check_results_target(out: Path) -> None:
     """A `StudyError` naming ``--out`` unless ``out`` is missing, an empty folder, or a results folder dse
     wrote (marked, or from before the marker: study.yaml, pareto.csv and evaluations.csv) holding nothing
-    but what dse writes; the folder is replaced whole, so anything else in it would be lost."""
+    but what dse writes: its own entries, and files (or folders of files) any dse command wrote there,
+    each dse's by dse.results.ownership's rule (``dse compare --out``'s page, ``dse timeline --out``'s
+    figures). The folder is replaced whole, so anything else in it would be lost."""
     if out.is_symlink():
         raise StudyError(f"{out} is a symbolic link; give the folder itself", key="--out")
     if not out.exists():
@@ -146,10 +151,17 @@ def check_results_target(out: Path) -> None:
     if read_marker(out) is None and not {"study.yaml", "pareto.csv", "evaluations.csv"} <= set(names):
         raise StudyError(f"{out} is a folder that dse did not write (it holds {names[0]!r}, and no {MARKER}); the "
                          "results folder is replaced whole: give a new or empty folder", key="--out")
-    foreign = [n for n in names if n not in DSE_ENTRIES]
+    foreign = [n for n in names if n not in DSE_ENTRIES and not _dse_entry(out / n)]
     if foreign:
         raise StudyError(f"{out} holds {foreign[0]!r}, which dse did not write; the results folder is replaced "
                          "whole: move it out first or give another folder", key="--out")
+
+
+def _dse_entry(path: Path) -> bool:
+    """A file dse wrote, or a folder holding only files dse wrote (dse.results.ownership)."""
+    if path.is_dir() and not path.is_symlink():
+        return foreign_file(path) is None
+    return written_by_dse(path)
 
 
 def prepare_results_target(out_dir: str | Path) -> Path:
@@ -191,6 +203,7 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
             (tmp / "designs" / f"{check_design_id(design_id)}.yaml").write_text(design_text(design))
         if report:
             write_report(result, tmp, result.prepare())
+        record_tree(tmp, skip=(MARKER,))
         fault_point("written")
         write_marker(tmp, result.study.name, complete=True)
         fault_point("complete")

@@ -40,9 +40,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from .ownership import MANIFEST
+
 MARKER = ".dse-results"
-#: every top-level entry dse writes into a results folder (exports/: `dse export`'s default place)
-DSE_ENTRIES = frozenset({MARKER, "pareto.csv", "evaluations.csv", "convergence.csv", "screening.json", "study.yaml",
+#: every top-level entry dse writes into a results folder (exports/: `dse export`'s default place;
+#: MANIFEST: the digests of the files, dse.results.ownership)
+DSE_ENTRIES = frozenset({MARKER, MANIFEST, "pareto.csv", "evaluations.csv", "convergence.csv", "screening.json", "study.yaml",
                          "summary.md", "designs", "plots", "report.md", "report.html", "exports",
                          "placements.parquet", "baseline.json"})
 STEPS = ("created", "written", "complete", "moved-away", "moved-in", "removing")
@@ -80,8 +83,18 @@ def write_marker(folder: Path, study: str, complete: bool) -> None:
 
 
 def new_temporary(out: Path) -> Path:
-    """An empty hidden sibling of ``out`` to write into, marked as this process's."""
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    """An empty hidden sibling of ``out`` to write into, marked as this process's, with the permissions
+    a folder made under the user's umask has (``mkdtemp`` makes it ``rwx------`` whatever the umask)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    tmp.chmod(0o777 & ~current_umask())
+    return tmp
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and setting it back: POSIX has no read-only call)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def swap_in(tmp: Path, out: Path) -> None:

@@ -3,7 +3,9 @@ written into a folder of `dse timeline --out` (docs/runtime.md)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -32,27 +34,45 @@ def table_rows(timeline: Timeline, limit: int = 24) -> list[str]:
     windows = timeline.windows
     step = max(1, -(-len(windows) // limit))
     rows = [head]
+    lat, tps = (decimals([w[k] for w in windows[::step]]) for k in ("latency_s", "tokens_per_s"))
     for w in windows[::step]:
         failed = ",".join(short(c) for c in w["failed_components"]) or "-"
-        rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.4g} {w['tokens_per_s']:>11.4g} {w['imbalance']:>7.3f} "
+        rows.append(f"{w['t_s']:>9.0f} {w['latency_s']:>12.{lat}f} {w['tokens_per_s']:>11,.{tps}f} {w['imbalance']:>7.3f} "
                     f"{w['migrations']:>6d} {w['migration_bytes'] / 1e9:>10.2f} {100 * w['served_frac']:>8.1f} "
                     f"{failed[:8]:>8}")
     return rows
 
 
-#: each total's display: (factor, format, unit); one format per total, whatever its value
-TOTALS = {"tokens_served": (1.0, ",.0f", "tokens"), "mean_latency_s": (1e3, ",.3f", "ms"),
-          "p99_latency_s": (1e3, ",.3f", "ms"), "availability": (100.0, ".2f", "%"),
-          "migration_bytes": (1e-9, ",.2f", "GB"), "migration_energy_j": (1.0, ",.1f", "J"),
-          "energy_j_per_token": (1e3, ",.3f", "mJ/token")}
+def decimals(values, significant: int = 4) -> int:
+    """Decimals that show the largest of ``values`` to ``significant`` digits: one format per column."""
+    top = max((abs(v) for v in values if math.isfinite(v) and v != 0), default=1.0)
+    return max(0, significant - 1 - math.floor(math.log10(top)))
+
+
+class Shown(NamedTuple):
+    """How a total is printed: ``label`` (no unit in it: the key's SI unit is not the one shown), the
+    ``factor`` to ``unit``, one ``fmt`` whatever the value."""
+    label: str
+    factor: float
+    fmt: str
+    unit: str
+
+
+TOTALS = {"tokens_served": Shown("tokens_served", 1.0, ",.0f", "tokens"),
+          "mean_latency_s": Shown("mean_latency", 1e3, ",.3f", "ms"),
+          "p99_latency_s": Shown("p99_latency", 1e3, ",.3f", "ms"),
+          "availability": Shown("availability", 100.0, ".2f", "%"),
+          "migration_bytes": Shown("migrated", 1e-9, ",.2f", "GB"),
+          "migration_energy_j": Shown("migration_energy", 1.0, ",.1f", "J"),
+          "energy_j_per_token": Shown("energy_per_token", 1e3, ",.3f", "mJ/token")}
 
 
 def totals_rows(timeline: Timeline) -> list[str]:
-    """The totals, one per line: name, value and unit (`TOTALS`)."""
+    """The totals, one per line: label, value and unit (`TOTALS`)."""
     rows = []
     for k, v in timeline.totals.items():
-        factor, fmt, unit = TOTALS.get(k, (1.0, ".4g", ""))
-        rows.append(f"{k:<22} {format(v * factor, fmt)} {unit}".rstrip())
+        t = TOTALS.get(k, Shown(k, 1.0, ".4g", ""))
+        rows.append(f"{t.label:<22} {format(v * t.factor, t.fmt)} {t.unit}".rstrip())
     return rows
 
 

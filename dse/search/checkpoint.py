@@ -76,7 +76,10 @@ def save(directory: str | Path, search) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "search": search}
     fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=d)
+    mask = os.umask(0o077)                 # mkstemp makes it rw-------: give it the user's umask, as every file
+    os.umask(mask)
     try:
+        os.fchmod(fd, 0o666 & ~mask)
         with os.fdopen(fd, "wb") as f:
             mac = signature.new_mac(key)
             f.write(MAGIC)

@@ -60,11 +60,13 @@ def lengths(spec, n: int, rng: np.random.Generator, key: str) -> np.ndarray:
 
 
 def arrivals(n: int, rate: float | None, rng: np.random.Generator) -> np.ndarray:
-    """Poisson arrivals at ``rate`` requests/s (exponential gaps), or all at 0 (``rate`` None)."""
-    if rate is None:
+    """Poisson arrivals at ``rate`` requests/s (exponential gaps), or all at 0 (``rate`` None, or inf: vLLM's
+    benchmark_serving sends every request at once then)."""
+    if rate is None or rate == math.inf:
         return np.zeros(n)
     if not (math.isfinite(rate) and rate > 0):
-        raise StudyError(f"must be a positive number of requests per second, got {rate}", key="--request-rate")
+        raise StudyError(f"must be a positive number of requests per second, or inf, got {rate}",
+                         key="--request-rate")
     return np.cumsum(rng.exponential(1.0 / rate, size=n))
 
 

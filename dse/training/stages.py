@@ -33,6 +33,9 @@ KEY = "--pp-layers"
 def split(layers: int, pp: int, given: tuple[int, ...]) -> tuple[int, ...]:
     """Every stage's layers from ``given``: ``(first, last)`` (the middle stages share the rest evenly) or
     one count per stage; a `StudyError` naming --pp-layers when they cannot be the model's layers."""
+    if pp < 2:
+        raise StudyError(f"splits the layers between pipeline stages: it needs --pp of at least 2, got {pp}",
+                         key=KEY)
     if any(n < 1 for n in given):
         raise StudyError(f"each stage needs at least one layer, got {','.join(map(str, given))}", key=KEY)
     if len(given) == pp:
