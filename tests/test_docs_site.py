@@ -52,4 +52,4 @@ def test_mkdocs_build_strict(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").read_text().count('id="dse-run"') == 1
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
-    assert 'id="dse.load_study"' in api and 'id="dse.StudyResult"' in api
+    assert 'id="dse.load_study"' in api and 'id="dse.StudyResult"' in api and 'id="dse.model.phases.Phase"' in api
