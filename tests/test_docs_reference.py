@@ -68,3 +68,10 @@ def test_fidelity_page_names_every_suite():
     from dse.cli.fidelity_cmd import SUITES
     text = (ROOT / "docs" / "concepts" / "fidelity.md").read_text()
     assert re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.M) == list(SUITES)
+
+
+def test_every_study_key_has_a_meaning():
+    """Each key of the schema says what it means (a description, or a ``#:`` comment above the field)."""
+    from dse.study.spec import Study
+    missing = [r[0] for r in _tool("study_keys").rows(Study) if not r[4]]
+    assert not missing, f"study keys without a meaning: {missing}"

@@ -31,7 +31,8 @@ Every key of the study file, generated from the schema (`dse/study/schema/`, one
 `python tools/study_keys.py`; `tests/test_docs_reference.py` checks that this page is current. A key
 `a.b` is `b` inside the mapping `a`; `a[].b` is `b` in each entry of the list `a`. "required" keys have
 no default; a range `[1, 16]` includes both ends, `(0, 1]` excludes 0. Sizes are capped
-(`dse/study/schema/limits.py`); a cap shows as the range's upper end.
+(`dse/study/schema/limits.py`); a cap shows as the range's upper end. A chiplet's fields default to
+its kind's or preset's values ([arch](../arch.md)).
 [The study](../concepts/study.md) explains how the sections fit together; `dse validate STUDY.yaml`
 checks a file against this schema without running it.
 """
@@ -210,6 +211,8 @@ def default(info) -> str:
         return "(section)"
     if value is None:
         return "none"
+    if value == "":
+        return "empty"
     if isinstance(value, tuple):
         value = list(value)
     if isinstance(value, float):
@@ -224,7 +227,10 @@ def rows(model: type[BaseModel], prefix: str = "", seen: tuple = ()) -> list[tup
         key = f"{prefix}{name}"
         nested = [(s, m) for s, m in _models(info.annotation) if m not in seen]
         kind = type_name(info.annotation)
-        out.append((key, kind, default(info), value_range(info), meaning(model, name)))
+        dflt = default(info)
+        if "placeholders" in (model.__doc__ or "") and name not in ("name", "kind", "preset", "options"):
+            dflt = "the kind's (arch)"        # ChipletSpec: only the keys written reach arch, whose defaults apply
+        out.append((key, kind, dflt, value_range(info), meaning(model, name)))
         for suffix, sub in nested:
             out.extend(rows(sub, f"{key}{suffix}.", seen + (model,)))
     return out
