@@ -155,3 +155,27 @@ def test_tables_fit_80_columns():
 def test_a_bad_suite_is_one_line(dse_cli):
     code, out, err = dse_cli("fidelity", "--suite", "cpu")
     assert code == 2 and "--suite" in err and len(err.strip().splitlines()) == 1
+
+
+def test_validation_tables_page_is_current(report):
+    """docs/reference/validation-tables.md is what `dse fidelity` prints today (python
+    tools/validation_tables.py rewrites it)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import validation_tables
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    assert validation_tables.PAGE.read_text() == validation_tables.page(report), \
+        "run python tools/validation_tables.py"
+
+
+def test_readme_energy_figures_are_what_fidelity_prints(report):
+    """The README's energy sentence: the energy suite's validation geometric-mean errors of power, output
+    throughput and median inter-token latency (it said 18 % for the latency where the suite prints 19.7 %)."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    power, throughput, itl = re.search(r"power within ([\d.]+) %, throughput within ([\d.]+) % and inter-token "
+                                       r"latency within ([\d.]+) %", readme).groups()
+    errors = report["energy"]["geomean_error_by_metric"]
+    assert [power, throughput, itl] == [f"{100 * errors[m]['validation']:.1f}"
+                                        for m in ("power", "output throughput", "median ITL")]

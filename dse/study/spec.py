@@ -42,16 +42,24 @@ __all__ = ["Study", "load_study", "OBJECTIVES", "MAPPINGS", "ALGORITHMS"]
 class Study(StrictModel):
     """A validated study. Build one with `load_study` (file) or `Study.from_dict`."""
 
+    #: the study's name: letters, digits, '_', '.', '-'; results go to results/<name>/
     name: str = Field(pattern=SAFE_NAME)
+    #: what runs: one model or an ensemble of experts, its phase, batch, context, precision, routing
     workload: WorkloadSpec
+    #: what the search may build: the chiplet library, the memories, the package network
     hardware: HardwareSpec
+    #: how placement units (layers, experts) may map to chiplets, and their copies
     mapping: MappingSpec = MappingSpec()
+    #: optional budgets; designs over them are infeasible
     constraints: ConstraintsSpec = ConstraintsSpec()
+    #: which failures fault_tolerance averages over
     faults: FaultsSpec = FaultsSpec()
     system: SystemSpec | None = None        # several packages in nodes (dse.system); None: one package
     training: TrainingSpec | None = None    # workload.phase: train (dse.training.package)
     serving: ServingSpec | None = None      # workload.phase: serve (dse.serving.package)
+    #: operational and embodied carbon (ACT): grids, abatement, board, lifetime
     carbon: CarbonSpec = CarbonSpec()
+    #: the objectives and the search: algorithm, population, generations, seed
     search: SearchSpec = SearchSpec()
     runtime: RuntimeSpec | None = None      # a design through a scenario (dse.runtime.search)
 

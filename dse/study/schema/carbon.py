@@ -30,12 +30,19 @@ def _grid(value):
 
 
 class CarbonSpec(StrictModel):
+    #: where it runs: a grid name (usa, world, europe, taiwan, coal, solar, ...) or g CO2e per kWh
     grid: str | float = "usa"
+    #: where its dies are made: a grid name or g CO2e per kWh
     fab_grid: str | float = "taiwan"
+    #: share of fab gases abated, %
     gas_abatement: Literal[95, 97, 99] = 97
+    #: the board under each package, mm²
     board_mm2: float = Field(16830.0, ge=0, le=1e6)
+    #: layers of that board (ACT's PCB model)
     board_layers: int = Field(12, ge=1, le=64)
+    #: years the embodied carbon is spread over
     lifetime_years: float = Field(6.0, gt=0, le=30)
+    #: share of the lifetime spent serving
     utilisation: float = Field(0.85, gt=0, le=1)
 
     _grids = field_validator("grid", "fab_grid", mode="before")(_grid)

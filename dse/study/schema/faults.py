@@ -12,8 +12,11 @@ from .common import StrictModel
 class MonteCarloSpec(StrictModel):
     """Random multi-chiplet failures: ``samples`` sets of ``failures`` chiplets each (0 samples: off)."""
 
+    #: chiplets failing together in one sample
     failures: Annotated[PositiveInt, limits.at_most(limits.MC_FAILURES)] = 2
+    #: random failure sets (0: off)
     samples: NonNegativeInt = Field(0, le=10_000)
+    #: random seed of the failure sets
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 0
 
 
@@ -22,6 +25,9 @@ class FaultsSpec(StrictModel):
     equally likely). ``failed_router``: a failed chiplet's router keeps forwarding (``forwards``, as on
     an active interposer that survives the die) or fails with it (``fails``: routes through it detour)."""
 
+    #: true: every single link failure too (traffic detours around it)
     links: bool = False
+    #: forwards: a failed chiplet's router keeps forwarding; fails: it dies with the chiplet
     failed_router: Literal["forwards", "fails"] = "forwards"
+    #: random multi-chiplet failures
     monte_carlo: MonteCarloSpec = MonteCarloSpec()

@@ -23,9 +23,13 @@ class MemoryEntry(StrictModel):
     """One memory of the study: its kind (or kinds the search may choose among, all HBM or all DDR), how
     many units the search may attach, and preset overrides."""
 
+    #: a memory preset (dse memory lists them), or a list of presets of one class for the search to choose among
     kind: str | list[str]
+    #: HBM stacks the search may attach: a number or [low, high]
     stacks: IntRange | None = None
+    #: DDR or LPDDR channels the search may attach: a number or [low, high]
     channels: IntRange | None = None
+    #: preset fields changed for this study (capacity_gib, ...)
     overrides: dict[str, float] = Field(default_factory=dict)
 
     @property
@@ -92,10 +96,15 @@ class TierEntry(StrictModel):
     host DRAM (``capacity_gib``) or ``drives`` NVMe drives of preset ``ssd`` (their capacity, or
     ``capacity_gib``), behind the host ``link``."""
 
+    #: host (host DRAM) or ssd (NVMe drives)
     kind: Literal["host", "ssd"]
+    #: capacity of the tier in GiB (ssd: default the drives' own)
     capacity_gib: float | None = None
+    #: the host link the tier is reached over (PCIe generation and width)
     link: str = "pcie5-x16"
+    #: the SSD preset (memory/data/storage.yaml)
     ssd: str = "pm1743"
+    #: NVMe drives of the ssd tier
     drives: int = 1
 
     @model_validator(mode="after")
@@ -139,9 +148,13 @@ def _library_size(value: Any) -> Any:
 
 
 class HardwareSpec(StrictModel):
+    #: the chiplet library: every mesh slot holds one of these kinds
     chiplets: Annotated[list[ChipletSpec], BeforeValidator(_library_size)] = Field(min_length=1)
+    #: the memories: HBM stacks spread over the chiplets, DDR/LPDDR channels shared, host and SSD tiers below
     memory: list[MemoryEntry] = Field(min_length=1)
+    #: the package network: topology, mesh size, link technology, routing
     package: PackageSpec
+    #: host DRAM and SSD tiers below the package, read from memory entries of kind host or ssd (not written by hand)
     tiers: list[TierEntry] = Field(default_factory=list)
 
     @model_validator(mode="before")

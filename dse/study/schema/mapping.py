@@ -12,5 +12,7 @@ MAPPINGS = ("one-to-one", "one-to-many", "many-to-one", "many-to-many")
 
 
 class MappingSpec(StrictModel):
+    #: one-to-one, one-to-many (shards), many-to-one or many-to-many (units to chiplets)
     kind: Literal[MAPPINGS] = "many-to-many"
+    #: copies (or shards) a unit may have at most
     max_replicas: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = 2

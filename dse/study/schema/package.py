@@ -14,7 +14,9 @@ from .common import IntRange, StrictModel, Tuple, check_range, invalid_at
 
 
 class MeshSpec(StrictModel):
+    #: mesh rows: a number or [low, high]
     rows: IntRange
+    #: mesh columns: a number or [low, high]
     cols: IntRange
 
     @field_validator("rows", "cols")
@@ -62,7 +64,9 @@ def _unreached(n: int, links: list[tuple[int, int]]) -> list[int]:
 class LinkSpec(StrictModel):
     """One chiplet-to-chiplet link: the links of a ``graph`` package, or a technology override on a grid."""
 
+    #: the two chiplet slots the link joins (row-major ids)
     between: Tuple(tuple[NonNegativeInt, NonNegativeInt])
+    #: the link's technology (default: the package's)
     tech: str | None = None
 
     @field_validator("tech")
@@ -75,9 +79,13 @@ class LinkOverrides(StrictModel):
     """Figures of the package's link technology a study changes (noc/data/links.yaml units): a link of
     a known technology at another width or speed, or a measured fabric."""
 
+    #: bandwidth per direction, GB/s
     bandwidth_gbps: float | None = Field(None, gt=0, le=1e6)
+    #: PHY-to-PHY latency of one crossing, ns
     latency_ns: float | None = Field(None, ge=0, le=1e9)
+    #: energy per bit crossing the link, pJ
     energy_pj_per_bit: float | None = Field(None, ge=0, le=1e6)
+    #: fixed synchronisation time per transfer, µs
     sync_latency_us: float | None = Field(None, ge=0, le=1e6)
 
     def apply(self, tech: noc.LinkTech) -> noc.LinkTech:
@@ -101,9 +109,12 @@ class PackageSpec(StrictModel):
     """
 
     topology: str | list[str] = "mesh"          # mesh | torus | graph, or a list of mesh and torus
+    #: the chiplet slots: rows and cols, each a number or [low, high]
     mesh: MeshSpec
     link: str | list[str] = "ucie-advanced"      # or several technologies for the search to choose among
+    #: graph: every link, [{between: [a, b]}]; mesh or torus: technology overrides of some links
     links: list[LinkSpec] = Field(default_factory=list)
+    #: xy (grids' default) or shortest (graphs' default)
     routing: Literal["xy", "shortest"] | None = None
     link_overrides: LinkOverrides | None = None     # the package technology's figures, changed
 

@@ -20,9 +20,13 @@ class RuntimeSpec(StrictModel):
     ``every_s`` (periodic: seconds between rebalances, default 600; threshold: the least gap) and ``bound``
     (threshold: max / mean chiplet load that triggers a rebalance, default 1.2)."""
 
+    #: the scenario file (relative to the study's folder)
     scenario: str = Field(min_length=1, max_length=4096)
+    #: the runtime policy: static, periodic, threshold or on-failure
     policy: Literal[POLICY_NAMES] = "static"
+    #: periodic: seconds between rebalances; threshold: the least gap between them
     every_s: float | None = Field(None, gt=0, le=1e9)
+    #: threshold: the max / mean chiplet load that triggers a rebalance
     bound: float | None = Field(None, gt=1, le=1e6)
 
     _scenario = field_validator("scenario")(lambda value, info: relative_to_study(value, info))

@@ -28,8 +28,11 @@ class ConstraintsSpec(StrictModel):
     """Budgets; ``power_w``, the name before peak and mean power were told apart, reads as
     ``peak_power_w`` (the peak: every unit busy, memories at full bandwidth)."""
 
+    #: silicon area budget, mm²
     area_mm2: PositiveFloat | None = None
+    #: peak power budget (every unit busy), W
     peak_power_w: PositiveFloat | None = None
+    #: cost budget, USD
     cost_usd: PositiveFloat | None = None
 
     @model_validator(mode="before")
@@ -43,11 +46,16 @@ class ConstraintsSpec(StrictModel):
 
 
 class SearchSpec(StrictModel):
+    #: what to optimise: 2 to 7 of the objectives (serving, training and runtime ones need their sections)
     objectives: list[Literal[OBJECTIVES]] = Field(
         default=["latency", "energy", "area", "fault_tolerance"], min_length=2, max_length=7)
+    #: the pymoo algorithm, or the random and exhaustive baselines
     algorithm: Literal[ALGORITHMS] = "nsga2"
+    #: designs per generation
     population: int = Field(48, ge=4, le=100_000)
+    #: generations of the search
     generations: int = Field(30, ge=1, le=100_000)
+    #: random seed of the search
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
     #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token, ttft_p99_s, tpot_p99_s,

@@ -59,6 +59,7 @@ class ServingSpec(StrictModel):
     num_prefixes: int = Field(1, ge=1, le=MAX_TOKENS, description="shared prefixes, each prompt one of them")
     num_distinct_prompts: int | None = Field(None, ge=1, le=MAX_TOKENS, description=(
         "prompts drawn cyclically from this many distinct ones (None: every prompt differs)"))
+    #: the service-level objectives on p99 TTFT and TPOT
     slo: SloSpec = SloSpec()
 
     @model_validator(mode="after")

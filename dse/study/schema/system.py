@@ -44,13 +44,21 @@ class ParallelSpec(StrictModel):
 
 
 class SystemSpec(StrictModel):
+    #: a system preset (dgx-a100-80gb, dgx-h100-80gb); keys beside it override it
     preset: str | None = None
+    #: packages in one node
     packages_per_node: PositiveInt | None = Field(None, le=1024)
+    #: the scale-up fabric within a node (a fabric preset or a link technology)
     fabric: str | None = None
+    #: the scale-out network between nodes
     network: str | None = None
+    #: network interfaces per node
     nics_per_node: int | None = Field(None, ge=0, le=64)
+    #: rail-optimised or fat-tree
     network_topology: Literal["fat-tree", "rail-optimised"] | None = None
+    #: the layouts the search chooses among: pipeline x experts x replicas packages
     parallel: ParallelSpec = ParallelSpec()
+    #: batches in the pipeline at once: pipeline (one per stage) or a number
     in_flight: Literal["pipeline"] | Annotated[int, Field(ge=1, le=MAX_PACKAGES)] = "pipeline"
 
     @model_validator(mode="after")

@@ -39,20 +39,30 @@ MAX_MINUTES = 1e6
 class FailureRatesSpec(StrictModel):
     """Failures per day of each device (package), node and the job itself."""
 
+    #: failures per device (package) per day
     device_per_day: float = Field(default=0.0, ge=0, le=MAX_FAILURES_PER_DAY)
+    #: failures per node per day
     node_per_day: float = Field(default=0.0, ge=0, le=MAX_FAILURES_PER_DAY)
+    #: failures of the job itself per day
     job_per_day: float = Field(default=0.0, ge=0, le=MAX_FAILURES_PER_DAY)
 
 
 class ResilienceSpec(StrictModel):
     """Failures, checkpoints and restarts of the training job (module docstring)."""
 
+    #: failures of the whole job per day
     failures_per_day: float | None = Field(default=None, ge=0, le=MAX_FAILURES_PER_DAY)
+    #: mean time between the job's failures, hours (instead of failures_per_day)
     mtbf_hours: float | None = Field(default=None, gt=0, le=1e9)
+    #: failures per day of each device, node and the job (instead of the two above)
     failure_rates: FailureRatesSpec | None = None
+    #: auto (the interval that loses least) or minutes between checkpoints
     checkpoint_every: Literal["auto"] | float = "auto"
+    #: where checkpoints are written (a storage preset, memory/data/storage.yaml)
     storage: str = "tectonic"
+    #: time to restart the job after a failure, minutes
     restart_minutes: float = Field(default=10.0, ge=0, le=MAX_MINUTES)
+    #: write checkpoints behind the computation
     async_checkpoint: bool = False
 
     @field_validator("checkpoint_every")
@@ -79,7 +89,11 @@ class ResilienceSpec(StrictModel):
 
 class TrainingSpec(StrictModel):
     global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="sequences per training iteration")
+    #: activation recomputation: none, selective (attention) or full
     recompute: Literal["none", "selective", "full"] = "none"
+    #: ZeRO stage: optimizer states (1), gradients (2) and parameters (3) sharded over data-parallel ranks
     zero: Literal[0, 1, 2, 3] = 0
+    #: overlap the gradient all-reduce with the backward pass
     overlap_grad_reduce: bool = False
+    #: failures, checkpoints and restarts of the run
     resilience: ResilienceSpec | None = None

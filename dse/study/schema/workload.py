@@ -40,11 +40,13 @@ def relative_to_study(value: str | None, info: ValidationInfo) -> str | None:
 
 
 class RoutingSpec(StrictModel):
+    #: uniform, zipf (exponent s), dirichlet (concentration alpha) or trace (a JSONL routing trace)
     distribution: Literal["uniform", "zipf", "dirichlet", "trace"] = "uniform"
     s: float = Field(1.0, ge=0.0, le=ZIPF_S_MAX, description="Zipf exponent")
     alpha: float = Field(1.0, ge=ALPHA_MIN, le=ALPHA_MAX, description="Dirichlet concentration (small: skewed)")
     trace: str | None = Field(None, description="JSONL routing trace, rows {layer, token, experts, weights}")
     affinity: float = Field(0.0, ge=0.0, le=1.0, description="inter-layer expert affinity rho (per_layer mode)")
+    #: random seed of the sampled routing
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 0
 
     _trace = field_validator("trace")(lambda value, info: relative_to_study(value, info))
@@ -72,6 +74,7 @@ class ClassifierSpec(StrictModel):
 
 class RouterSpec(StrictModel):
     model: str | None = Field(None, description="a small LM used as the router (preset or config.json)")
+    #: a linear classifier over the pooled prompt instead of a model
     classifier: ClassifierSpec | None = None
 
     _model = field_validator("model")(_check_model)
@@ -84,15 +87,21 @@ class RouterSpec(StrictModel):
 
 
 class EnsembleNodeSpec(StrictModel):
+    #: the node's name, as edges name it
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     model: str | None = Field(None, description="expert: a preset or config.json path")
     tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(1, description="tensor-parallel shards of "
                                                                         "this expert")
+    #: a router: a small model or a classifier choosing the children a request goes to
     router: RouterSpec | None = None
+    #: a composer: average (representation averaging) or weight_sum (weight summation) of its inputs
     composer: Literal["average", "weight_sum"] | None = None
     top_k: PositiveInt = Field(1, description="router: children each request goes to")
+    #: router without edge probabilities: how its children are chosen
     distribution: Literal["uniform", "zipf", "dirichlet"] = "uniform"
+    #: Zipf exponent of the router's choice (distribution zipf)
     s: float = Field(1.0, ge=0.0, le=ZIPF_S_MAX)
+    #: Dirichlet concentration of the router's choice (distribution dirichlet; small: skewed)
     alpha: float = Field(1.0, ge=ALPHA_MIN, le=ALPHA_MAX)
 
     _model = field_validator("model")(_check_model)
@@ -107,9 +116,13 @@ class EnsembleNodeSpec(StrictModel):
 
 
 class EnsembleSpec(StrictModel):
+    #: the ensemble's name, for reports
     name: str = "ensemble"
+    #: chain (each node feeds the next), tree (routers over experts) or graph (edges as given)
     morphology: Literal["chain", "tree", "graph"] = "graph"
+    #: request: routers choose in prefill and the choice holds while decoding; token: every step
     route_every: Literal["request", "token"] = "request"
+    #: the ensemble's experts, routers and composers
     nodes: Annotated[list[EnsembleNodeSpec], BeforeValidator(_few_nodes)] = Field(min_length=1)
     edges: list[list[str | float]] | None = Field(
         None, description="[src, dst] or [src, dst, probability] (router edges); chain: defaults to node order")
@@ -134,9 +147,13 @@ class WorkloadSpec(StrictModel):
     model: str | None = Field(None, description="bundled preset name or path to a HuggingFace config.json")
     _model_path = field_validator("model")(lambda value, info: relative_to_study(value, info))
     ensemble: EnsembleSpec | None = Field(None, description="an ensemble of expert models instead of one model")
+    #: prefill (the whole prompt), decode (one token per sequence), serve (requests under SLOs, with serving:) or train (with training:)
     phase: Literal["prefill", "decode", "train", "serve"] = "decode"
+    #: sequences processed together (phase train: the micro-batch)
     batch: Annotated[PositiveInt, limits.at_most(limits.BATCH)] = 1
+    #: tokens of context each sequence attends to (phase train: the sequence length)
     context: Annotated[PositiveInt, limits.at_most(limits.CONTEXT)] = 2048
+    #: the weights' and activations' element type
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     kv_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
         None, description="KV-cache element type (default: the weights' precision, at least 8 bits)")
@@ -148,12 +165,14 @@ class WorkloadSpec(StrictModel):
         "fused: each norm, RoPE, activation and the MoE routing one kernel (serving stacks' fused kernels, "
         "vLLM's fused_moe); unfused: the kernels plain PyTorch runs (RoPE in four a tensor, the KV cache "
         "copied, SiLU and its product apart, HuggingFace's MoE block; workloads/layers.py)"))
+    #: true: each layer's experts are placement units of their own; false: one unit per expert shared by every layer
     per_layer: bool = False
     tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
         "phase train: the training run's token budget (time, energy and carbon to train)"))
     tp: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = Field(
         1, description="tensor-parallel shards of the model's dense units")
     expert_tp: bool = Field(False, description="shard routed experts tp ways too (TensorRT-LLM's MoE TP)")
+    #: how tokens pick routed experts
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="before")
