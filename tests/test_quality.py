@@ -37,7 +37,7 @@ def test_pruning_fitting_rows_within_one_point():
 def test_every_figure_has_a_source_or_says_it_was_not_retrieved():
     data = quality.load_data()
     rows = data["weight_precision"]["rows"] + data["expert_pruning"]["rows"] + data["kv_precision"]["rows"]
-    rows += list(data["preset_mmlu"].values())
+    rows += list(data["preset_mmlu"].values()) + data["ensembles"]["rows"]
     for row in rows:
         value = next((row[k] for k in ("recovery_pct", "avg8_drop_pts", "value", "mmlu") if k in row), None)
         assert ("source" in row) if value is not None else ("not retrieved" in row.get("status", "")), row
@@ -84,3 +84,21 @@ def test_cli_prints_estimate_and_sources(dse_cli):
 def test_estimate_refuses_dense_pruning_directly():
     with pytest.raises(StudyError):
         quality.estimate(workloads.load_model("llama-2-7b"), experts_kept=1)
+
+
+def test_ensemble_score_weights_members_by_the_queries_they_answer():
+    scores, traffic = [44.4, 70.6], [0.25, 0.75]
+    assert quality.ensemble_score(scores, traffic, 1.0) == pytest.approx(0.25 * 44.4 + 0.75 * 70.6)
+    assert quality.ensemble_score(scores, traffic, 0.0) == pytest.approx(0.25 * 70.6 + 0.75 * 44.4)
+    for a in np.linspace(0, 1, 5):
+        assert min(scores) <= quality.ensemble_score(scores, traffic, a) <= max(scores)
+    mean = quality.ensemble_score(scores, traffic, 1.0)
+    better = quality.ensemble_score(scores, traffic, 1.0, in_domain=[60.0, 75.0])
+    worse = quality.ensemble_score(scores, traffic, 0.5, in_domain=[60.0, 75.0])
+    assert worse < better and mean < better       # in-domain strength pays only when routed there
+    # Chinchilla (Hoffmann et al. 2022): 70 B parameters on 1.4 T tokens, loss about 1.94 nats
+    assert quality.chinchilla_loss(70e9, 1.4e12) == pytest.approx(1.94, abs=0.01)
+    with pytest.raises(StudyError):
+        quality.ensemble_score(scores, traffic, 1.5)
+    chinchilla = quality.load_data()["ensembles"]["chinchilla"]
+    assert all(chinchilla[k] == v for k, v in quality.CHINCHILLA.items())

@@ -31,14 +31,18 @@ KV_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4, "
 SKIP_BETA = 0.5          # the median of w2 / w1 with w2 / w1 uniform on [0, 1]
 
 
-def weight_term(precision: str, params: float) -> tuple[float, float, float]:
+def weight_term(precision: str, params: float, share: float = 1.0) -> tuple[float, float, float]:
+    """``share``: the part of a token's active parameters held at ``precision`` (the rest at 16 bits).
+    Rounding noise adds over independent tensors, so the loss scales with the quantised share (an
+    assumption: every parameter equally sensitive; first and last layers are known to be more)."""
     if precision not in QUANTISED_BITS:
         raise StudyError(f"unknown precision {precision!r}; allowed: bf16, fp8, int8, int4", key="precision")
     law = weight_law()
-    if not QUANTISED_BITS[precision]:
+    if not QUANTISED_BITS[precision] or share <= 0:
         return 1.0, 1.0, 1.0
-    kept = 1.0 - law.loss_pct(precision, params) / 100.0
-    return kept, kept - law.spread_pct / 100.0, kept + law.spread_pct / 100.0
+    kept = 1.0 - share * law.loss_pct(precision, params) / 100.0
+    spread = share * law.spread_pct / 100.0
+    return kept, kept - spread, kept + spread
 
 
 def kv_term(kv_precision: str) -> tuple[float, float, float]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from . import limits
 from .common import StrictModel
@@ -14,3 +14,6 @@ MAPPINGS = ("one-to-one", "one-to-many", "many-to-one", "many-to-many")
 class MappingSpec(StrictModel):
     kind: Literal[MAPPINGS] = "many-to-many"
     max_replicas: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = 2
+    experts_kept: PositiveInt | None = Field(
+        None, description="routed experts kept per MoE layer: the least selected are pruned and routing "
+                          "renormalises over the rest (dse.quality: the score this costs)")
