@@ -102,3 +102,9 @@ def test_ensemble_score_weights_members_by_the_queries_they_answer():
         quality.ensemble_score(scores, traffic, 1.5)
     chinchilla = quality.load_data()["ensembles"]["chinchilla"]
     assert all(chinchilla[k] == v for k, v in quality.CHINCHILLA.items())
+
+
+def test_sizes_outside_the_evidence_are_said_to_be_extrapolated():
+    small = quality.estimate(workloads.load_model("gpt2"), precision="int4")
+    assert "extrapolated" in " ".join(small.sources)
+    assert "extrapolated" not in " ".join(quality.estimate(workloads.load_model("llama-3-8b"), precision="int4").sources)

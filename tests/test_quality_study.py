@@ -70,3 +70,20 @@ def test_characterize_quality_column_shares_the_loss_by_active_parameters():
     assert (lost >= 0).all() and lost.sum() == pytest.approx(whole)   # the units' shares add up to the model's
     bf16 = characterize(dse.prepare(dse.load_study("tests/data/tiny.yaml")))
     assert (bf16["quality_frac"] == 1.0).all()
+
+
+def test_min_quality_is_a_constraint_every_design_of_a_study_shares():
+    from dse.model.objectives import constraint_matrix, constraint_names
+    from dse.results.verdict import design_verdict
+    base = dse.changed_study(dse.load_study("tests/data/tiny.yaml"), {"workload.precision": "int4"})
+    prepared = dse.prepare(base)
+    metrics = prepared.evaluator.evaluate_designs(prepared.evaluator.designs(prepared.space.seeds[:2]))
+    kept = study_quality(base).quality_frac
+    for floor, feasible in ((kept + 0.01, False), (kept - 0.01, True)):
+        study = dse.changed_study(base, {"constraints.min_quality": floor})
+        G = constraint_matrix(metrics, study)[:, constraint_names(study).index("quality_short")]
+        assert np.allclose(G, floor - kept) and (G <= 0).all() == feasible
+    strict = dse.changed_study(base, {"constraints.min_quality": min(kept + 0.01, 1.0)})
+    assert "constraints.min_quality" in " ".join(design_verdict(metrics.iloc[0], strict).reasons)
+    with pytest.raises(Exception, match="min_quality"):
+        dse.changed_study(base, {"constraints.min_quality": 1.5})

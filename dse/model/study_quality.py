@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import workloads
 
+from ..errors import StudyError
 from ..quality import KV_BITS, QualityEstimate, estimate
 from ..study.spec import Study
 from .tables import pruned_config
@@ -13,6 +14,9 @@ def study_quality(study: Study) -> QualityEstimate:
     """The estimate for a one-model study (the KV cache at the workload's KV precision, by default the
     weights', never below 8 bits: workloads.transformer stores it so)."""
     w = study.workload
+    if w.model is None:
+        raise StudyError("quality is modelled for one model, not an ensemble (docs/quality.md)",
+                         key="constraints.min_quality")
     pruned_config(study)                     # mapping.experts_kept checked as the workload builds it
     cfg = workloads.load_model(w.model)
     kv = w.kv_precision or w.precision

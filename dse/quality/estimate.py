@@ -12,7 +12,7 @@ from functools import lru_cache
 import workloads
 
 from ..errors import StudyError
-from .evidence import load_data, preset_mmlu
+from .evidence import load_data, preset_mmlu, weight_rows
 from .terms import kv_term, prune_term, pruned_mass, skip_term, weight_term
 
 
@@ -51,8 +51,12 @@ def estimate(cfg: workloads.ModelConfig, precision: str = "bf16", kv_precision: 
     terms = {"precision": weight_term(precision, params), "kv_precision": kv_term(kv_precision)}
     sources = []
     if precision not in ("bf16", "fp16", "fp32"):
+        sizes = [r["params_b"] for r in weight_rows()]
+        inside = min(sizes) * 1e9 <= params <= max(sizes) * 1e9
         sources.append(f"precision {precision}: Kurtic et al. 2024 Table 2 (Llama-3.1 8B/70B OpenLLM v1 "
-                       f"recovery, via the authors' model cards); model {params / 1e9:.1f} B parameters")
+                       f"recovery, via the authors' model cards); model {params / 1e9:.3g} B parameters"
+                       + ("" if inside else f", outside the evidence's {min(sizes):g}-{max(sizes):g} B: "
+                          "the size law extrapolated"))
     if kv_precision in ("fp8", "int8"):
         sources.append(f"kv_precision {kv_precision}: 8-bit activations lossless within noise in the same rows")
     if experts_kept is not None:
