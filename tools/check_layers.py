@@ -33,7 +33,7 @@ import networkx as nx
 
 PACKAGES = ("dse", "workloads", "arch", "memory", "noc")
 BASE = ("workloads", "arch", "memory", "noc")
-LAYERS = ("errors", "study", "model", "system", "training", "serving", "validation", "runtime", "search", "rl", "results", "exports", "cli")    # bottom to top
+LAYERS = ("errors", "quality", "study", "model", "system", "training", "serving", "validation", "runtime", "search", "rl", "results", "exports", "cli")    # bottom to top
 FACADE = ("dse", "dse.__main__", "dse.jit_cache")
 MAX_LINES = 450
 MAX_FUNCTION_LINES = 120

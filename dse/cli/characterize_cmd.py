@@ -18,7 +18,8 @@ SHOWN = (Col("unit", "unit", "text", left=True), Col("chiplet", "chiplet", "text
          Col("hbm_stacks", "HBM"), Col("time_s", "time", "s"), Col("bound", "bound", "text", left=True),
          Col("compute_utilisation", "compute", "frac"), Col("memory_utilisation", "memory", "frac"),
          Col("energy_j", "energy", "J"), Col("mean_power_w", "mean power", "W"),
-         Col("visit_prob", "visits", "frac"), Col("best_by_latency", "fastest", "text", left=True),
+         Col("visit_prob", "visits", "frac"), Col("quality_frac", "quality", "frac"),
+         Col("best_by_latency", "fastest", "text", left=True),
          Col("best_by_energy", "least energy", "text", left=True))
 
 
@@ -58,4 +59,5 @@ def characterize_cmd(study_file, out, fmt, plot_path, force):
     else:
         print_table(table, [c for c in SHOWN if c.key in table.columns], keep=2,
                     title=f"{len(table)} rows: units x chiplet kinds",
-                    caption="compute, memory: utilisation; visits: share of steps that run the unit")
+                    caption="compute, memory: utilisation; visits: share of steps that run the unit; "
+                            "quality: the score kept with the unit alone at the study's precision")

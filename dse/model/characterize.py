@@ -1,7 +1,7 @@
 """The expert execution attribute database: every placement unit alone on every chiplet kind of a study.
 
 One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens, FLOPs, weight and KV
-bytes, visit probability) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
+bytes, visit probability, the model's quality with that unit at the study's precision) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
 of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, its
 roofline's three time terms and which bounds it, compute and memory utilisation, energy and mean power
 while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own
@@ -26,12 +26,15 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
+import workloads
+
+from ..quality import model_params, weight_term
 from .copy_cost import ChipletMemory, copy_roofline, host_issue_s, kind_terms, power_terms
 from .prepare import Prepared
 from .tables import UNIT_KINDS
 
 COLUMNS = ["model", "unit", "unit_kind", "layers", "tokens", "flops", "weight_bytes", "kv_bytes", "visit_prob",
-           "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "overhead_s", "bound", "dram_bytes",
+           "quality_frac", "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "overhead_s", "bound", "dram_bytes",
            "compute_utilisation", "memory_utilisation", "peak_flops", "bandwidth_Bps", "energy_j", "mean_power_w",
            "best_by_latency", "best_by_energy"]
 #: the roofline terms, in the order a tie is settled
@@ -78,6 +81,20 @@ def _layers(unit: str, repeat: float) -> str:
     return str(int(repeat))
 
 
+def unit_quality(prepared: Prepared, weight_bytes: np.ndarray, visit_prob: np.ndarray) -> np.ndarray:
+    """Each unit's ``quality_frac`` (dse.quality, docs/quality.md): the model's score kept when that unit
+    alone runs at the study's precision and the rest at 16 bits. Its share of the loss is its share of a
+    token's active parameters (weight bytes x visit probability, one element size for all). NaN for an
+    ensemble (its members' quality is not modelled per unit)."""
+    spec = prepared.study.workload
+    if spec.model is None:
+        return np.full(len(weight_bytes), np.nan)
+    active = weight_bytes * visit_prob
+    share = active / active.sum() if active.sum() > 0 else np.zeros_like(active)
+    params = model_params(workloads.load_model(spec.model))
+    return np.array([weight_term(spec.precision, params, float(f))[0] for f in share])
+
+
 def characterize(prepared: Prepared) -> pd.DataFrame:
     """The attribute table of a prepared study (module docstring); a package-variant study uses its
     first variant's memory."""
@@ -119,6 +136,7 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
         "flops": flops * repeat, "weight_bytes": np.asarray(t.unit_capacity_bytes, float),
         "kv_bytes": np.asarray(t.unit_kv_bytes, float),
         "visit_prob": np.asarray(t.unit_prob, float) * np.asarray(t.stage_prob, float)[np.asarray(t.unit_stage)]}
+    per_unit["quality_frac"] = unit_quality(p, per_unit["weight_bytes"], per_unit["visit_prob"])
     columns = {c: np.repeat(np.asarray(v, dtype=object if isinstance(v, list) else float), K)
                for c, v in per_unit.items()}
     columns.update({

@@ -17,6 +17,7 @@ from arch.technology import reticle_limit_mm2
 
 from ..study.spec import Study
 from .phases import PHASES, phase_constraints
+from .study_quality import study_quality
 
 #: metrics measured only when the study asks for Monte Carlo failure sets (faults.monte_carlo.samples > 0)
 MONTE_CARLO_METRICS = ("mc_retained_frac", "mc_survival_frac")
@@ -75,13 +76,15 @@ def constraint_names(study: Study) -> list[str]:
     c = study.constraints
     return ["capacity_short_gib", "unplaced_experts", "units_without_memory", "reticle_over"] + \
         [f"{budget}_over" for budget, _ in _BUDGETS if getattr(c, budget) is not None] + \
+        (["quality_short"] if c.min_quality is not None else []) + \
         [constraint.name for constraint in phase_constraints(study)]
 
 
 def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
     """Violations (> 0 is infeasible): memory short (GiB), experts without a chiplet, unit copies on a
     chiplet with no memory path, a die larger than the lithography reticle
-    (arch.technology.reticle_limit_mm2), budgets, and the study's phase's own (dse.model.phases)."""
+    (arch.technology.reticle_limit_mm2), budgets, the quality short of ``constraints.min_quality``
+    (dse.model.study_quality), and the study's phase's own (dse.model.phases)."""
     c = study.constraints
     cols = [metrics["capacity_short_bytes"].to_numpy() / GIB, metrics["unplaced_experts"].to_numpy(float),
             metrics["units_without_memory"].to_numpy(float),
@@ -90,6 +93,8 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
         limit = getattr(c, budget)
         if limit is not None:
             cols.append(metrics[column].to_numpy() / limit - 1.0)
+    if c.min_quality is not None:     # the study's quality: one value for every design (docs/quality.md)
+        cols.append(np.full(len(metrics), c.min_quality - study_quality(study).quality_frac))
     cols += [constraint.violation(metrics, study) for constraint in phase_constraints(study)]
     return np.column_stack(cols)
 

@@ -7,6 +7,7 @@ All per-unit figures are per *one* layer instance; ``stage_repeat`` says how oft
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ import memory
 import noc
 import workloads
 
+from ..errors import StudyError
 from ..study.spec import Study
 from .expert_tiles import expected_costs
 from .phases import step_phase
@@ -96,10 +98,34 @@ def build_workload(study: Study) -> workloads.Workload:
     common = dict(phase=step_phase(w.phase), batch=w.batch, context=w.context, precision=w.precision, routing=routing,
                   per_layer=w.per_layer, seed=w.routing.seed, fused_attention=w.attention == "fused")
     if w.ensemble is not None:
+        if study.mapping.experts_kept is not None:
+            raise StudyError("pruning is modelled for one model, not an ensemble", key="mapping.experts_kept")
         return workloads.extract_ensemble(w.ensemble.to_spec(), max_scenarios=w.ensemble.max_scenarios,
                                           kv_precision=w.kv_precision, **common)
-    return workloads.extract(w.model, tp=w.tp, kv_precision=w.kv_precision, expert_tp=w.expert_tp,
-                             unfused_elementwise=w.elementwise == "unfused", **common)
+    return workloads.extract_transformer(pruned_config(study), tp=w.tp, kv_precision=w.kv_precision,
+                                         expert_tp=w.expert_tp, unfused_elementwise=w.elementwise == "unfused",
+                                         **common)
+
+
+def pruned_config(study: Study) -> workloads.ModelConfig:
+    """The study's model with ``mapping.experts_kept`` routed experts per MoE layer. The least selected
+    go: under uniform routing any ``kept`` of them, under Zipf routing the ranks below ``kept``, whose
+    renormalised top-k selection is Zipf over the ranks kept (the same exponent), so the pruned model is
+    the config with ``kept`` experts. Drawn (dirichlet) and traced routing are refused: which experts
+    are least selected there is per layer and not a smaller config."""
+    w, kept = study.workload, study.mapping.experts_kept
+    cfg = workloads.load_model(w.model)
+    if kept is None:
+        return cfg
+    if not cfg.is_moe:
+        raise StudyError(f"{w.model} is a dense model: it has no routed experts to keep", key="mapping.experts_kept")
+    if not cfg.top_k <= kept <= cfg.experts:
+        raise StudyError(f"must be in {cfg.top_k}..{cfg.experts} (top-{cfg.top_k} routing over the "
+                         f"{cfg.experts} routed experts of {w.model}), got {kept}", key="mapping.experts_kept")
+    if w.routing.distribution not in ("uniform", "zipf"):
+        raise StudyError(f"pruning is modelled for uniform and zipf routing, not {w.routing.distribution!r}",
+                         key="mapping.experts_kept")
+    return dataclasses.replace(cfg, experts=kept)
 
 
 def build_tables(study: Study, workload: workloads.Workload | None = None) -> EvalTables:

@@ -53,6 +53,10 @@ def reason(name: str, value: float, metrics: pd.Series, study: Study, memory_slo
         budget = name[: -len("_over")]
         return (f"{budget} {float(metrics[budget]):.4g} over constraints.{budget} "
                 f"{getattr(study.constraints, budget):.4g}")
+    if name == "quality_short":
+        kept = study.constraints.min_quality - value
+        return (f"quality {kept:.4g} below constraints.min_quality {study.constraints.min_quality:.4g} "
+                f"(the score kept at the study's precision and experts: dse quality)")
     if name == "request_rate_over":
         saturation = float(metrics["saturation_req_s"])
         return (f"request rate {study.serving.request_rate:.4g} req/s over the design's saturation rate "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from . import limits
 from .common import StrictModel
@@ -16,3 +16,6 @@ class MappingSpec(StrictModel):
     kind: Literal[MAPPINGS] = "many-to-many"
     #: copies (or shards) a unit may have at most
     max_replicas: Annotated[PositiveInt, limits.at_most(limits.COPIES)] = 2
+    experts_kept: PositiveInt | None = Field(
+        None, description="routed experts kept per MoE layer: the least selected are pruned and routing "
+                          "renormalises over the rest (dse.quality: the score this costs)")

@@ -34,6 +34,9 @@ class ConstraintsSpec(StrictModel):
     peak_power_w: PositiveFloat | None = None
     #: cost budget, USD
     cost_usd: PositiveFloat | None = None
+    min_quality: float | None = Field(
+        None, gt=0.0, le=1.0, description="least fraction of the 16-bit, all-experts model's benchmark score a "
+                                          "design may keep (dse.quality, docs/quality.md)")
 
     @model_validator(mode="before")
     @classmethod
