@@ -268,7 +268,8 @@ def cluster_markdown(rows) -> str:
         if m is None:
             lines.append(f"| {name} | | | | | | | | |")
             continue
-        lines.append(f"| {name} | {m['jobs_done']:.1f} | {m['mean_jct_h']:.2f} | {m['weighted_jct_h']:.2f} | {100 * m['utilisation']:.1f} | "
+        lines.append(f"| {name} | {m['jobs_done']:.1f} | {m['mean_jct_h']:.2f} | {m['weighted_jct_h']:.2f} | "
+                     f"{100 * m['utilisation']:.1f} | "
                      f"{1e3 * m['energy_j_per_token']:.1f} | {m['gpu_hours_lost_to_failures']:.2f} | "
                      f"{m['return']:.2f} | {budget} |")
     return "\n".join(lines)

@@ -106,7 +106,8 @@ def test_masks_allow_only_valid_actions(cluster):
         # every node at once, at random among its allowed actions: the state stays consistent
         obs, _ = cluster.reset(seed=seed)
         while cluster.agents:
-            obs, _, _, _, _ = cluster.step({a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()})
+            joint = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+            obs = cluster.step(joint)[0]
             _consistent(cluster.sim)
 
 
@@ -140,7 +141,7 @@ def test_resharding_costs_the_checkpoint_write_and_reload():
     sim = env.sim
     j = sim.running[0]
     old = int(sim.nodes_of[j])
-    idle = [a for a, o in env._observe()[0].items() if o["action_mask"][1 + env.W]]
+    idle = [a for a, o in env.observe()[0].items() if o["action_mask"][1 + env.W]]
     assert idle, "an idle node may join"
     env.step({idle[0]: 1 + env.W})
     c = sim.cost_of[j]

@@ -116,7 +116,7 @@ class TrainingClusterEnv(ParallelEnv):
         self.total_priority = float(sum(j.priority for j in jobs))
         self.agents = list(self.possible_agents)
         self.steps = 0
-        obs, masks = self._observe()
+        obs, masks = self.observe()
         return obs, {a: {"action_mask": masks[i], "dropped": False} for i, a in enumerate(self.agents)}
 
     def step(self, actions: dict):
@@ -133,9 +133,10 @@ class TrainingClusterEnv(ParallelEnv):
         r = reward(terms, self.weights)
         self.steps += 1
         done, cut = self.sim.finished, self.steps >= self.max_steps
-        obs, masks = self._observe()
+        obs, masks = self.observe()
         agents = self.agents
-        infos = {x: {"action_mask": masks[i], "dropped": bool(dropped[i]), "terms": terms} for i, x in enumerate(agents)}
+        infos = {x: {"action_mask": masks[i], "dropped": bool(dropped[i]), "terms": terms}
+                 for i, x in enumerate(agents)}
         if done or cut:
             metrics = self.sim.metrics()
             for x in agents:
@@ -158,8 +159,8 @@ class TrainingClusterEnv(ParallelEnv):
                        sim.now / day)
         at = CLUSTER
         for j in sim.queue[:self.W]:
-            c, n = sim.cost_of[j], int(sim.start_nodes[j])
-            g[at:at + QUEUE] = (1.0, self._hours(j, n) / 24, sim.priority[j] / 4, n / self.N,
+            n = int(sim.start_nodes[j])
+            g[at:at + QUEUE] = (1.0, self.hours_left(j, n) / 24, sim.priority[j] / 4, n / self.N,
                                 (sim.now - sim.arrival[j]) / day, sim.attained[j] / 3600 / (sim.gpn * 24))
             at += QUEUE
         at = CLUSTER + QUEUE * self.W
@@ -167,17 +168,19 @@ class TrainingClusterEnv(ParallelEnv):
             c, n = sim.cost_of[j], int(sim.nodes_of[j])
             more = n + c.shape.unit
             gain = c.rate(more).tokens_per_s / c.rate(n).tokens_per_s - 1.0 if c.allowed(more) else 0.0
-            g[at:at + RUNNING] = (1.0, n / self.N, self._hours(j, n) / 24, gain, sim.stall_s[j] / self.interval_s,
+            g[at:at + RUNNING] = (1.0, n / self.N, self.hours_left(j, n) / 24, gain, sim.stall_s[j] / self.interval_s,
                                   sim.priority[j] / 4)
             at += RUNNING
         return g
 
-    def _hours(self, j: int, n: int) -> float:
+    def hours_left(self, j: int, n: int) -> float:
+        """Hours job ``j`` needs to finish at ``n`` nodes (its rate times its kept fraction; 1e5 if none)."""
         c = self.sim.cost_of[j]
         speed = c.rate(n).tokens_per_s * c.plan(n).kept_frac
         return min(self.sim.remaining[j] / speed / 3600, 1e5) if speed > 0 else 1e5
 
-    def _observe(self):
+    def observe(self):
+        """({agent: {"observation", "action_mask"}}, masks [N, actions]) of the live agents now."""
         sim = self.sim
         shared = self._shared()
         own = np.zeros((self.N, 2 + self.R), np.float32)

@@ -43,7 +43,7 @@ class ClusterGymView(gym.Env):
         return self._masks[self.node].astype(bool)
 
     def _refresh(self) -> None:
-        obs, self._masks = self.env._observe()
+        obs, self._masks = self.env.observe()
         self._obs = np.stack([o["observation"] for o in obs.values()]) if obs else None
 
     def _choosers(self) -> list[int]:

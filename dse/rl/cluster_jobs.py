@@ -8,7 +8,8 @@ its priority from (1, 2, 4) and the nodes it asks for from (1, 2, 4, 8, 16), eac
 the benchmark, not fits: Philly's jobs, Jeon et al. ATC'19, span 1 to 128 GPUs, most of them few).
 
 A trace is a CSV readable by pandas.read_csv with columns ``arrival_s, model, tokens, priority, nodes``
-(one row a job; times relative to the first arrival). Bad input raises `StudyError` naming the argument (``trace``, ``jobs``, ...).
+(one row a job; times relative to the first arrival). Bad input raises `StudyError` naming the
+argument (``trace``, ``jobs``, ...).
 """
 from __future__ import annotations
 

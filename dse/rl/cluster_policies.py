@@ -64,7 +64,7 @@ class Scheduler:
             return (j,)
         if self.order == "attained":
             return (int(sim.attained[j] >= LAS_THRESHOLD_NODE_S * sim.gpn), j)
-        hours = env._hours(j, int(sim.start_nodes[j]))
+        hours = env.hours_left(j, int(sim.start_nodes[j]))
         return (hours / sim.priority[j] if self.order == "weighted" else hours, j)
 
     def _preemptions(self, env, actions) -> set[int]:
