@@ -5,11 +5,22 @@ degree, pipeline degree, micro-batch and interleaved chunks per stage (the data-
 the devices leave; layers split evenly over the stages, as dse.training models them). An action picks the i-th value of the
 current decision's options; the mask allows exactly the values some valid strategy shares with the
 choices so far (the strategies `dse train --search` enumerates: dse.training.search.candidates), so
-every episode ends on a strategy the model, system and batch can run. The final reward is minus the
-iteration time in seconds (dse.training.iteration), and for a strategy that does not fit the devices'
-memory minus ``OVER_MEMORY`` times that time, times (1 + the fraction it is over); every other reward is
-0, so an episode's return is the final strategy's score. A masked action is replaced by the first
-allowed value (reported in ``info["masked_action"]``).
+every episode ends on a strategy the model, system and batch can run. The final reward is minus a cost
+in seconds, and for a strategy that does not fit the devices' memory minus ``OVER_MEMORY`` times that
+cost, times (1 + the fraction it is over); every other reward is 0, so an episode's return is the final
+strategy's score. A masked action is replaced by the first allowed value (reported in
+``info["masked_action"]``).
+
+The cost, with ``reward_weights`` w (dse.rl.reward_weights) and the iteration's time T, energy E (the
+whole system's joules per iteration, the power limit's clock included: dse.training.energy) and model
+FLOP utilisation U (MFU), all from dse.training.iteration as `dse train` computes them::
+
+    cost = w_time T + w_energy T_ref E / E_ref + w_utilisation T_ref (1 - U) / (1 - U_ref)
+
+with the reference the environment's first strategy (the smallest value of every decision: the episode
+of masked actions). Each term is its quantity relative to the reference's, in the reference's seconds:
+weights 1 and 1 trade a 1 % longer iteration against 1 % more energy per iteration (the batch is fixed,
+so per token too). The default weights (time 1) give exactly minus the iteration time.
 
 Observation: ``decision`` (one-hot of the decisions), ``chosen`` (log2 of each value chosen so far, 0 before),
 ``model`` (log2 of devices, layers, heads, hidden, global batch, sequence).
@@ -28,6 +39,7 @@ from ..errors import StudyError
 from ..training import load_system
 from ..training.iteration import iteration, layer_costs
 from ..training.search import candidates
+from .reward_weights import reward_weights as parse_weights
 
 DECISIONS = ("tp", "pp", "micro_batch", "interleave")
 #: how much worse than its iteration time a strategy that does not fit scores
@@ -40,7 +52,9 @@ class TrainingPartitionEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, model: str = "llama-2-7b", system: str = "dgx-a100-80gb", devices: int = 16,
-                 global_batch: int = 128, seq: int = 4096, recompute: str = "none", zero: int = 0):
+                 global_batch: int = 128, seq: int = 4096, recompute: str = "none", zero: int = 0,
+                 reward_weights: dict | None = None):
+        self.weights = parse_weights(reward_weights)
         for key, value, high in (("devices", devices, 131_072), ("global_batch", global_batch, 1 << 20),
                                  ("seq", seq, 10_000_000)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= high:
@@ -73,6 +87,10 @@ class TrainingPartitionEnv(gym.Env):
                                         seq], np.float32))
         self._costs: dict = {}
         self.chosen: dict[str, int] = {}
+        self.reference = None           # (T, E, 1 - U) of the first strategy, when a weight needs it
+        if self.weights["energy"] or self.weights["utilisation"]:
+            it = self._iteration(self.strategies[0])
+            self.reference = (it.iteration_s, it.energy_j, max(1.0 - it.mfu, 1e-9))
 
     # --- the decisions -------------------------------------------------------------------------------
     def _consistent(self):
@@ -115,19 +133,32 @@ class TrainingPartitionEnv(gym.Env):
         if done:
             strategy = self._consistent()[0]
             reward, it = self.score(strategy)
-            info.update(strategy=strategy, iteration_s=it.iteration_s, fits=it.fits)
+            info.update(strategy=strategy, iteration_s=it.iteration_s, fits=it.fits, energy_j=it.energy_j,
+                        mfu=it.mfu, clock_fraction=it.clock_fraction)
             info["action_mask"] = np.zeros(self.width, bool)
         else:
             info["action_mask"] = self.action_masks()
         return self._observe(), reward, done, False, info
 
-    def score(self, strategy):
-        """(reward, iteration) of a strategy (module docstring)."""
+    def _iteration(self, strategy):
         key = (strategy.tp, strategy.micro_batch, strategy.ep)
         if key not in self._costs:
             self._costs[key] = layer_costs(self.cfg, self.system, strategy)
-        it = iteration(self.cfg, self.system, strategy, self._costs[key])
+        return iteration(self.cfg, self.system, strategy, self._costs[key])
+
+    def cost(self, it) -> float:
+        """The weighted cost in seconds of an iteration (module docstring)."""
+        w = self.weights
+        cost = w["time"] * it.iteration_s
+        if self.reference is not None:
+            t_ref, e_ref, idle_ref = self.reference
+            cost += w["energy"] * t_ref * it.energy_j / e_ref + w["utilisation"] * t_ref * (1.0 - it.mfu) / idle_ref
+        return cost
+
+    def score(self, strategy):
+        """(reward, iteration) of a strategy (module docstring)."""
+        it = self._iteration(strategy)
         if it.fits:
-            return -it.iteration_s, it
+            return -self.cost(it), it
         over = max(it.memory_per_device_bytes / self.system.memory_bytes - 1.0, 0.0)
-        return -OVER_MEMORY * it.iteration_s * (1.0 + over), it
+        return -OVER_MEMORY * self.cost(it) * (1.0 + over), it
