@@ -285,24 +285,36 @@ def gemm_bound(ch: Chiplet, compute_s: float, memory_s: float) -> str:
 
 
 def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16",
-                memory_Bps: float | None = None) -> dict:
+                memory_Bps: float | None = None, dram_j_per_byte: float = 0.0) -> dict:
     """Latency, achieved FLOP/s, energy and traffic of one GEMM on one chiplet (for ``dse gemm``).
 
-    Without ``memory_Bps`` the latency is the compute alone (the chiplet's matrix engine); with it, the
-    GEMM as one kernel reading from memory of that bandwidth (`gemm_kernel`), and which term bound it."""
+    Without ``memory_Bps`` the latency is the compute alone (the chiplet's matrix engine at its full clock)
+    and ``energy_j`` its switching energy. With it, the GEMM as one kernel reading from memory of that
+    bandwidth (`gemm_kernel`), run back to back as the step model runs it (arch.power.gemm_at_limit): at the
+    clock the chiplet's power limit leaves, ``energy_j`` the board's whole energy over the kernel (leakage,
+    active power, switching at the clock's voltage, DRAM at ``dram_j_per_byte``), so ``power_w`` =
+    ``energy_j`` / ``latency_s``, and which term bound it."""
+    from .power import gemm_at_limit
+
     mc = matrix_costs(ch, M, N, K, 1.0, precision)
     t = float(mc.time_s[0])
+    energy_j = float(mc.energy_j[0])
     extra = {}
     if memory_Bps is not None:
         kernel = gemm_kernel(ch, mc, memory_Bps)
-        compute_s, memory_s, t = float(kernel.compute_s[0]), float(kernel.memory_s[0]), float(kernel.time_s[0])
+        at = gemm_at_limit(ch, M, N, K, precision, memory_Bps, dram_j_per_byte)
+        compute_s, memory_s, t = float(kernel.compute_s[0]) / at.clock, float(kernel.memory_s[0]), at.time_s
+        energy_j = at.energy_j
         extra = {"compute_s": compute_s, "memory_s": memory_s, "kernel_overhead_s": ch.kernel_overhead_s,
                  "dispatch_s": ch.dispatch_s, "dram_bytes": float(kernel.dram_bytes[0]),
-                 "bound": gemm_bound(ch, compute_s, memory_s)}
+                 "bound": gemm_bound(ch, compute_s, memory_s), "clock_fraction": at.clock,
+                 "power_w": at.power_w, "power_limit_w": ch.power_limit_w,
+                 "switching_energy_j": at.switching_j, "dram_energy_j": at.dram_j,
+                 "static_energy_j": at.static_j, "active_energy_j": at.active_j}
     flops = 2.0 * M * N * K
     report = {"chiplet": ch.name, "kind": ch.kind, "precision": precision, "M": M, "N": N, "K": K,
               "latency_s": t, **extra, "achieved_flops": flops / t, "peak_flops": ch.peak_flops(precision),
-              "utilisation": flops / t / ch.peak_flops(precision), "energy_j": float(mc.energy_j[0]),
+              "utilisation": flops / t / ch.peak_flops(precision), "energy_j": energy_j,
               "sram_bytes": float(mc.sram_bytes[0]), "dram_a_bytes": float(mc.dram_a_bytes[0]),
               "dram_b_bytes": float(mc.dram_b_bytes[0]), "dram_c_bytes": float(mc.dram_c_bytes[0])}
     if isinstance(ch, ReconfigurableChiplet):

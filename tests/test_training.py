@@ -26,9 +26,9 @@ def test_megatron_table_1_within_10_percent_per_row():
     lines = []
     for case in TABLE:
         it = megatron_best(case, system)
-        ratio = it.model_tflops_per_device / case["measured_tflops"]
+        ratio = it.hardware_tflops_per_device / case["measured_tflops"]     # recomputation counted, as the paper
         lines.append(f"{case['params_b']:>7} B: measured {case['measured_tflops']} TFLOP/s, model "
-                     f"{it.model_tflops_per_device:.1f} ({ratio:.2f}) {case['set']}")
+                     f"{it.hardware_tflops_per_device:.1f} ({ratio:.2f}) {case['set']}")
         assert ratio == pytest.approx(1.0, abs=0.10), lines[-1]
     print("\n" + "\n".join(lines))
 
