@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numba as nb
 from scipy.optimize import brentq
 
+from .area_cost import active_power_w, static_power_w
 from .roofline import kernel_time_s
 
 #: the lowest clock fraction a power limit drives a chip to (an H100 SXM's lowest SM clock, 345 of 1,980 MHz
@@ -76,8 +77,6 @@ def idle_power_w(ch, precision: str = "bf16") -> float:
     leakage (arch.static_power_w); its leakage where it has no ``idle_w``. The one definition: the step
     model's tables (``kind_idle_w``), serving between requests, training's bubble and a powered-off
     chiplet's energy in the runtime all read it."""
-    from .area_cost import static_power_w
-
     return max(float(ch.idle_w), static_power_w(ch, precision))
 
 
@@ -103,8 +102,6 @@ def kernel_at_limit(ch, compute_s: float, memory_s: float, inv_steps: float, swi
     ``switching_j`` of switching energy at f_max and ``dram_j`` of DRAM energy, on ``ch`` under its
     ``power_limit_w``: the clock `sustained_clock` leaves, the same balance the step model strikes
     (dse.model.copy_cost) with the chiplet's leakage and active power."""
-    from .area_cost import active_power_w, static_power_w
-
     static_w, active_w = static_power_w(ch, precision), active_power_w(ch, precision)
     args = (float(compute_s), float(memory_s), float(inv_steps), ch.kernel_overhead_s, ch.dispatch_s,
             float(switching_j), float(dram_j), static_w, active_w)
@@ -113,20 +110,6 @@ def kernel_at_limit(ch, compute_s: float, memory_s: float, inv_steps: float, swi
     v2 = max(s, ch.voltage_floor) ** 2
     return KernelPower(clock=s, time_s=t, power_w=p, switching_j=float(switching_j) * v2, dram_j=float(dram_j),
                        static_j=static_w * t, active_j=active_w * s * v2 * t)
-
-
-def gemm_at_limit(ch, M: float, N: float, K: float, precision: str, memory_Bps: float, dram_j_per_byte: float
-                  ) -> KernelPower:
-    """One GEMM run back to back on ``ch`` under its ``power_limit_w`` (`kernel_at_limit`): arch.costing's
-    kernel (compute, DRAM traffic at ``memory_Bps`` x ``mem_efficiency``, overhead), its switching energy
-    (arch.op_costs: MACs and SRAM) and DRAM energy (``dram_j_per_byte``): what ``dse gemm`` reports."""
-    from .costing import gemm_kernel, matrix_costs
-
-    mc = matrix_costs(ch, M, N, K, 1.0, precision)
-    k = gemm_kernel(ch, mc, memory_Bps)
-    inv = 0.0 if mc.steps is None else 1.0 / float(mc.steps[0])
-    return kernel_at_limit(ch, float(k.compute_s[0]), float(k.memory_s[0]), inv, float(mc.energy_j[0]),
-                           float(k.dram_bytes[0]) * dram_j_per_byte, precision)
 
 
 def clock_at_power(static_w: float, active_w: float, switching_w: float, fixed_w: float, limit_w: float,

@@ -5,7 +5,7 @@ an operator (arch.costing.gemm_kernel, arch.roofline): by default the datasheet 
 preset models (dse.validation.gpu.DATASHEET_MEMORY: kind, stacks, per-pin data rate), else ``--memory KIND`` with
 ``--stacks N`` (HBM) or ``--channels N`` (DDR, LPDDR), at the memory's sustained bandwidth (memory.
 effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it,
-back to back at the clock the chiplet's power limit leaves (arch.power.gemm_at_limit, as the step model):
+back to back at the clock the chiplet's power limit leaves (arch.costing.gemm_at_limit, as the step model):
 ``energy_j`` is the board's whole energy over the kernel (leakage, active power, switching, DRAM), so
 ``power_w`` = ``energy_j`` / ``latency_s``, never above ``power_limit_w``.
 """

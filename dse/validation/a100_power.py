@@ -14,7 +14,7 @@ Published (nobody on the team measured them):
 
 Fit (`fit_mac_energy`): the 7 nm node's energy per MAC (TPUv4i, every precision) times one factor, the GPU
 class's ``gpu_mac_overhead``, at which the model's clock for that GEMM on ``a100-like`` under 400 W
-(arch.power.gemm_at_limit: the step model's balance of leakage, active power, switching and DRAM energy) is
+(arch.costing.gemm_at_limit: the step model's balance of leakage, active power, switching and DRAM energy) is
 the measured 0.871: 4.01 x, 2.41 pJ per BF16 MAC (GH100's fitted figure is 2.41 too). The 88 W idle
 reading is of a GPU fully idle, not the provisioned chip with its clocks up that ``idle_w`` means (H200:
 119-126 W), so it is not used. ``dse train`` keeps its time (its stacks' factors were fitted on runs at
