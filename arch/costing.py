@@ -29,6 +29,7 @@ from .chiplet import Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, Sys
 from .cpu import simulate_cpu
 from .errors import ArchError
 from .gpu import simulate_gpu
+from .power import KernelPower, kernel_at_limit
 from .roofline import kernel_times_s
 from .systolic import (DATAFLOW_CODE, DRAM_FI, DRAM_IF, DRAM_OFR, DRAM_OFW, SRAM_FI, SRAM_IF, SRAM_OFR,
                        SRAM_OFW, double_buffered_cycles, simulate)
@@ -284,25 +285,47 @@ def gemm_bound(ch: Chiplet, compute_s: float, memory_s: float) -> str:
     return "memory" if memory_s > compute_s else "compute"
 
 
+def gemm_at_limit(ch, M: float, N: float, K: float, precision: str, memory_Bps: float, dram_j_per_byte: float
+                  ) -> KernelPower:
+    """One GEMM run back to back on ``ch`` under its ``power_limit_w`` (`kernel_at_limit`): arch.costing's
+    kernel (compute, DRAM traffic at ``memory_Bps`` x ``mem_efficiency``, overhead), its switching energy
+    (arch.op_costs: MACs and SRAM) and DRAM energy (``dram_j_per_byte``): what ``dse gemm`` reports."""
+    mc = matrix_costs(ch, M, N, K, 1.0, precision)
+    k = gemm_kernel(ch, mc, memory_Bps)
+    inv = 0.0 if mc.steps is None else 1.0 / float(mc.steps[0])
+    return kernel_at_limit(ch, float(k.compute_s[0]), float(k.memory_s[0]), inv, float(mc.energy_j[0]),
+                           float(k.dram_bytes[0]) * dram_j_per_byte, precision)
+
+
 def gemm_report(ch: Chiplet, M: float, N: float, K: float, precision: str = "bf16",
-                memory_Bps: float | None = None) -> dict:
+                memory_Bps: float | None = None, dram_j_per_byte: float = 0.0) -> dict:
     """Latency, achieved FLOP/s, energy and traffic of one GEMM on one chiplet (for ``dse gemm``).
 
-    Without ``memory_Bps`` the latency is the compute alone (the chiplet's matrix engine); with it, the
-    GEMM as one kernel reading from memory of that bandwidth (`gemm_kernel`), and which term bound it."""
+    Without ``memory_Bps`` the latency is the compute alone (the chiplet's matrix engine at its full clock)
+    and ``energy_j`` its switching energy. With it, the GEMM as one kernel reading from memory of that
+    bandwidth (`gemm_kernel`), run back to back as the step model runs it (arch.costing.gemm_at_limit): at the
+    clock the chiplet's power limit leaves, ``energy_j`` the board's whole energy over the kernel (leakage,
+    active power, switching at the clock's voltage, DRAM at ``dram_j_per_byte``), so ``power_w`` =
+    ``energy_j`` / ``latency_s``, and which term bound it."""
     mc = matrix_costs(ch, M, N, K, 1.0, precision)
     t = float(mc.time_s[0])
+    energy_j = float(mc.energy_j[0])
     extra = {}
     if memory_Bps is not None:
         kernel = gemm_kernel(ch, mc, memory_Bps)
-        compute_s, memory_s, t = float(kernel.compute_s[0]), float(kernel.memory_s[0]), float(kernel.time_s[0])
+        at = gemm_at_limit(ch, M, N, K, precision, memory_Bps, dram_j_per_byte)
+        compute_s, memory_s, t = float(kernel.compute_s[0]) / at.clock, float(kernel.memory_s[0]), at.time_s
+        energy_j = at.energy_j
         extra = {"compute_s": compute_s, "memory_s": memory_s, "kernel_overhead_s": ch.kernel_overhead_s,
                  "dispatch_s": ch.dispatch_s, "dram_bytes": float(kernel.dram_bytes[0]),
-                 "bound": gemm_bound(ch, compute_s, memory_s)}
+                 "bound": gemm_bound(ch, compute_s, memory_s), "clock_fraction": at.clock,
+                 "power_w": at.power_w, "power_limit_w": ch.power_limit_w,
+                 "switching_energy_j": at.switching_j, "dram_energy_j": at.dram_j,
+                 "static_energy_j": at.static_j, "active_energy_j": at.active_j}
     flops = 2.0 * M * N * K
     report = {"chiplet": ch.name, "kind": ch.kind, "precision": precision, "M": M, "N": N, "K": K,
               "latency_s": t, **extra, "achieved_flops": flops / t, "peak_flops": ch.peak_flops(precision),
-              "utilisation": flops / t / ch.peak_flops(precision), "energy_j": float(mc.energy_j[0]),
+              "utilisation": flops / t / ch.peak_flops(precision), "energy_j": energy_j,
               "sram_bytes": float(mc.sram_bytes[0]), "dram_a_bytes": float(mc.dram_a_bytes[0]),
               "dram_b_bytes": float(mc.dram_b_bytes[0]), "dram_c_bytes": float(mc.dram_c_bytes[0])}
     if isinstance(ch, ReconfigurableChiplet):

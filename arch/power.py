@@ -14,13 +14,17 @@ never below `S_MIN`. Measured on an H200 SXM (700 W limit; shared/reference/h200
 8,192 tokens draws 688 W at 1,590 of 1,980 MHz, decode at batch 64-128 draws 509-578 W at the full clock.
 
 Idle power (`idle_power_w`): what a provisioned chip draws while it waits (context open, clocks up,
-memory refreshed): the chiplet's ``idle_w`` where given (H200: 119-126 W measured), else its leakage.
+memory refreshed): the chiplet's ``idle_w`` where given (H200: 119-126 W measured), never under its
+leakage; its leakage where none is given.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba as nb
 from scipy.optimize import brentq
 
+from .area_cost import active_power_w, static_power_w
 from .roofline import kernel_time_s
 
 #: the lowest clock fraction a power limit drives a chip to (an H100 SXM's lowest SM clock, 345 of 1,980 MHz
@@ -68,28 +72,44 @@ def sustained_clock(compute_s, memory_s, inv_steps, overhead_s, dispatch_s, e_dy
     return lo, t
 
 
-def idle_power_w(ch, static_w: float) -> float:
-    """Power of the provisioned chiplet while it waits: its ``idle_w``, else its leakage ``static_w``."""
-    return float(ch.idle_w) if ch.idle_w > 0 else float(static_w)
+def idle_power_w(ch, precision: str = "bf16") -> float:
+    """Power of the provisioned chiplet while it waits (module docstring): its ``idle_w``, never under its
+    leakage (arch.static_power_w); its leakage where it has no ``idle_w``. The one definition: the step
+    model's tables (``kind_idle_w``), serving between requests, training's bubble and a powered-off
+    chiplet's energy in the runtime all read it."""
+    return max(float(ch.idle_w), static_power_w(ch, precision))
 
 
-def gemm_at_limit(ch, M: float, N: float, K: float, precision: str, memory_Bps: float, dram_j_per_byte: float
-                  ) -> tuple[float, float, float]:
-    """(clock fraction, time s, power W) of one GEMM run back to back on ``ch`` under its ``power_limit_w``:
-    arch.costing's kernel (compute, DRAM traffic at ``memory_Bps`` x ``mem_efficiency``, overhead) at the clock
-    `sustained_clock` leaves, its switching energy (arch.op_costs: MACs and SRAM) and DRAM energy
-    (``dram_j_per_byte``), the chiplet's leakage and active power: the same balance as the step model's."""
-    from .area_cost import active_power_w, static_power_w
-    from .costing import gemm_kernel, matrix_costs
+class KernelPower(NamedTuple):
+    """One kernel run back to back under the chiplet's power limit (`kernel_at_limit`): SI units."""
 
-    mc = matrix_costs(ch, M, N, K, 1.0, precision)
-    k = gemm_kernel(ch, mc, memory_Bps)
-    inv = 0.0 if mc.steps is None else 1.0 / float(mc.steps[0])
-    args = (float(k.compute_s[0]), float(k.memory_s[0]), inv, ch.kernel_overhead_s, ch.dispatch_s,
-            float(mc.energy_j[0]), float(k.dram_bytes[0]) * dram_j_per_byte, static_power_w(ch, precision),
-            active_power_w(ch, precision))
+    clock: float            # clock fraction the limit leaves (1: within it)
+    time_s: float
+    power_w: float          # board power: static + active + (switching + DRAM) / time
+    switching_j: float      # MACs, SRAM and register traffic at the clock's voltage
+    dram_j: float
+    static_j: float         # leakage over the kernel
+    active_j: float         # clocks and control of the busy chip (arch.active_power_w) at the clock
+
+    @property
+    def energy_j(self) -> float:
+        return self.switching_j + self.dram_j + self.static_j + self.active_j
+
+
+def kernel_at_limit(ch, compute_s: float, memory_s: float, inv_steps: float, switching_j: float, dram_j: float,
+                    precision: str = "bf16") -> KernelPower:
+    """`KernelPower` of one kernel of ``compute_s`` compute and ``memory_s`` memory time (arch.roofline) with
+    ``switching_j`` of switching energy at f_max and ``dram_j`` of DRAM energy, on ``ch`` under its
+    ``power_limit_w``: the clock `sustained_clock` leaves, the same balance the step model strikes
+    (dse.model.copy_cost) with the chiplet's leakage and active power."""
+    static_w, active_w = static_power_w(ch, precision), active_power_w(ch, precision)
+    args = (float(compute_s), float(memory_s), float(inv_steps), ch.kernel_overhead_s, ch.dispatch_s,
+            float(switching_j), float(dram_j), static_w, active_w)
     s, t = sustained_clock(*args, ch.power_limit_w, ch.voltage_floor)
-    return s, t, kernel_power_w(s, *args, ch.voltage_floor)[0]
+    p = kernel_power_w(s, *args, ch.voltage_floor)[0]
+    v2 = max(s, ch.voltage_floor) ** 2
+    return KernelPower(clock=s, time_s=t, power_w=p, switching_j=float(switching_j) * v2, dram_j=float(dram_j),
+                       static_j=static_w * t, active_j=active_w * s * v2 * t)
 
 
 def clock_at_power(static_w: float, active_w: float, switching_w: float, fixed_w: float, limit_w: float,

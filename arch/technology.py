@@ -22,7 +22,9 @@ class Node:
     """Figures of one technology node (units in the field names; see technology.yaml)."""
 
     name: str
-    mac_energy_pj: dict
+    mac_energy_pj: dict             # the arithmetic of one MAC by precision
+    gpu_mac_overhead: float         # a GPU tensor core's energy per MAC over the arithmetic (fitted)
+    systolic_mac_overhead: float    # a systolic array's: the GPU's over a TPU's perf/W advantage
     sram_pj_per_byte: dict          # bank size in KB -> pJ per byte read or written
     register_pj_per_byte: float
     sram_mm2_per_mb: float

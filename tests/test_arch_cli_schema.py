@@ -72,10 +72,12 @@ def test_gemm_memory_time_by_hand(dse_cli):
 
 def test_gemm_agrees_with_the_calibration_model():
     # dse gemm and dse calibrate cost a GEMM with one function (arch.costing.gemm_kernel, the step model's
-    # arch.roofline.kernel_time_s): the same time at the same bandwidth
+    # arch.roofline.kernel_time_s): the same time at the same bandwidth at the full clock. dse gemm runs the
+    # kernel back to back at the clock the power limit leaves (issue 48), as the step model; the calibration
+    # fits kernel sweeps (short replays) at the full clock, so the two agree on a chip without a limit
     import pandas as pd
     from arch import calibrate as C
-    h100 = arch.preset("h100-like")
+    h100 = arch.preset("h100-like", power_limit_w=0.0)
     rows = pd.DataFrame({"M": [1.0, 16.0, 4096.0], "N": [12288.0, 4096.0, 4096.0], "K": [4096.0] * 3,
                          "batch": [1.0] * 3, "precision": ["bf16"] * 3})
     for i, row in rows.iterrows():

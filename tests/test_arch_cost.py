@@ -61,14 +61,15 @@ def test_cost_follows_area_and_overrides():
 
 
 def test_gemm_energy_by_hand():
-    # WS 64 x 32 array, GEMM 128 x 256 x 64, everything fits: MACs x (e_mac + (2 + 4) B x e_reg) + SRAM bytes x e_sram
+    # WS 64 x 32 array, GEMM 128 x 256 x 64, everything fits: MACs x (e_mac + (2 + 4) B x e_reg) + SRAM bytes x e_sram,
+    # e_mac the 7 nm arithmetic (0.6 pJ) x the systolic class's overhead (1.786: the GPU fit / TPU v4's perf/W)
     ch = _sa()
     M, N, K = 128, 256, 64
     mc = arch.matrix_costs(ch, M, N, K, 1, "bf16")
     row_folds, col_folds = 1, 8
     sram_words = col_folds * M * K + K * N + row_folds * M * N
     nd = arch.node("7nm")
-    expected_pj = M * N * K * (0.6 + 6 * 0.02) + sram_words * 2 * nd.sram_pj(256)
+    expected_pj = M * N * K * (0.6 * 1.786 + 6 * 0.02) + sram_words * 2 * nd.sram_pj(256)
     assert mc.sram_bytes[0] == sram_words * 2
     assert mc.energy_j[0] == pytest.approx(expected_pj * 1e-12)
     # double-buffered weights (the default): 2R + C - 2 + folds T + (folds - 1) max(0, R - T), T = M = 128 > R
@@ -83,7 +84,8 @@ def test_peak_dynamic_power_by_hand():
     nd = arch.node("7nm")
     macs = 64 * 32 * 1e9
     edges = (64 + 2 * 32) * 2 * 1e9
-    expected = (macs * (0.6 + 6 * 0.02) + edges * nd.sram_pj(256) + 32 * 1e9 * 2.4 / 2) * 1e-12
+    # the MAC and the vector unit's FP32 operation both at the systolic class's overhead (1.786)
+    expected = (macs * (0.6 * 1.786 + 6 * 0.02) + edges * nd.sram_pj(256) + 32 * 1e9 * 2.4 / 2 * 1.786) * 1e-12
     assert arch.peak_dynamic_power_w(ch, "bf16") == pytest.approx(expected)
 
 

@@ -26,9 +26,9 @@ def test_megatron_table_1_within_10_percent_per_row():
     lines = []
     for case in TABLE:
         it = megatron_best(case, system)
-        ratio = it.model_tflops_per_device / case["measured_tflops"]
+        ratio = it.hardware_tflops_per_device / case["measured_tflops"]     # recomputation counted, as the paper
         lines.append(f"{case['params_b']:>7} B: measured {case['measured_tflops']} TFLOP/s, model "
-                     f"{it.model_tflops_per_device:.1f} ({ratio:.2f}) {case['set']}")
+                     f"{it.hardware_tflops_per_device:.1f} ({ratio:.2f}) {case['set']}")
         assert ratio == pytest.approx(1.0, abs=0.10), lines[-1]
     print("\n" + "\n".join(lines))
 
@@ -124,8 +124,12 @@ def test_train_json_keys(dse_cli):
 
 def test_small_step_energy_equals_hand_sum():
     # one device: 4 micro-batches x 3 passes of the forward kernels' compute + SRAM + HBM energy, the Adam
-    # step's 28 bytes per parameter through HBM, and static power over the iteration
+    # step's 28 bytes per parameter through HBM, and static power over the iteration, at the full clock: the
+    # power limit taken off (the A100's fitted energy per MAC, issue 48, would price this step at its limit;
+    # tests/test_chip_power.py and test_training_power.py check that)
+    import dataclasses
     system = load_system("dgx-a100-80gb", stack="megatron-2021")
+    system = dataclasses.replace(system, chiplet=dataclasses.replace(system.chiplet, power_limit_w=0.0))
     cfg = gpt(768, 4, 12)
     s = Strategy(tp=1, pp=1, dp=1, micro_batch=2, global_batch=8, seq=512, precision="bf16", attention="unfused")
     wl = workloads.extract_transformer(cfg, phase="train", batch=2, context=512, precision="bf16",

@@ -4,7 +4,10 @@ On a preset chiplet the GEMM runs as one kernel reading its operands from memory
 an operator (arch.costing.gemm_kernel, arch.roofline): by default the datasheet memory of the GPU the
 preset models (dse.validation.gpu.DATASHEET_MEMORY: kind, stacks, per-pin data rate), else ``--memory KIND`` with
 ``--stacks N`` (HBM) or ``--channels N`` (DDR, LPDDR), at the memory's sustained bandwidth (memory.
-effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it.
+effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it,
+back to back at the clock the chiplet's power limit leaves (arch.costing.gemm_at_limit, as the step model):
+``energy_j`` is the board's whole energy over the kernel (leakage, active power, switching, DRAM), so
+``power_w`` = ``energy_j`` / ``latency_s``, never above ``power_limit_w``.
 """
 from __future__ import annotations
 
@@ -77,14 +80,13 @@ def _chiplet_report(name: str, m, n, k, precision: str, mem: dict) -> dict:
     ch = arch.preset(name)
     spec, count = mem["spec"], mem["count"]
     sustained = memory.effective_bandwidth_Bps(spec, count)
-    report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=sustained)
+    report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=sustained, dram_j_per_byte=spec.energy_j_per_byte)
     assumed = {"memory": f"{mem['kind']} x {count} {spec.unit}{'s' if count > 1 else ''} at "
                          f"{spec.data_rate_bps / 1e9:.4g} Gb/s/pin ({mem['source']})",
                "peak_bandwidth_Bps": spec.peak_bandwidth_Bps * count, "sustained_bandwidth_Bps": sustained,
                "mem_efficiency": ch.mem_efficiency}
     head = list(report)[:list(report).index("latency_s")]
-    dram = {"dram_energy_j": report["dram_bytes"] * spec.energy_j_per_byte}
-    return {**{key: report[key] for key in head}, **assumed, **report, **dram}
+    return {**{key: report[key] for key in head}, **assumed, **report}
 
 
 def _print(report: dict) -> None:

@@ -77,7 +77,8 @@ class EvalTables:
     op_energy_j: np.ndarray | None = None     # [O, K] its compute + SRAM energy when it runs (at the full clock)
     kind_power_limit_w: np.ndarray | None = None   # [K] board power limit (0: none; arch.power)
     kind_voltage_floor: np.ndarray | None = None   # [K] lowest voltage fraction the clock drives (arch.power)
-    kind_idle_w: np.ndarray | None = None      # [K] power of the provisioned chip while it waits (arch.power)
+    kind_idle_w: np.ndarray | None = None      # [K] power of the provisioned chip while it waits (arch.idle_power_w;
+                                               # always set by `build_tables`)
     kind_mem_efficiency: np.ndarray | None = None   # [K] fraction of memory bandwidth the kind's kernels draw
     kind_kernel_overhead_s: np.ndarray | None = None   # [K] time per operator that overlaps nothing
     kind_dispatch_s: np.ndarray | None = None  # [K] host time to issue one operator
@@ -220,7 +221,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         op_energy_j=by_kernel(kernel, costs.energy_j[op_order]),
         kind_power_limit_w=np.array([c.power_limit_w for c in chiplets], dtype=float),
         kind_voltage_floor=np.array([c.voltage_floor for c in chiplets], dtype=float),
-        kind_idle_w=np.array([arch.idle_power_w(c, arch.static_power_w(c, precision)) for c in chiplets], dtype=float),
+        kind_idle_w=np.array([arch.idle_power_w(c, precision) for c in chiplets], dtype=float),
         kind_mem_efficiency=np.array([c.mem_efficiency for c in chiplets], dtype=float),
         kind_kernel_overhead_s=np.array([c.kernel_overhead_s for c in chiplets], dtype=float),
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),

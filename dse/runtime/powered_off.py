@@ -5,7 +5,7 @@ units moved to survivors, the failed chiplets still in the package, holding no u
 every chiplet of the package its kind's leakage over the step (dse.model.package_figures: static power x
 latency) and a chiplet that holds no unit its idle draw beyond leakage over the whole step
 (dse.model.perf_model.idle_energy_j: busy time 0): max(idle, leakage) x the step's latency in all, the
-kind's idle power (arch.power.idle_power_w). `off_energy_per_token` is that energy of the chiplets
+kind's idle power (arch.idle_power_w, never under its leakage). `off_energy_per_token` is that energy of the chiplets
 down, per token, which dse.runtime.timeline takes off the step's energy per token.
 
 Which chiplets are off: those a segment counts as failed (down, no spare standing in: dse.runtime.plan),
@@ -34,7 +34,5 @@ def off_energy_per_token(tables, d: DecodedDesigns, j: int, off: list[int], late
     docstring), over the step's tokens."""
     if not off:
         return 0.0
-    kind = d.kind[j, off]
-    idle = np.asarray(tables.kind_idle_w if tables.kind_idle_w is not None else tables.kind_static_w)[kind]
-    watts = np.maximum(idle, np.asarray(tables.kind_static_w)[kind])
+    watts = np.asarray(tables.kind_idle_w)[d.kind[j, off]]          # arch.idle_power_w: at least the leakage
     return float(watts.sum() * latency_s / tables.tokens_per_step)

@@ -128,10 +128,8 @@ class StepTable:
 
 def idle_power_w(prepared: Prepared, design: Design) -> float:
     """What the design's chiplets draw while the server waits for requests: each one's idle power
-    (dse.model.tables' ``kind_idle_w``), for every package of a system's layout (0 where unknown)."""
+    (arch.idle_power_w, dse.model.tables' ``kind_idle_w``), for every package of a system's layout."""
     tables = prepared.tables
-    if tables.kind_idle_w is None:
-        return 0.0
     idle = {name: float(w) for name, w in zip(tables.kind_names, tables.kind_idle_w)}
     layout = design.system or {}
     packages = int(layout.get("pipeline", 1)) * int(layout.get("experts", 1)) * int(layout.get("replicas", 1))
@@ -143,8 +141,6 @@ def slot_idle_w(tables, kind: np.ndarray, chiplets: np.ndarray) -> np.ndarray:
     [P, S] the chiplet kind per slot, ``chiplets`` [P] the slots in use): W ``[P, S]`` (0 where unused or
     unknown)."""
     kind = np.asarray(kind)
-    if tables.kind_idle_w is None:
-        return np.zeros(kind.shape)
     used = np.arange(kind.shape[1])[None, :] < np.asarray(chiplets)[:, None]
     return np.where(used, np.asarray(tables.kind_idle_w)[np.clip(kind, 0, None)], 0.0)
 
@@ -258,5 +254,5 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
 
 def idle_energy_j(steps, seconds: float) -> float:
     """Joules the server's chips draw waiting ``seconds`` for requests: the step table's ``idle_w``
-    (arch.power.idle_power_w; 0 for a table without it) times the wait."""
+    (arch.idle_power_w; 0 for a table without it) times the wait."""
     return float(getattr(steps, "idle_w", 0.0)) * max(seconds, 0.0)

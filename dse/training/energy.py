@@ -62,8 +62,8 @@ class DeviceEnergy:
     def static(self, seconds: float, waiting: float = 0.0) -> None:
         """Leakage over ``seconds``; the idle power beyond it over the ``waiting`` seconds among them."""
         leakage = arch.static_power_w(self.system.chiplet)
-        idle = arch.idle_power_w(self.system.chiplet, leakage)
-        self.parts["static_j"] += leakage * seconds + max(idle - leakage, 0.0) * waiting
+        idle = arch.idle_power_w(self.system.chiplet)
+        self.parts["static_j"] += leakage * seconds + (idle - leakage) * waiting
 
     def limit_power(self, busy_s: float) -> float:
         """Price the switching energy and active power at the clock the chiplet's power limit leaves the

@@ -43,7 +43,7 @@ def to_train(it: Iteration, strategy: Strategy, system: TrainingSystem, tokens: 
     if effective_frac < 1.0 or compute_frac < 1.0:
         seconds = seconds / effective_frac if effective_frac > 0 else math.inf
         ch = system.chiplet
-        idle_w = strategy.devices * arch.idle_power_w(ch, arch.static_power_w(ch))
+        idle_w = strategy.devices * arch.idle_power_w(ch)
         energy_j = seconds * (compute_frac * it.energy_j / it.iteration_s + (1.0 - compute_frac) * idle_w)
     operational_g = energy_j / 3.6e6 * factors.grid_g_per_kwh
     embodied_g = strategy.devices * device_embodied_g(system, factors) * seconds / (

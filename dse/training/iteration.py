@@ -82,13 +82,15 @@ class Iteration:
     energy_j: float = 0.0             # of the whole system, per iteration
     power_per_device_w: float = 0.0   # average over the iteration
     clock_fraction: float = 1.0       # of f_max, the power limit's while busy (dse.training.energy)
+    hardware_tflops_per_device: float = 0.0   # FLOPs executed, recomputation included (`_flops`)
     breakdown: dict = field(default_factory=dict)
     energy_breakdown: dict = field(default_factory=dict)
     stage_layers: tuple = ()          # layers of each pipeline stage
 
     def as_dict(self) -> dict:
         return {"iteration_s": self.iteration_s, "tokens_per_s": self.tokens_per_s,
-                "model_tflops_per_device": self.model_tflops_per_device, "mfu": self.mfu,
+                "model_tflops_per_device": self.model_tflops_per_device,
+                "hardware_tflops_per_device": self.hardware_tflops_per_device, "mfu": self.mfu,
                 "memory_per_device_bytes": self.memory_per_device_bytes, "fits": self.fits,
                 "energy_per_iteration_j": self.energy_j, "power_per_device_w": self.power_per_device_w,
                 "clock_fraction": self.clock_fraction, "breakdown": self.breakdown, "energy_breakdown": self.energy_breakdown}
@@ -299,8 +301,8 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
 
     tokens = s.global_batch * s.seq
     flops, flops_no_recompute = _flops(cfg, s, c)
-    tflops = flops / total / s.devices / 1e12
-    mfu = flops_no_recompute / total / s.devices / system.chiplet.peak_flops(s.precision)
+    tflops = flops_no_recompute / total / s.devices / 1e12          # model FLOP/s: recomputation not counted
+    mfu = tflops * 1e12 / system.chiplet.peak_flops(s.precision)
     tp_count = m * stage_layers * (4.0 + recompute_comm)
     energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + core_extra * c.attention_core_fwd_j + recompute_fwd_j)
                         + 3.0 * c.ends_fwd_j),
@@ -322,15 +324,18 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
                  "pp_communication_s": m * p2p, "bubble_s": bubble, "dp_communication_s": grads,
                  "optimizer_s": optimizer}
     return Iteration(iteration_s=total, tokens_per_s=tokens / total, model_tflops_per_device=tflops, mfu=mfu,
+                     hardware_tflops_per_device=flops / total / s.devices / 1e12,
                      memory_per_device_bytes=mem, fits=bool(mem <= system.memory_bytes),
                      energy_j=energy.total_j * s.devices, power_per_device_w=energy.total_j / total, clock_fraction=energy.clock,
                      breakdown=breakdown, energy_breakdown=energy.parts_j(s.devices), stage_layers=counts)
 
 
 def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[float, float]:
-    """(FLOPs counted as Megatron-LM reports them, FLOPs without recomputation for MFU). GPT-style dense
-    models use Megatron's closed form; others three times the trace's forward FLOPs (plus one forward
-    with full recomputation)."""
+    """(hardware FLOPs: what the devices execute, a full recomputation's extra forward included, as Megatron-LM
+    SC'21 reports its TFLOP/s; model FLOPs: without recomputation, Megatron-LM's count of 6 N per token plus
+    attention, for model FLOP/s and MFU). GPT-style dense models use Megatron's closed form; others three
+    times the trace's forward FLOPs (plus one forward with full recomputation). Selective recomputation
+    (the attention core) is counted in neither: Megatron-LM's formula leaves it out too."""
     full = s.recompute == "full"
     if cfg.model_type == "gpt2" and not cfg.experts:
         args = (s.global_batch, s.seq, cfg.layers, cfg.hidden, cfg.vocab)

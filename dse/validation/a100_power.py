@@ -1,5 +1,6 @@
-"""The A100's switching energy fitted on a published dense GEMM at its 400 W limit, as the GH100 presets' was
-on the measured H200 (dse.validation.h200): the figures a power-limited ``a100-like`` would carry.
+"""The 7 nm GPU tensor cores' switching energy fitted on a published dense A100 GEMM at its 400 W limit, as the
+5 nm figure was on the measured H200 (dse.validation.h200): the 7 nm node's ``gpu_mac_overhead``
+(arch/data/technology.yaml), which ``a100-like`` carries.
 
 Published (nobody on the team measured them):
 
@@ -11,15 +12,14 @@ Published (nobody on the team measured them):
   is 0.946 of the 312 TFLOP/s peak). The GPU fully idle: 88 W (nvidia-smi).
 - NVIDIA A100 datasheet: 400 W max TDP (SXM), 312 TFLOP/s dense BF16/FP16 at the 1,410 MHz boost clock.
 
-Fit (`fit_mac_energy`): the 7 nm node's energy per MAC (TPUv4i, every precision) times one factor, at which
-the model's clock for that GEMM on ``a100-like`` under 400 W (arch.power.gemm_at_limit: the step model's
-balance of leakage, active power, switching and DRAM energy) is the measured 0.871: 4.01 x, 2.41 pJ per BF16
-MAC (GH100's fitted figure is 2.41 too). The 88 W idle reading is of a GPU fully idle, not the provisioned
-chip with its clocks up that ``idle_w`` means (H200: 119-126 W), so it is not used.
-
-Not in the ``a100-like`` preset: with it, and ``dse train`` running kernels at the clock the limit leaves,
-Llama 2 70B's GPU hours on A100s (a held-out row) come out 0.896 of the measured, outside their 10 %
-(docs/validation.md, "The A100 under its power limit").
+Fit (`fit_mac_energy`): the 7 nm node's energy per MAC (TPUv4i, every precision) times one factor, the GPU
+class's ``gpu_mac_overhead``, at which the model's clock for that GEMM on ``a100-like`` under 400 W
+(arch.costing.gemm_at_limit: the step model's balance of leakage, active power, switching and DRAM energy) is
+the measured 0.871: 4.01 x, 2.41 pJ per BF16 MAC (GH100's fitted figure is 2.41 too). The 88 W idle
+reading is of a GPU fully idle, not the provisioned chip with its clocks up that ``idle_w`` means (H200:
+119-126 W), so it is not used. ``dse train`` keeps its time (its stacks' factors were fitted on runs at
+the clock their limits left) and prices its energy at that clock (docs/validation.md, "The A100 under its
+power limit").
 """
 from __future__ import annotations
 
@@ -47,26 +47,22 @@ def _memory() -> tuple[float, float]:
 
 
 def scaled(factor: float) -> dict:
-    """The 7 nm node's energy per MAC of every precision times ``factor`` (pJ), as a preset override."""
+    """The 7 nm node's energy per MAC of every precision times ``factor`` (pJ): a GPU's at that overhead."""
     return {p: round(v * factor, 4) for p, v in arch.technology.node("7nm").mac_energy_pj.items()}
 
 
-def modelled(mac_energy_pj: dict | None = None) -> tuple[float, float, float]:
+def modelled(gpu_mac_overhead: float | None = None) -> tuple[float, float, float]:
     """(clock fraction, TFLOP/s, power W) of the measured GEMM on ``a100-like`` under its power limit, with
-    ``mac_energy_pj`` overriding the node's (default: the preset as shipped)."""
-    changes = {"overrides": {"mac_energy_pj": mac_energy_pj}} if mac_energy_pj is not None else {}
+    ``gpu_mac_overhead`` overriding the node's (default: the preset as shipped)."""
+    changes = {"overrides": {"gpu_mac_overhead": gpu_mac_overhead}} if gpu_mac_overhead is not None else {}
     ch = arch.preset(CHIPLET, **changes)
-    s, t, p = arch.gemm_at_limit(ch, SIZE, SIZE, SIZE, PRECISION, *_memory())
-    return s, 2.0 * SIZE ** 3 / t / 1e12, p
+    k = arch.gemm_at_limit(ch, SIZE, SIZE, SIZE, PRECISION, *_memory())
+    return k.clock, 2.0 * SIZE ** 3 / k.time_s / 1e12, k.power_w
 
 
 def fit_mac_energy() -> tuple[float, dict]:
     """(factor, energy per MAC by precision in pJ) at which `modelled`'s clock is `MEASURED_CLOCK` (brentq)."""
     from scipy.optimize import brentq
 
-    node = arch.technology.node("7nm").mac_energy_pj
-
-    def gap(k: float) -> float:
-        return modelled({p: v * k for p, v in node.items()})[0] - MEASURED_CLOCK
-    factor = round(brentq(gap, 1.0, 10.0, xtol=1e-5), 3)
+    factor = round(brentq(lambda k: modelled(k)[0] - MEASURED_CLOCK, 1.0, 10.0, xtol=1e-5), 3)
     return factor, scaled(factor)

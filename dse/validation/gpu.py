@@ -92,7 +92,11 @@ def load_cases() -> list[dict]:
 #: (sw-a100-tp8-d512x32), both by `calibrate_eager`. ``llmcompass-isolated``: LLMCompass's A100 and harness
 #: (eager torch, each operator timed on its own: a floor per kernel), calibrated on the same lab's GEMM
 #: sweep (`dse calibrate` on arch/data/calibration/a100_gemm_llmcompass.csv
-#: --fit max_efficiency,mem_efficiency,dispatch_us; 0.803 of the peak 2,039 GB/s = 0.915 of the sustained).
+#: --fit max_efficiency,mem_efficiency,dispatch_us; 0.803 of the peak 2,039 GB/s = 0.915 of the sustained);
+#: its kernels run at the full clock (``power_limit_w: 0``): each operator is timed alone between
+#: synchronisations, too briefly to settle at the power-limited clock, as its GEMM sweep shows (269 TFLOP/s at
+#: 8192 x 4096 x 4096, above the 257 an A100 sustains under 400 W: H. He, thonking.ai 2024, dse.validation.
+#: a100_power), and the stack's kernel rates were fitted on that sweep at the full clock.
 #: ``pytorch-graphs``: a plain PyTorch forward replayed as a
 #: CUDA graph (dse.validation.h200's steps, whose workload runs plain PyTorch's kernels: ``elementwise:
 #: unfused``, 24 a layer): its time per kernel inside the graph (launch, ramp and drain of back-to-back
@@ -105,7 +109,7 @@ STACKS: dict[str, dict] = {
     "eager": {"a100": {"dispatch_us": 42.7, "sequence_us": 265.1},
               "h100": {"dispatch_us": 28.3, "sequence_us": 265.1}},
     "llmcompass-isolated": {"a100": {"max_efficiency": 0.870, "mem_efficiency": 0.915, "dispatch_us": 35.2,
-                                     "dispatch_mode": "per_kernel"}},
+                                     "dispatch_mode": "per_kernel", "power_limit_w": 0.0}},
     "pytorch-graphs": {"h200": {"kernel_overhead_us": 3.38, "split_kv": "gqa"}},
 }
 
