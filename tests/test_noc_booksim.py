@@ -134,3 +134,20 @@ def test_dse_noc_uses_booksims_router_by_default(dse_cli):
     assert growth == pytest.approx(growth_booksim, rel=0.10)
     assert ideal["saturation_flits_per_cycle"] == pytest.approx(0.5)
     assert ideal["latency_cycles"] - ideal["zero_load_latency_cycles"] < 0.75 * growth_booksim
+
+
+def test_fidelity_noc_suite_sets_the_model_against_booksim(dse_cli):
+    """``dse fidelity --suite noc``: the fitted saturation exact, every latency up to 80 % of BookSim2's
+    saturation within 15 % (uniform traffic within 7 %), the suite's copies of the runs the tests' own."""
+    code, out, _ = dse_cli("fidelity", "--suite", "noc", "--json")
+    assert code == 0
+    cases = {c["id"]: c for c in json.loads(out)["noc"]["cases"]}
+    assert cases["sat-mesh8-uniform"]["set"] == "calibration"
+    assert cases["sat-mesh8-uniform"]["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert {"sat-mesh4-transpose", "sat-torus8-transpose", "sat-torus4-uniform"} <= set(cases)
+    latency = [c for c in cases.values() if c["metric"] == "latency"]
+    assert len(latency) >= 40 and all(abs(c["ratio"] - 1) <= 0.15 for c in latency)
+    assert all(abs(c["ratio"] - 1) <= 0.07 for c in latency if "uniform" in c["id"])
+    for name in ("booksim_mesh.csv", "booksim_torus.csv", "booksim_transpose.csv"):
+        assert (DATA / name).read_text() == (Path(noc.__file__).parents[1] / "dse" / "validation" / "data" /
+                                              name).read_text()
