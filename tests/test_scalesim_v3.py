@@ -90,3 +90,16 @@ def test_scalesim_v3_itself_on_part_of_the_grid():
         np.testing.assert_array_equal(live[f"scalesim_{f}"].to_numpy(), picked[f"scalesim_{f}"].to_numpy(), f)
         rel = (live[f"our_{f}"] / live[f"scalesim_{f}"].replace(0, np.nan) - 1).abs().fillna(0)
         assert (rel <= 0.10).all(), f
+
+
+def test_fidelity_systolic_suite(dse_cli):
+    """``dse fidelity --suite systolic`` prints the grid (its copy of the fixture) as total cycles and DRAM
+    reads, every figure within 10 %."""
+    import json
+
+    code, out, _ = dse_cli("fidelity", "--suite", "systolic", "--json")
+    assert code == 0
+    cases = json.loads(out)["systolic"]["cases"]
+    assert len(cases) == 2 * len(pd.read_csv(GRID, comment="#"))
+    assert all(abs(c["ratio"] - 1) <= 0.10 for c in cases)
+    assert (ROOT / "dse" / "validation" / "data" / "scalesim_v3_grid.csv").read_text() == GRID.read_text()

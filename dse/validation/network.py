@@ -25,7 +25,7 @@ import pandas as pd
 
 from .common import DATA, Case
 
-TITLE = "the package network against BookSim2: meshes and tori, uniform and transpose"
+TITLE = "the package network against BookSim2 (meshes, tori; uniform, transpose)"
 SOURCE = "booksim2 28f4329"
 ROUTER_CYCLES, FLIT_BYTES, FREQ_HZ = 4, 16.0, 1e9
 FILES = ("booksim_mesh.csv", "booksim_torus.csv", "booksim_transpose.csv")
