@@ -18,8 +18,8 @@ from .energy import energy_per_bit_j, phy_area_mm2, traffic_energy_j
 from .errors import NocError
 from .faults import (FaultReport, MonteCarloFaults, analyse_faults, fault_routes, monte_carlo_faults,
                      reroute_table)
-from .latency import (SWITCH_EFFICIENCY_ISLIP, LoadedLatency, Saturation, loaded_latency, md1_wait, saturation,
-                      zero_load_latency_s)
+from .latency import (ROUTERS, SWITCH_EFFICIENCY_ISLIP, LoadedLatency, Saturation, loaded_latency, md1_wait,
+                      router_efficiency, saturation, zero_load_latency_s)
 from .links import LinkTech, cycle_link, link_kinds, link_tech, router_freq_hz
 from .mesh import add_xy_route_load, average_hops_uniform, bisection_links, xy_hops, xy_link_loads
 from .routing import ALGORITHMS, Routes, add_route_load, route, route_hops, route_link_loads
@@ -30,7 +30,8 @@ __all__ = [
     "Topology", "KINDS", "mesh", "torus", "from_links", "from_networkx", "build",
     "Routes", "ALGORITHMS", "route", "add_route_load", "route_hops", "route_link_loads",
     "RouteBank", "route_bank", "bank_routes", "bank_pairs", "bank_links", "bank_graph", "max_serialisation_s",
-    "LoadedLatency", "Saturation", "SWITCH_EFFICIENCY_ISLIP", "zero_load_latency_s", "loaded_latency", "saturation", "md1_wait",
+    "LoadedLatency", "Saturation", "SWITCH_EFFICIENCY_ISLIP", "ROUTERS", "router_efficiency", "zero_load_latency_s",
+    "loaded_latency", "saturation", "md1_wait",
     "Bisection", "bisection", "traffic",
     "Collective", "Phase", "all_to_all", "ring_allreduce", "tree_allreduce", "broadcast", "gather",
     "phase_time_s", "collective_time_s", "collective_energy_j",

@@ -43,6 +43,17 @@ from .routing import Routes
 #: 0.418 flits/cycle/node against the 4b/k = 0.5 channel bound (tests/data/booksim_mesh.csv)
 SWITCH_EFFICIENCY_ISLIP = 0.836
 
+#: router models by name: ``islip`` is BookSim2's input-queued virtual-channel router (its default: iSLIP
+#: allocators, 4 VCs), ``ideal`` an output-queued switch that keeps every busy output channel busy
+ROUTERS = {"islip": SWITCH_EFFICIENCY_ISLIP, "ideal": 1.0}
+
+
+def router_efficiency(router: str) -> float:
+    """Allocator efficiency eta of a router model by name (``ROUTERS``)."""
+    if router not in ROUTERS:
+        raise NocError(f"unknown router {router!r}; allowed: {', '.join(ROUTERS)}")
+    return ROUTERS[router]
+
 
 @nb.njit(cache=True)
 def md1_wait(rho, service_s):

@@ -45,8 +45,9 @@ def test_two_chiplets_pay_the_hand_off_and_survive_a_failure(prepared):
     d = _design(t.unit_names, 1, 2, ["big", "big"], [1, 1], lambda u: [1] if u in on_second else [0])
     m = prepared.evaluator.evaluate_designs([d]).iloc[0]
 
-    # by hand: every unit at its roofline time on one stack, plus one hop per hand-off between chiplets
-    hop, bw = t.link.hop_latency_s, t.link.bandwidth_Bps
+    # by hand: every unit at its roofline time on one stack, plus one hop per hand-off between chiplets,
+    # its bytes at the routers' share of the link's bandwidth (BookSim2's iSLIP router by default)
+    hop, bw = t.link.hop_latency_s, t.link.bandwidth_Bps * prepared.study.hardware.package.switch_efficiency
     compute = _single_chip_latency(t, 0, 1)
     wl = t.workload
     comm = 0.0

@@ -48,6 +48,8 @@ class Hand:
         self.index = {u: i for i, u in enumerate(t.unit_names)}
         self.hop = t.link.hop_latency_s
         self.bw = t.link.bandwidth_Bps
+        # a hand-off's busiest link at the routers' share of it (BookSim2's iSLIP router by default)
+        self.handoff_bw = self.bw * prepared.study.hardware.package.switch_efficiency
         self.hbm = t.hbm_bw_Bps
         self.e_hbm = t.hbm.energy_j_per_byte
         self.e_byte_hop = prepared.package_evaluator.routes.pair_energy[1]     # chiplet 0 -> 1: one hop
@@ -96,7 +98,7 @@ class Hand:
                                 load[(i, j)] = load.get((i, j), 0.0) + amount
                                 longest = self.hop
                                 byte_hops += amount
-            total += max(busy.values()) + longest + max(load.values(), default=0.0) / self.bw
+            total += max(busy.values()) + longest + max(load.values(), default=0.0) / self.handoff_bw
         return total, byte_hops
 
     def dram_energy_per_token(self, placement, split=False):

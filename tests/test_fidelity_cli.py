@@ -134,7 +134,8 @@ def test_gemm_figures_are_the_docs_tables(report):
 
 
 def test_every_suite_reports_its_errors(report):
-    assert set(report) == {"gpu", "energy", "serving", "serving-runs", "training", "h200", "gemm"}
+    assert set(report) == {"gpu", "energy", "serving", "serving-runs", "training", "h200", "gemm", "noc",
+                           "systolic"}
     for name, suite in report.items():
         assert suite["cases"] and math.isfinite(suite["geomean_error"]["validation"]), name
         for case in suite["cases"]:

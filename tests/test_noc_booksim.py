@@ -11,6 +11,7 @@ its growth above zero load within 10% wherever BookSim2's growth exceeds one cyc
 sampling noise is about 0.1-0.2 cycles: within 0.3 cycles). ``model_latency_cycles(..., eta=1,
 bernoulli=False)`` is the model before the router terms (the bisection-bound saturation).
 """
+import json
 from pathlib import Path
 
 import numpy as np
@@ -109,3 +110,44 @@ def test_textbook_bound_is_above_what_booksim_reaches():
     assert np.isinf(model)          # beyond 4b/k every channel queue of the bisection is unstable
     model, _ = model_latency_cycles("mesh", 8, 0.43)
     assert np.isinf(model)          # and beyond eta 4b/k once the switch allocator's losses count
+
+
+def test_dse_noc_uses_booksims_router_by_default(dse_cli):
+    """``dse noc`` (iSLIP routers by default): the 8 x 8 mesh under uniform traffic saturates within 5% of
+    BookSim2's 0.418 flits/cycle/node and its latency grows to 0.3 within 10% of BookSim2's growth; the
+    ideal router (the command's model before) saturates at the 0.5 channel bound, its growth 30% short."""
+    d = fixture("booksim_mesh.csv")
+    d = d[d.k == 8]
+    zero_booksim = d[d.injection_rate <= 0.05].packet_latency_cycles.mean()
+    growth_booksim = d[d.injection_rate == 0.3].packet_latency_cycles.iloc[0] - zero_booksim
+    figures = {}
+    for router in ("islip", "ideal"):
+        args = ["--router", router] if router == "ideal" else []
+        code, out, _ = dse_cli("noc", "--rows", 8, "--cols", 8, "--traffic", "uniform", "--router-latency", 4,
+                               "--injection", 0.3, "--json", *args)
+        assert code == 0
+        figures[router] = json.loads(out)
+    islip, ideal = figures["islip"], figures["ideal"]
+    assert islip["router"] == "islip"
+    assert islip["saturation_flits_per_cycle"] == pytest.approx(d.saturation.iloc[0], rel=0.05)
+    growth = islip["latency_cycles"] - islip["zero_load_latency_cycles"]
+    assert growth == pytest.approx(growth_booksim, rel=0.10)
+    assert ideal["saturation_flits_per_cycle"] == pytest.approx(0.5)
+    assert ideal["latency_cycles"] - ideal["zero_load_latency_cycles"] < 0.75 * growth_booksim
+
+
+def test_fidelity_noc_suite_sets_the_model_against_booksim(dse_cli):
+    """``dse fidelity --suite noc``: the fitted saturation exact, every latency up to 80 % of BookSim2's
+    saturation within 15 % (uniform traffic within 7 %), the suite's copies of the runs the tests' own."""
+    code, out, _ = dse_cli("fidelity", "--suite", "noc", "--json")
+    assert code == 0
+    cases = {c["id"]: c for c in json.loads(out)["noc"]["cases"]}
+    assert cases["sat-mesh8-uniform"]["set"] == "calibration"
+    assert cases["sat-mesh8-uniform"]["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert {"sat-mesh4-transpose", "sat-torus8-transpose", "sat-torus4-uniform"} <= set(cases)
+    latency = [c for c in cases.values() if c["metric"] == "latency"]
+    assert len(latency) >= 40 and all(abs(c["ratio"] - 1) <= 0.15 for c in latency)
+    assert all(abs(c["ratio"] - 1) <= 0.07 for c in latency if "uniform" in c["id"])
+    for name in ("booksim_mesh.csv", "booksim_torus.csv", "booksim_transpose.csv"):
+        assert (DATA / name).read_text() == (Path(noc.__file__).parents[1] / "dse" / "validation" / "data" /
+                                              name).read_text()

@@ -54,6 +54,7 @@ def test_torus_graph_and_per_link_technology(tiny_dict):
     ({"mesh": {"rows": 2, "cols": 2}, "links": [{"between": [0, 1]}]}, "hardware.package.links[0].tech", "needs 'tech'"),
     ({"mesh": {"rows": 2, "cols": 2}, "topology": "ring"}, "hardware.package.topology", "allowed: mesh, torus, graph"),
     ({"mesh": {"rows": 2, "cols": 2}, "link": "pigeon"}, "hardware.package.link", "allowed: ucie-advanced"),
+    ({"mesh": {"rows": 2, "cols": 2}, "router": "fifo"}, "hardware.package.router", "'islip' or 'ideal'"),
 ])
 def test_bad_package_names_the_key(tiny_dict, package, key, message):
     with pytest.raises(dse.StudyError) as info:
@@ -62,10 +63,11 @@ def test_bad_package_names_the_key(tiny_dict, package, key, message):
 
 
 def test_dse_noc_prints_the_figures(dse_cli):
-    code, out, _ = dse_cli("noc", "--rows", 4, "--cols", 4)
+    code, out, _ = dse_cli("noc", "--rows", 4, "--cols", 4, "--router", "ideal")
     assert code == 0 and "average hops              2.500" in out and "saturation throughput     1.0000" in out
     assert "4 channels per direction" in out
-    code, out, _ = dse_cli("noc", "--rows", 8, "--cols", 8, "--router-latency", 4, "--injection", 0.3, "--json")
+    code, out, _ = dse_cli("noc", "--rows", 8, "--cols", 8, "--router-latency", 4, "--injection", 0.3, "--json",
+                           "--router", "ideal")
     f = json.loads(out)
     assert f["average_hops"] == pytest.approx(2 * 63 / 24)
     assert f["zero_load_latency_cycles"] == pytest.approx(5 * 5.25 + 7)       # BookSim2's 5H + 7

@@ -13,12 +13,12 @@ from itertools import groupby
 
 import click
 
-from ..validation import common, energy, gemm, gpu, h200, serving, serving_runs, training
+from ..validation import common, energy, gemm, gpu, h200, network, serving, serving_runs, systolic, training
 from .common import cli
 from .output import compiles
 
 SUITES = {"gpu": gpu, "energy": energy, "serving": serving, "serving-runs": serving_runs, "training": training,
-          "h200": h200, "gemm": gemm}
+          "h200": h200, "gemm": gemm, "noc": network, "systolic": systolic}
 WIDTH = 80
 #: the verdict on a suite's validation error: the first grade whose bound it is within
 GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))
@@ -31,7 +31,8 @@ GRADES = ((0.10, "close"), (0.25, "fair"), (float("inf"), "far"))
 @compiles("fidelity")
 def fidelity_cmd(suite: str, as_json: bool) -> None:
     """Compare the model against the published measurements of dse.validation: GPU step latency, serving
-    energy and power, serving latency, training throughput and time, one measured H200, GEMM kernel times by shape."""
+    energy and power, serving latency, training throughput and time, one measured H200, GEMM kernel times by shape,
+    the package network against BookSim2, the systolic array against SCALE-Sim v3."""
     names = list(SUITES) if suite == "all" else [suite]
     report = {name: suite_report(SUITES[name].TITLE, SUITES[name].cases()) for name in names}
     if as_json:

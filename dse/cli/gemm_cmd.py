@@ -40,12 +40,14 @@ WORD_FIELDS = ("sram_ifmap_reads", "sram_filter_reads", "sram_ofmap_writes", "sr
                "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes", "dram_ofmap_reads")
 
 
-def _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, accumulate) -> dict:
+def _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, accumulate,
+                  read_buffer="tile") -> dict:
     words = math.inf if sram_kb is None else sram_kb * 1024.0
     r = arch.simulate(m, n, k, rows, cols, dataflow, sram_ifmap_words=words, sram_filter_words=words,
-                      sram_ofmap_words=words, bandwidth_words=bandwidth or math.inf, accumulate=accumulate)[0, 0]
+                      sram_ofmap_words=words, bandwidth_words=bandwidth or math.inf, accumulate=accumulate,
+                      read_buffer=read_buffer)[0, 0]
     out = {"M": m, "N": n, "K": k, "array": [rows, cols], "dataflow": dataflow,
-           "sram_kb_per_buffer": sram_kb, "bandwidth_words_per_cycle": bandwidth}
+           "sram_kb_per_buffer": sram_kb, "bandwidth_words_per_cycle": bandwidth, "read_buffer": read_buffer}
     out.update({f: float(r[S.F[f]]) for f in S.FIELDS})
     total = r[S.CYCLES] + r[S.STALL]
     out["total_cycles"] = float(total)
@@ -115,6 +117,9 @@ def _print(report: dict) -> None:
               help="Clock, for the latency of an array.")
 @click.option("--no-accumulate", is_flag=True,
               help="Write every partial sum to DRAM instead of accumulating on chip (SCALE-Sim's accounting).")
+@click.option("--read-buffer", type=click.Choice(["tile", "scalesim"]), default="tile", show_default=True,
+              help="Input buffers: tile (a tile-aware double buffer) or scalesim (SCALE-Sim v3's read "
+                   "window, which re-fetches far more; docs/arch.md).")
 @click.option("--chiplet", default=None, help=f"A preset chiplet instead of an array: {', '.join(arch.preset_names())}.")
 @click.option("--precision", type=click.Choice(arch.precisions()), default="bf16", show_default=True,
               help="Operand precision (with --chiplet).")
@@ -125,8 +130,8 @@ def _print(report: dict) -> None:
               help="DDR / LPDDR channels (with --chiplet).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @compiles("gemm")
-def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, chiplet, precision,
-         memory_kind, stacks, channels, as_json):
+def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumulate, read_buffer, chiplet,
+         precision, memory_kind, stacks, channels, as_json):
     """Cost one GEMM (M x K) @ (K x N): on an R x C systolic array (--rows, --cols) or a preset chiplet
     reading from memory (the preset GPU's datasheet memory, or --memory with --stacks / --channels)."""
     if chiplet is not None:
@@ -142,7 +147,8 @@ def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumul
         if rows is None or cols is None:
             raise arch.ArchError("give --rows and --cols for a systolic array, or --chiplet NAME "
                                  f"(presets: {', '.join(arch.preset_names())})")
-        report = _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, not no_accumulate)
+        report = _array_report(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, not no_accumulate,
+                               read_buffer)
     if as_json:
         click.echo(json.dumps(report))
     else:

@@ -4,7 +4,12 @@ Built from the package's network (mesh, torus or graph topology, a technology pe
 shortest-path routing; noc.route). For each table: per ordered chiplet pair, the directed links its
 route crosses (CSR: ``pair_ptr`` / ``route_links``, link ids local to the shape), the pair's zero-load
 latency and energy per byte along the route (sums over its links and routers; infinite latency for
-pairs that cannot reach each other), and per link the inverse of its bandwidth. Tables are
+pairs that cannot reach each other), and per link the inverse of the bandwidth it delivers under a
+hand-off's many-to-many load: eta x its bandwidth, eta the routers' allocator efficiency (study key
+``hardware.package.router``, noc.router_efficiency: BookSim2's iSLIP router by default, whose separable
+allocator keeps a channel that several inputs contend for busy eta = 0.836 of its cycles; Dally & Towles
+ch. 19.3). A ring all-reduce (dse.model.hand_offs.allreduce) gives each router output one input, which
+iSLIP matches every cycle, so it keeps the links' full bandwidth. Tables are
 concatenated; ``pair_base[t]`` and ``link_base[t]`` say where table t's rows start.
 
 Tables 0 .. shapes-1 are the intact packages in `shape_index` order. After them come the packages
@@ -68,7 +73,7 @@ def build_route_tables(package: PackageSpec, links: bool = False, routers_fail: 
         if routers_fail:
             tables += [noc.fault_routes(routes, failed_nodes=sorted(set(mc_sets[t.n, m].tolist())))
                        for m in range(samples)]
-    packed = _pack(tables)
+    packed = _pack(tables, package.switch_efficiency)
     return RouteTables(**packed, shape_rows=np.array([r for r, _ in shapes], np.int64),
                        shape_cols=np.array([c for _, c in shapes], np.int64),
                        node_alt=np.array(node_alt, np.int64), link_alt=np.array(link_alt, np.int64),
@@ -87,8 +92,9 @@ def _check_size(intact: list[noc.Routes], links: bool, routers_fail: bool, sampl
                          "links or narrow the mesh ranges", key="faults")
 
 
-def _pack(tables: list[noc.Routes]) -> dict:
-    """Concatenate route tables into the flat arrays of `RouteTables`."""
+def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
+    """Concatenate route tables into the flat arrays of `RouteTables` (links at ``switch_efficiency`` of
+    their bandwidth)."""
     pair_ptr, route_links, pair_latency, pair_energy, inv_bw = [np.zeros(1, np.int64)], [], [], [], []
     link_base, pair_base, n_links = [], [], []
     n_pairs = n_route = n_link = 0
@@ -103,7 +109,7 @@ def _pack(tables: list[noc.Routes]) -> dict:
         served = routes.hops.ravel() >= 0
         pair_latency.append(np.where(served, routes.incidence @ t.link_hop_latency_s, np.inf))
         pair_energy.append(np.where(served, routes.incidence @ t.link_hop_energy_j_per_byte, 0.0))
-        inv_bw.append(1.0 / t.link_bw_Bps)
+        inv_bw.append(1.0 / (switch_efficiency * t.link_bw_Bps))
         n_pairs += n * n
         n_route += int(routes.route_ptr[-1])
         n_link += L

@@ -130,7 +130,8 @@ def case_study(case: dict, technology: dict | None = None):
         chiplet["overrides"] = {**preset_spec(gpu["chiplet"]).get("overrides", {}), **technology}
     p = int(case["gpus"])
     share = gpu["link_gbps"] * gpu["collective_efficiency"] / max(p - 1, 1)
-    package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"],
+    # the NVSwitch is a crossbar whose losses the measured collective efficiency already holds: ideal routers
+    package = {"topology": "graph", "mesh": {"rows": [1, 1], "cols": [p, p]}, "link": gpu["link"], "router": "ideal",
                "link_overrides": {"bandwidth_gbps": share},
                "links": [{"between": [a, b]} for a in range(p) for b in range(a + 1, p)]} if p > 1 else \
         {"topology": "mesh", "mesh": {"rows": [1, 1], "cols": [1, 1]}, "link": gpu["link"]}

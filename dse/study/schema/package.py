@@ -106,6 +106,9 @@ class PackageSpec(StrictModel):
     some links. Routing defaults to ``xy`` on grids and ``shortest`` on graphs. ``topology`` and ``link``
     may list several choices (``[mesh, torus]``): each combination is a package variant the search
     chooses among (`dse.study.spec.Study.variants`); `network` and `route_bank` need a single choice of each.
+    ``router`` is the routers' model (noc.ROUTERS): ``islip`` (the default) BookSim2's input-queued
+    virtual-channel router, whose switch allocator keeps a contended channel busy only
+    noc.SWITCH_EFFICIENCY_ISLIP of the time; ``ideal`` keeps it busy every cycle.
     """
 
     topology: str | list[str] = "mesh"          # mesh | torus | graph, or a list of mesh and torus
@@ -116,6 +119,7 @@ class PackageSpec(StrictModel):
     links: list[LinkSpec] = Field(default_factory=list)
     #: xy (grids' default) or shortest (graphs' default)
     routing: Literal["xy", "shortest"] | None = None
+    router: Literal["islip", "ideal"] = "islip"
     link_overrides: LinkOverrides | None = None     # the package technology's figures, changed
 
     @field_validator("link")
@@ -195,6 +199,11 @@ class PackageSpec(StrictModel):
     @property
     def routing_algorithm(self) -> str:
         return self.routing or ("shortest" if self.topology == "graph" else "xy")
+
+    @property
+    def switch_efficiency(self) -> float:
+        """The routers' allocator efficiency eta (noc.router_efficiency)."""
+        return noc.router_efficiency(self.router)
 
     def _single(self) -> None:
         if len(self.topology_choices) > 1 or len(self.link_choices) > 1:
