@@ -15,7 +15,6 @@ import dataclasses
 from collections import defaultdict
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
 from ..model.tables import UNIT_KINDS, EvalTables
@@ -94,17 +93,10 @@ class Relabel:
         return self.memo[perm]
 
     def __call__(self, slots: np.ndarray, ncopy: np.ndarray, perm: Popularity) -> tuple[np.ndarray, np.ndarray]:
-        return relabelled(slots, ncopy, self.src, self.dst(perm))
-
-
-@nb.njit(cache=True)
-def relabelled(slots, ncopy, src, dst):
-    """Copies of ``slots`` / ``ncopy`` with row ``dst[i]`` taking row ``src[i]``'s (one pass)."""
-    s2, n2 = slots.copy(), ncopy.copy()
-    for i in range(len(src)):
-        s2[dst[i]] = slots[src[i]]
-        n2[dst[i]] = ncopy[src[i]]
-    return s2, n2
+        dst = self.dst(perm)
+        s2, n2 = slots.copy(), ncopy.copy()
+        s2[dst], n2[dst] = slots[self.src], ncopy[self.src]
+        return s2, n2
 
 
 class SegmentKey(NamedTuple):

@@ -1,5 +1,6 @@
 """``threshold``: rebalance (dse.runtime.policies.eplb) when the last window's max / mean chiplet load of
-the layers (dse.runtime.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds;
+the layers (dse.runtime.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds, re-packing
+only the layers beyond ``bound`` (docs/runtime.md, issue 48's lever (a));
 failed chiplets' units move to survivors (the evaluator's re-mapping) as soon as a failure is seen."""
 from __future__ import annotations
 
