@@ -97,3 +97,15 @@ def test_rebalance_leaves_a_layer_within_the_bound():
     assert {n: tight[n] for n in names[1]} == {n: start[n] for n in names[1]}      # 1.0: kept
     dead = rebalance_placement(p, home, groups, groups.identity(), frozenset({2}), 2, bound=1.25).to_dict(flat)
     assert all(2 not in dead[n] for n in names[0])                      # a copy on a failed chiplet: moved
+
+
+def test_a_waiting_policy_is_not_asked():
+    """`Policy.waits` (the planner builds no state then) says what `decide` would answer: `periodic`
+    waits at the first window and until ``every_s`` has passed since its last change, `threshold` at
+    the first window only, the others never."""
+    from dse.runtime.policies import make_policy
+    periodic, threshold = make_policy("periodic", 300.0), make_policy("threshold")
+    assert periodic.waits(0, 600.0, -np.inf) and periodic.waits(3, 500.0, 240.0)
+    assert not periodic.waits(3, 540.0, 240.0) and not periodic.waits(1, 60.0, -np.inf)
+    assert threshold.waits(0, 0.0, -np.inf) and not threshold.waits(1, 60.0, 0.0)
+    assert not make_policy("on-failure").waits(0, 0.0, -np.inf)
