@@ -72,3 +72,40 @@ def test_imbalance_kernel_is_numpys_to_the_bit():
     hand = imbalance_arrays(np.array([[0], [1]]), np.array([1, 1]), np.arange(2), np.array([0, 2]),
                             np.array([0.6, 0.4]), 2)
     assert hand == 0.6 / 0.5
+
+
+def test_rebalance_leaves_a_layer_within_the_bound():
+    """Issue 48's lever (a): with a ``bound``, a layer whose imbalance (max / mean chiplet load, as
+    dse.runtime.imbalance counts it) stays within it keeps its copies; one beyond it, or with a copy on
+    a failed chiplet, is re-packed. Layer 0: loads 0.4, 0.3, 0.2, 0.1 on chiplets {0, 1}, {2}, {0},
+    {1, 2}: chiplet loads 0.4, 0.25, 0.35, imbalance 0.4 / (1 / 3) = 1.2. Layer 1: all on chiplet 0
+    with chiplet 1 at home: imbalance 1 (one chiplet holds it), re-packed unless within the bound."""
+    names = [["L0.e0", "L0.e1", "L0.e2", "L0.e3"], ["L1.e0", "L1.e1"]]
+    q = [np.array([0.4, 0.3, 0.2, 0.1]), np.array([0.5, 0.5])]
+    groups = ExpertGroups(names=names, q=q, weight_bytes=[np.ones(4), np.ones(2)],
+                          units=[np.arange(4), np.arange(4, 6)])
+    start = {"L0.e0": [0, 1], "L0.e1": [2], "L0.e2": [0], "L0.e3": [1, 2], "L1.e0": [0], "L1.e1": [0]}
+    flat = [n for g in names for n in g]
+    p = placement_arrays(start, flat, 2)
+    home = placement_arrays({**start, "L1.e1": [1]}, flat, 2)
+    every = rebalance_placement(p, home, groups, groups.identity(), frozenset(), 2).to_dict(flat)
+    assert every["L0.e0"] != [0, 1] or every["L0.e2"] != [0]            # bound 0: every layer re-packed
+    kept = rebalance_placement(p, home, groups, groups.identity(), frozenset(), 2, bound=1.25).to_dict(flat)
+    assert kept == start                                                # both layers within 1.25
+    tight = rebalance_placement(p, home, groups, groups.identity(), frozenset(), 2, bound=1.1).to_dict(flat)
+    assert {n: tight[n] for n in names[0]} == {n: every[n] for n in names[0]}      # 1.2 > 1.1: re-packed
+    assert {n: tight[n] for n in names[1]} == {n: start[n] for n in names[1]}      # 1.0: kept
+    dead = rebalance_placement(p, home, groups, groups.identity(), frozenset({2}), 2, bound=1.25).to_dict(flat)
+    assert all(2 not in dead[n] for n in names[0])                      # a copy on a failed chiplet: moved
+
+
+def test_a_waiting_policy_is_not_asked():
+    """`Policy.waits` (the planner builds no state then) says what `decide` would answer: `periodic`
+    waits at the first window and until ``every_s`` has passed since its last change, `threshold` at
+    the first window only, the others never."""
+    from dse.runtime.policies import make_policy
+    periodic, threshold = make_policy("periodic", 300.0), make_policy("threshold")
+    assert periodic.waits(0, 600.0, -np.inf) and periodic.waits(3, 500.0, 240.0)
+    assert not periodic.waits(3, 540.0, 240.0) and not periodic.waits(1, 60.0, -np.inf)
+    assert threshold.waits(0, 0.0, -np.inf) and not threshold.waits(1, 60.0, 0.0)
+    assert not make_policy("on-failure").waits(0, 0.0, -np.inf)

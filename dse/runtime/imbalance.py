@@ -96,3 +96,23 @@ def imbalance_arrays(slots, ncopy, units, offsets, load, chiplets) -> float:
             ratio[n] = top / ((0.0 + pairwise_sum(loads, 0, chiplets)) / held)
             n += 1
     return 1.0 if n == 0 else (0.0 + pairwise_sum(ratio, 0, n)) / n
+
+
+@nb.njit(cache=True)
+def layer_ratio(load, slots, ncopy, failed, loads) -> float:
+    """One layer's imbalance as dse.runtime.imbalance counts it (max / mean load of the chiplets holding
+    its experts, a copy taking an equal share, summed as NumPy sums), over the chiplets of ``failed``
+    (``loads``: scratch as long); infinite where a copy is on a failed chiplet (it must move)."""
+    loads[:] = 0.0
+    for e in range(len(load)):
+        w = load[e] * (1.0 / ncopy[e]) if ncopy[e] > 0 else 0.0
+        for k in range(ncopy[e]):
+            if failed[slots[e, k]]:
+                return np.inf
+            loads[slots[e, k]] += w
+    held, top = 0, 0.0
+    for c in range(len(loads)):
+        if loads[c] > 0:
+            held += 1
+        top = max(top, loads[c])
+    return top / ((0.0 + pairwise_sum(loads, 0, len(loads))) / held) if held else 1.0

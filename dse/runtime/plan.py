@@ -220,6 +220,10 @@ class DesignRun:
         if not failed and p.quiet is not None and p.quiet(run.placement, home):
             run.rerolled = set()        # nothing down, nothing to undo: the policy would decide nothing
             return NO_MOVE
+        if p.policy.waits(w, t0, run.last_change):
+            if not failed:
+                run.rerolled = set()
+            return NO_MOVE
         free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
         state = PolicyState(w, t0, self.design, run.placement, home, failed, p.view.perms[max(w - 1, 0)],
                             p.groups, run.spares, self.maps.remap, p.max_copies, run.last_change, free)

@@ -24,6 +24,11 @@ class Policy:
     def decide(self, state: "PolicyState") -> "Decision | None":
         raise NotImplementedError
 
+    def waits(self, window: int, t_s: float, last_change_s: float) -> bool:
+        """Whether `decide` at window ``window`` (time ``t_s``, the last change at ``last_change_s``)
+        returns None whatever else the state holds (the planner then builds no state)."""
+        return False
+
 
 @dataclass
 class PolicyState:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..imbalance import layer_ratio
 from ..mapping import ExpertGroups, Placement, placement_arrays
 from ..popularity import Popularity
 from .assignment import assign_into
@@ -109,10 +110,13 @@ class Scratch(NamedTuple):
 
 
 @nb.njit(cache=True)
-def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, out_n, s):
+def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, out_n, s, bound):
     """One layer (its experts' rows of the arrays of `rebalance_arrays`; ``s``: its `Scratch`); returns
-    whether it has a live chiplet (otherwise ``out`` is left alone)."""
+    whether it is re-packed (otherwise ``out`` is left alone): not when it has no live chiplet, nor when
+    its imbalance at ``load`` (`layer_ratio`) is within ``bound`` and no copy is on a failed chiplet."""
     m = len(load)
+    if bound > 0.0 and layer_ratio(load, slots, ncopy, failed, s.vec[2]) <= bound:
+        return False
     live = s.live
     live[:] = False
     for e in range(m):
@@ -176,10 +180,11 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
 
 
 @nb.njit(cache=True)
-def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copies):
+def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copies, bound=0.0):
     """Every layer re-packed (module docstring): layer g's experts are rows ``offsets[g]:offsets[g+1]`` of
     ``load`` (observed per-token load), ``slots`` / ``ncopy`` (their chiplets now) and ``home`` / ``nhome``
-    (chiplets they may return to); ``failed`` flags failed chiplets. Returns the new slots and copies."""
+    (chiplets they may return to); ``failed`` flags failed chiplets; a layer whose imbalance stays within
+    ``bound`` (> 0) is left as it is (docs/runtime.md). Returns the new slots and copies."""
     width = slots.shape[1] + max_copies
     out = np.full((len(load), width), -1)
     out_n = ncopy.copy()
@@ -196,7 +201,7 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
     for g in range(len(offsets) - 1):
         a, b = offsets[g], offsets[g + 1]
         rebalance_layer(load[a:b], slots[a:b], ncopy[a:b], home[a:b], nhome[a:b], failed, max_copies,
-                        out[a:b], out_n[a:b], s)
+                        out[a:b], out_n[a:b], s, bound)
     return out, out_n
 
 
@@ -245,8 +250,9 @@ def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
 
 
 def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: Popularity,
-                        failed: frozenset[int], max_copies: int) -> Placement:
-    """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own); a new object always.
+                        failed: frozenset[int], max_copies: int, bound: float = 0.0) -> Placement:
+    """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own; ``bound``: layers whose
+    imbalance stays within it are left alone, 0: none); a new object always.
     The packing is remembered by its inputs' content (the experts' rows now and at home, exactly, the
     observed popularity, the failed set), in ``groups`` (one study's experts): a hot set that cycles,
     and designs of a population that share their experts' placement, pack once."""
@@ -256,7 +262,7 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
     buf, top, small = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
     exact = buf.astype(np.int16) if small else buf          # fewer bytes to hash
     w, v = p.slots.shape[1], home.slots.shape[1]
-    key = (w, v, exact.dtype.char, exact.tobytes(), observed, failed, max_copies)
+    key = (w, v, exact.dtype.char, exact.tobytes(), observed, failed, max_copies, bound)
     memo = groups.packings
     hit = memo.get(key)
     if hit is None:
@@ -266,7 +272,7 @@ def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, obs
         hit = memo[key] = (observed, *rebalance_arrays(
             offsets, groups.load(observed), buf[: n * w].reshape(n, w), buf[n * w: n * (w + 1)],
             buf[n * (w + 1): n * (w + v + 1)].reshape(n, v), buf[n * (w + v + 1):], dead_mask(top, failed),
-            max_copies))
+            max_copies, bound))
         groups.packed += 1
     return Placement(*scatter(p.slots, p.ncopy, units, hit[1], hit[2]))
 

@@ -14,12 +14,16 @@ class PeriodicPolicy(Policy):
 
     def __init__(self, every_s: float | None = None, bound: float | None = None):
         self.every_s = every_s or DEFAULT_EVERY_S
+        self.bound = bound or 0.0       # layers within it are not re-packed (0: every layer is)
+
+    def waits(self, window: int, t_s: float, last_change_s: float) -> bool:
+        return window == 0 or t_s - last_change_s < self.every_s - 1e-9
 
     def decide(self, state: PolicyState) -> Decision | None:
-        if state.window == 0 or state.t_s - state.last_change_s < self.every_s - 1e-9:
+        if self.waits(state.window, state.t_s, state.last_change_s):
             return None
         base = survivors_placement(state)
         if base is None:
             return None
         return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
-                                            state.max_copies))
+                                            state.max_copies, self.bound))

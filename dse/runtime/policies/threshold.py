@@ -1,5 +1,6 @@
 """``threshold``: rebalance (dse.runtime.policies.eplb) when the last window's max / mean chiplet load of
-the layers (dse.runtime.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds;
+the layers (dse.runtime.imbalance) exceeds ``bound``, at most once every ``every_s`` seconds, re-packing
+only the layers beyond ``bound`` (docs/runtime.md, issue 48's lever (a));
 failed chiplets' units move to survivors (the evaluator's re-mapping) as soon as a failure is seen."""
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ class ThresholdPolicy(Policy):
         self.every_s = every_s or 0.0
         self.bound = bound or DEFAULT_BOUND
 
+    def waits(self, window: int, t_s: float, last_change_s: float) -> bool:
+        return window == 0
+
     def decide(self, state: PolicyState) -> Decision | None:
         base = survivors_placement(state)
         if base is None or state.window == 0:
@@ -24,5 +28,5 @@ class ThresholdPolicy(Policy):
         seen = placement_imbalance(base, state.groups, state.observed, state.chiplets)
         if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
             return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
-                                                state.max_copies))
+                                                state.max_copies, self.bound))
         return Decision(base) if base is not state.placement else None
