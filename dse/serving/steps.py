@@ -280,9 +280,12 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
     # up to every weight (`pass_full`): the decodes' D and the chunk's C, each at most that; the pass
     # reads the union once
     full = pass_full(steps, a) if full is None else full
-    w_d, w_c = max(fixed, min(d, full)), max(fixed, min(c, full))
-    rest = max(d - max(w_d, a * decodes), 0.0) + max(c - max(w_c, a * chunk), 0.0)
-    return max(max(w_d, w_c, a * (decodes + chunk)) + rest, d, c)
+    if full > fixed:
+        w_d, w_c = max(fixed, min(d, full)), max(fixed, min(c, full))
+        rest = max(d - max(w_d, a * decodes), 0.0) + max(c - max(w_c, a * chunk), 0.0)
+        return max(max(w_d, w_c, a * (decodes + chunk)) + rest, d, c)
+    rest = max(d - max(fixed, a * decodes), 0.0) + max(c - max(fixed, a * chunk), 0.0)
+    return max(max(fixed, a * (decodes + chunk)) + rest, d, c)
 
 
 def idle_energy_j(steps, seconds: float) -> float:
