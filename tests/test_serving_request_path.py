@@ -132,3 +132,21 @@ def test_a_small_chunk_rides_the_decodes_expert_reads():
     # read as a dense model's (W = 10 ms shared) the chunk would add 8 ms of expert reads a second time
     s.routed = False
     assert mixed_step(s, 8, 700, 1, 3) == pytest.approx(0.010 + 0.008 + 0.00803)
+
+
+def test_fidelity_prints_the_suite_within_80_columns_with_its_fitted_term(monkeypatch):
+    # every run's id as printed (the stages' simulation replaced: the layout is what is checked)
+    from click.testing import CliRunner
+
+    from dse.cli import cli
+    from dse.validation import common
+    from dse.validation import serving_vllm as sv
+
+    _, stages = sv.load()
+    fake = [common.Case(f"{sv.short_id(e)}/{i}", "mean TTFT", "ms", 25.0, 26.0, "calibration", sv.SOURCE)
+            for e, i in zip(stages["experiment_id"], stages["stage_index"])]
+    monkeypatch.setattr(sv, "cases", lambda every=1: fake)
+    result = CliRunner().invoke(cli, ["fidelity", "--suite", "serving-vllm"])
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    assert "fitted: host_s 6.25 ms" in result.output and "calibration only" in result.output

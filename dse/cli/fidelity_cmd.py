@@ -82,7 +82,7 @@ def suite_lines(name: str, report: dict) -> list[str]:
     lines = [f"{name}: {report['title']}"]
     cases = report["cases"]
     ids = max(len("case"), *(len(c["id"]) for c in cases))
-    source = WIDTH - (ids + 11 + 10 + 10 + 6 + 5)
+    source = max(WIDTH - (ids + 11 + 10 + 10 + 6 + 5), 4)
     row = f"{{:<{ids}}} {{:<11}} {{:>10}} {{:>10}} {{:>6}} {{:<{source}.{source}}}"
     order = {m: i for i, m in enumerate(report["geomean_error_by_metric"])}
     by_metric = sorted(cases, key=lambda c: order[c["metric"]])

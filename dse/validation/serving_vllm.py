@@ -235,6 +235,17 @@ def fitted() -> list[str]:
     return [*VLLM_V1.describe(), "host_s is determined by every stage's mean TTFT (fit_path)"]
 
 
+#: shorter names of a run's parts in a case id (`short_id`), so that `dse fidelity`'s rows fit 80 columns
+SHORT = (("llama-3-1-8b", "l8"), ("mixtral-8x7b", "mx7"), ("codellama-34b", "cl34"), ("20260218-", ""))
+
+
+def short_id(experiment_id: str) -> str:
+    """A run's id as `dse fidelity` prints it (`SHORT`'s parts abbreviated, the date left out)."""
+    for long, short in SHORT:
+        experiment_id = experiment_id.replace(long, short)
+    return experiment_id
+
+
 def errors(rows: list[dict]) -> dict[str, float]:
     """The geometric-mean error per figure over the stages."""
     return {f: geomean_error(r["ratio"] for r in rows if r["figure"] == f)
@@ -243,7 +254,7 @@ def errors(rows: list[dict]) -> dict[str, float]:
 
 def cases(every: int = 1) -> list[Case]:
     """Every stage's figures as `Case`s (ms), the calibration set."""
-    return [Case(r["id"], FIGURES[r["figure"]], "ms", r["measured_ms"], r["modelled_ms"], r["set"], SOURCE)
+    return [Case(short_id(r["id"]), FIGURES[r["figure"]], "ms", r["measured_ms"], r["modelled_ms"], r["set"], SOURCE)
             for r in table(every)]
 
 
