@@ -23,6 +23,9 @@ PUBLISHED = {
     "llama-2-7b": (6.738e9, 6.738e9, 512),
     "llama-2-70b": (68.98e9, 68.98e9, 320),
     "gpt3-175b": (175.0e9, 175.0e9, 4608),
+    # CodeLlama-34B: 33,743,970,304 parameters (the checkpoint's safetensors index, HuggingFace's count);
+    # KV 2 x 48 layers x 8 KV heads x 128 x 2 bytes
+    "codellama-34b": (33.744e9, 33.744e9, 192),
 }
 #: presets of models without a public checkpoint: their source names the paper of their dimensions
 NO_CHECKPOINT = {"gpt3-175b": "Brown et al."}

@@ -13,6 +13,8 @@ from ..model.prepare import prepare
 from ..results.folder import read_design
 from ..serving.requests import from_file, shared_prefixes, synthetic
 from ..serving.disaggregated import simulate_disaggregated
+from ..serving.kv_cache import capacity_tokens
+from ..serving.request_path import VLLM_V1
 from ..serving.simulate import CHUNK_TOKENS, SCHEDULERS, simulate
 from ..serving.steps import StepTable
 from ..study.schema.serving import GPU_MEMORY_UTILIZATION
@@ -22,9 +24,9 @@ from .common import cli
 from .output import compiles, print_pairs
 
 KEYS = ("completed", "duration_s", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms",
-        "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
-        "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms", "energy_j_per_output_token",
-        "mean_power_w", "prefix_hit_rate", "preemptions")
+        "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
+        "median_itl_ms", "p90_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
+        "energy_j_per_output_token", "mean_power_w", "prefix_hit_rate", "preemptions")
 
 #: units of the printed rows whose JSON keys (vLLM benchmark_serving's) carry none
 UNITS = {"request_throughput": "req/s", "output_throughput": "tok/s"}
@@ -117,7 +119,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
     batch = min(max_batch, max_concurrency or max_batch, len(reqs))
     longest = int((reqs.prompt + reqs.output).max())
     steps = StepTable.build(prepared, design, batch, longest)
-    kv = _kv_capacity_tokens(prepared, design, utilization)
+    kv = capacity_tokens(prepared, design, utilization)
     if pools:
         per_token = prepared.tables.workload.summary.get("kv_cache_bytes_per_token", 0.0)
         out = simulate_disaggregated(reqs, steps, steps, pools[0], pools[1], per_token, link.alpha_s,
@@ -125,7 +127,7 @@ def serve_cmd(study_file, design_file, input_len, output_len, dataset, request_r
         scheduler = f"disaggregated {pools[0]}:{pools[1]} over {kv_link}"
     else:
         out = simulate(reqs, steps, scheduler=scheduler, max_batch=batch, max_concurrency=max_concurrency,
-                       kv_capacity_tokens=kv, chunk_tokens=chunk_tokens, prefix_caching=prefix.caching)
+                       kv_capacity_tokens=kv, chunk_tokens=chunk_tokens, prefix_caching=prefix.caching, path=VLLM_V1)
     metrics = out.metrics()
     metrics["kv_cache_tokens"] = kv
     if as_json:
@@ -198,20 +200,3 @@ def _prefix_options(sv, caching, prefix_len, num_prefixes, num_distinct) -> Pref
                          prefix_len=int(pick(prefix_len, "prefix_len", 0)),
                          num_prefixes=int(pick(num_prefixes, "num_prefixes", 1)),
                          num_distinct_prompts=pick(num_distinct, "num_distinct_prompts", None))
-
-
-def _kv_capacity_tokens(prepared, design, utilization: float = 1.0) -> float:
-    """Tokens of KV cache the design holds: ``utilization`` of its HBM and DDR (vLLM's
-    gpu_memory_utilization: the share for weights and KV cache) less the model's weights, over the KV
-    bytes of one token (all layers)."""
-    t = prepared.tables
-    hbm = sum(design.hbm_stacks) * (t.hbm.capacity_bytes if t.hbm else 0.0)
-    ddr = design.ddr_channels * (t.ddr.capacity_bytes if t.ddr else 0.0)
-    per_token = t.workload.summary.get("kv_cache_bytes_per_token", 0.0)
-    free = utilization * (hbm + ddr) - float(t.unit_capacity_bytes.sum())
-    if per_token <= 0:
-        return math.inf
-    if free <= 0:
-        raise StudyError("the design's memory does not hold the model's weights: no room for a KV cache",
-                         key="--design")
-    return free / per_token

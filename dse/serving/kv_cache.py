@@ -99,3 +99,24 @@ class KvCache:
     def hit_rate(self) -> float:
         """Prompt tokens found in the cache over those looked up (0 with caching off)."""
         return self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
+
+
+def capacity_tokens(prepared, design, utilization: float = 1.0) -> float:
+    """Tokens of KV cache a design holds, as vLLM sizes it at ``--gpu-memory-utilization``: that share of
+    its HBM and DDR (the share for weights, activations and KV cache) less the model's weights, over the
+    KV bytes of one token (all layers); inf when the model keeps no KV cache. The forward pass's
+    activations and CUDA graphs (vLLM profiles them at start-up: about 1-4 GiB a GPU) are not subtracted.
+    Raises StudyError (``--design``) when the weights do not fit."""
+    from ..errors import StudyError
+
+    t = prepared.tables
+    hbm = sum(design.hbm_stacks) * (t.hbm.capacity_bytes if t.hbm else 0.0)
+    ddr = design.ddr_channels * (t.ddr.capacity_bytes if t.ddr else 0.0)
+    per_token = t.workload.summary.get("kv_cache_bytes_per_token", 0.0)
+    free = utilization * (hbm + ddr) - float(t.unit_capacity_bytes.sum())
+    if per_token <= 0:
+        return math.inf
+    if free <= 0:
+        raise StudyError("the design's memory does not hold the model's weights: no room for a KV cache",
+                         key="--design")
+    return free / per_token

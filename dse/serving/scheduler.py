@@ -21,7 +21,7 @@ import numpy as np
 
 from .kv_cache import BLOCK, KvCache, blocks
 from .requests import Requests
-from .steps import idle_energy_j, mixed_step, pass_fixed, token_compute_s
+from .steps import idle_energy_j, mixed_step, pass_fixed, pass_full, token_compute_s
 
 
 def prompt_keys(r: Requests, i: int) -> list:
@@ -41,11 +41,13 @@ class Server:
     iteration log ``log`` (seconds, tokens out, joules, sequences running), ``preemptions``."""
 
     def __init__(self, r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None,
-                 cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None):
+                 cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None, lookahead: bool = False):
         self.r, self.steps, self.chunked, self.cache, self.chunk = r, steps, chunked, cache, chunk_tokens
+        self.lookahead = lookahead                # async scheduling: a step is scheduled when the one before starts
         self.prefill_budget = prefill_budget      # continuous: max_num_batched_tokens of a prefill (None: all)
         self.fixed_s, self.fixed_j = pass_fixed(steps), pass_fixed(steps, joules=True)
         self.per_token = token_compute_s(steps)
+        self.full_s = pass_full(steps, self.per_token)
         n = len(r)
         self.concurrency = concurrency
         self.limit = min(max_batch, concurrency or max_batch)
@@ -63,6 +65,7 @@ class Server:
         self.itl: list[np.ndarray] = []
         self.log: list[tuple] = []
         self.t = self.energy = 0.0
+        self.step_start = -np.inf                 # when the step just run started (lookahead's horizon)
         self.preemptions = 0
         self.admitted_tokens = np.zeros(0)
 
@@ -71,12 +74,16 @@ class Server:
         order = np.argsort(r.arrival_s, kind="stable")
         nxt = finished = 0
         while finished < n:
-            while nxt < n and r.arrival_s[order[nxt]] <= self.t:
+            # with lookahead (vLLM's async scheduling) the step about to run was scheduled when the one
+            # before it started: it holds the requests that had arrived by then
+            horizon = self.step_start if self.lookahead and len(self.running) else self.t
+            while nxt < n and r.arrival_s[order[nxt]] <= horizon:
                 self.waiting.append(int(order[nxt]))
                 nxt += 1
             if not len(self.running) and not self.waiting:
-                self.energy += idle_energy_j(self.steps, float(r.arrival_s[order[nxt]]) - self.t)
-                self.t = float(r.arrival_s[order[nxt]])
+                if nxt < n and r.arrival_s[order[nxt]] > self.t:
+                    self.energy += idle_energy_j(self.steps, float(r.arrival_s[order[nxt]]) - self.t)
+                    self.t = float(r.arrival_s[order[nxt]])
                 continue
             finished += self.iteration()
         return self
@@ -170,9 +177,10 @@ class Server:
         sizes = (n, float(self.computed[decodes].sum()) / n + 1.0 if n else 0.0, k,
                  float(tokens[piece].sum()) / k if k else 0.0, float(self.computed[pieces].sum()) / k if k else 0.0)
         t0, e0 = self.t, self.energy
-        self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token)
+        self.step_start = t0
+        self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token, full=self.full_s)
         self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j, per_token=self.per_token,
-                                  fixed_s=self.fixed_s)
+                                  fixed_s=self.fixed_s, full=self.full_s)
         self.computed[running] += tokens
         produced = running[self.computed[running] >= self.target[running]]
         if self.cache.caching:

@@ -26,12 +26,13 @@ for requests its chips draw their idle power (the step table's ``idle_w``, arch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import StudyError
 from .kv_cache import KvCache, blocks
+from .request_path import ENGINE_ONLY, RequestPath
 from .requests import Requests
 from .scheduler import Server
 from .steps import idle_energy_j, step_energy_j
@@ -85,6 +86,7 @@ class Outcome:
             values = values if len(values) else np.zeros(1)
             out[f"mean_{name}_ms"] = float(np.mean(values))
             out[f"median_{name}_ms"] = float(np.median(values))
+            out[f"p90_{name}_ms"] = float(np.percentile(values, 90))
             out[f"p99_{name}_ms"] = float(np.percentile(values, 99))
         if np.isfinite(self.energy_j):
             out.update(energy_j=self.energy_j, energy_j_per_output_token=self.energy_j / float(self.output.sum()),
@@ -95,13 +97,14 @@ class Outcome:
 def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch: int = 256,
              max_concurrency: int | None = None, kv_capacity_tokens: float = np.inf,
              chunk_tokens: int = CHUNK_TOKENS, prefix_caching: bool = False,
-             prefill_budget: int | None = None) -> Outcome:
+             prefill_budget: int | None = None, path: RequestPath = ENGINE_ONLY) -> Outcome:
     """Serve ``requests`` (module docstring); ``steps`` has ``prefill(batch, context)`` and
     ``decode(batch, context)`` in seconds. ``max_batch``: vLLM's max_num_seqs; ``chunk_tokens``: its
     max_num_batched_tokens under chunked prefill; ``kv_capacity_tokens``: the KV cache (paged, with
     preemption: dse.serving.scheduler); ``prefix_caching``: vLLM's automatic prefix caching
     (dse.serving.kv_cache); ``prefill_budget``: the continuous scheduler's max_num_batched_tokens (vLLM V0
-    without chunking: an iteration prefills the waiting prompts whose tokens fit it; None: every one)."""
+    without chunking: an iteration prefills the waiting prompts whose tokens fit it; None: every one);
+    ``path``: the request's way around the engine (dse.serving.request_path; default the engine alone)."""
     if scheduler not in SCHEDULERS:
         raise StudyError(f"unknown scheduler {scheduler!r}; allowed: {', '.join(SCHEDULERS)}", key="scheduler")
     total = requests.prompt + requests.output
@@ -112,8 +115,23 @@ def simulate(requests: Requests, steps, scheduler: str = "continuous", max_batch
     if scheduler == "static":
         return _static(requests, steps, max_batch)
     cache = KvCache(kv_capacity_tokens, prefix_caching)
-    s = Server(requests, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens, prefill_budget).run()
-    return Outcome(arrival_s=s.sent, first_token_s=s.first, done_s=s.done, output=requests.output,
+    return serve_requests(requests, steps, scheduler, max_batch, chunk_tokens, cache, max_concurrency, prefill_budget,
+                          path)
+
+
+def serve_requests(requests: Requests, steps, scheduler: str, max_batch: int, chunk_tokens: int, cache: KvCache,
+                   max_concurrency: int | None = None, prefill_budget: int | None = None,
+                   path: RequestPath = ENGINE_ONLY) -> Outcome:
+    """`simulate` under the continuous or chunked scheduler on a given KV ``cache`` (a server's, kept
+    from one run of requests to the next: what its prefix cache holds carries over). The request's
+    path (dse.serving.request_path): it reaches the engine ``path.intake_s`` after it is sent, each of
+    its tokens reaches the client ``path.stream_s`` after its step; times in the `Outcome` are the
+    client's (sent, first line, last line)."""
+    engine = replace(requests, arrival_s=requests.arrival_s + path.intake_s) if path.intake_s else requests
+    s = Server(engine, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens, prefill_budget,
+               lookahead=path.async_scheduling).run()
+    return Outcome(arrival_s=s.sent - path.intake_s, first_token_s=s.first + path.stream_s,
+                   done_s=s.done + path.stream_s, output=requests.output,
                    itl_s=np.concatenate(s.itl) if s.itl else np.zeros(0), energy_j=s.energy,
                    iterations=np.array(s.log, float), prefix_hit_rate=cache.hit_rate, preemptions=s.preemptions)
 

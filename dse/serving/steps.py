@@ -59,6 +59,7 @@ class StepTable:
     prefill_j: np.ndarray | None = None     # [batches, contexts]; None: energy not known
     decode_j: np.ndarray | None = None
     idle_w: float = 0.0                     # the design's chips waiting between steps (arch.power.idle_power_w)
+    routed: bool = False                    # the model routes tokens to experts (a pass reads the experts they touch)
 
     def __post_init__(self):
         self._grid = (np.log(self.batches).tolist(), np.log(self.contexts).tolist())
@@ -122,8 +123,11 @@ class StepTable:
         for figures in (prefill, decode):
             for k in (0, 1):
                 figures[..., k] = extrapolate_short(contexts, figures[..., k], figures[..., 2] > 0)
+        summary = prepared.tables.workload.summary
+        routed = summary.get("active_params_per_token", 0.0) < summary.get("total_params", 0.0)
         return cls(batches=batches, contexts=contexts, prefill_s=prefill[..., 0], decode_s=decode[..., 0],
-                   prefill_j=prefill[..., 1], decode_j=decode[..., 1], idle_w=idle_power_w(prepared, design))
+                   prefill_j=prefill[..., 1], decode_j=decode[..., 1], idle_w=idle_power_w(prepared, design),
+                   routed=bool(routed))
 
 
 def idle_power_w(prepared: Prepared, design: Design) -> float:
@@ -200,9 +204,23 @@ def token_compute_s(steps) -> float:
     return max((steps.prefill(4, TOKEN_CONTEXT) - steps.prefill(1, TOKEN_CONTEXT)) / (3.0 * TOKEN_CONTEXT), 0.0)
 
 
+def pass_full(steps, per_token: float | None = None) -> float:
+    """Seconds of a pass that reads every weight (all experts of a mixture-of-experts model) with no
+    token's compute. For a dense model (``steps.routed`` false or absent) it is W (`pass_fixed`: its every
+    pass reads every weight); for a model with routed experts the prefill of one prompt of `PASS_CONTEXT`
+    tokens less their compute (a), at least W: W, from decodes of 1 and 4 sequences, reads only the
+    experts few tokens touch, while 128 tokens touch them all (top-2 of 8: an expert missed with
+    probability (3/4)^256)."""
+    fixed = pass_fixed(steps)
+    if not getattr(steps, "routed", False):
+        return fixed
+    a = token_compute_s(steps) if per_token is None else per_token
+    return max(fixed, steps.prefill(1, PASS_CONTEXT) - a * PASS_CONTEXT)
+
+
 def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: float, prefix: float = 0.0,
                joules: bool = False, fixed: float | None = None, per_token: float | None = None,
-               fixed_s: float | None = None) -> float:
+               fixed_s: float | None = None, full: float | None = None) -> float:
     """Seconds (or with ``joules`` joules) of one forward pass over a mixed batch: ``decodes`` sequences
     decoding one token each at a mean ``context``, and ``prompts`` prompt pieces of ``tokens`` tokens each,
     whose first token follows ``prefix`` tokens already in the KV cache (chunked prefill's earlier chunks,
@@ -222,8 +240,14 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
     read once, D + C - W, plus the time the pass lasts beyond the two parts less W's at the power of the
     pass over no tokens (W's joules over its seconds: the chips stay busy while the compute runs). Pure decodes give D, a pure prefill without prefix C, as the steps do; on
     affine steps (dse.serving.analytic) bound by the weights a chunk adds p0 - W + pk c / P, as the closed
-    form's mixed iteration does (dse.serving.closed_form.chunked). ``fixed``, ``per_token``, ``fixed_s``:
-    W (in the figure asked for), a and W in seconds when known (a simulation reads them once)."""
+    form's mixed iteration does (dse.serving.closed_form.chunked). With routed experts the weights a part
+    reads grow with its tokens (the experts they touch), so each part's W is its own, W_d = D and W_c = C
+    capped at the pass that reads every weight (`pass_full`: W for a dense model), and the pass reads the larger:
+    max(W_d, W_c, a (d + T)) + (D - max(W_d, a d)) + (C - max(W_c, a T)); for a dense model W_d = W_c = W,
+    the formula above (issue 50: a 3-token chunk riding with 40 decodes of Mixtral-8x7B on two H100s cost
+    10 ms, half a step, when W was the decode of one sequence's two experts; now nothing but its tokens).
+    ``fixed``, ``per_token``, ``fixed_s``, ``full``: W (in the figure asked for), a, W and `pass_full` in
+    seconds when known (a simulation reads them once)."""
     if joules:
         decode = lambda b, c: step_energy_j(steps, "decode", b, c)          # noqa: E731
         prefill = lambda b, c: step_energy_j(steps, "prefill", b, c)        # noqa: E731
@@ -243,11 +267,19 @@ def mixed_step(steps, decodes: float, context: float, prompts: float, tokens: fl
     a = token_compute_s(steps) if per_token is None else per_token
     if joules:
         w_s = pass_fixed(steps) if fixed_s is None else fixed_s
-        seconds = lambda *sizes: mixed_step(steps, *sizes, fixed=w_s, per_token=a)      # noqa: E731
+        seconds = lambda *sizes: mixed_step(steps, *sizes, fixed=w_s, per_token=a, full=full)      # noqa: E731
         beyond = seconds(decodes, context, prompts, tokens, prefix) - seconds(decodes, context, 0, 0.0) - \
             seconds(0, 0.0, prompts, tokens, prefix) + w_s
         return max(d + c - fixed + (fixed / w_s * beyond if w_s > 0 else 0.0), d, c)
     chunk = prompts * tokens
+    # the weights each part reads: W for a dense model; with routed experts the experts its tokens touch,
+    # up to every weight (`pass_full`): the decodes' D and the chunk's C, each at most that; the pass
+    # reads the union once
+    full = pass_full(steps, a) if full is None else full
+    if full > fixed:
+        w_d, w_c = max(fixed, min(d, full)), max(fixed, min(c, full))
+        rest = max(d - max(w_d, a * decodes), 0.0) + max(c - max(w_c, a * chunk), 0.0)
+        return max(max(w_d, w_c, a * (decodes + chunk)) + rest, d, c)
     rest = max(d - max(fixed, a * decodes), 0.0) + max(c - max(fixed, a * chunk), 0.0)
     return max(max(fixed, a * (decodes + chunk)) + rest, d, c)
 

@@ -5,6 +5,8 @@ measured, modelled, ratio, calibration or validation set, source) from the measu
 - energy: power, energy per token and latency of ML.ENERGY's H100 serving runs, served by dse.serving
 - serving: dse serve's simulation against published serving benchmarks (NVIDIA NIM, vLLM)
 - serving_runs (`serving-runs`): dse serve's simulation against measured vLLM 0.6.0 serving runs (Lambda)
+- serving_vllm (`serving-vllm`): dse serve against measured vLLM 0.15.1 servers under Poisson load, stage by
+  stage: mean, p90 and p99 TTFT and E2E, mean ITL (inference-sim's calibration runs)
 - training: dse train against Megatron-LM's Table 1 and Llama 2's GPU hours
 - h200: GEMMs, attention kernels, Llama-2-7B steps and their power measured on one H200
 
@@ -13,6 +15,6 @@ table in the docs (docs/validation.md; the serving suite's in docs/serving.md).
 """
 from .common import Case, errors_by_set, geomean_error
 
-SUITES = ("gpu", "energy", "serving", "serving-runs", "training", "h200")
+SUITES = ("gpu", "energy", "serving", "serving-runs", "serving-vllm", "training", "h200")
 
 __all__ = ["Case", "SUITES", "errors_by_set", "geomean_error"]

@@ -1,0 +1,152 @@
+"""The request's path around the engine (dse.serving.request_path) and the prefix cache's block
+accounting, each by hand on a small case; the measured-vLLM suite's workload and plumbing (issue 50)."""
+import numpy as np
+import pytest
+
+from dse.serving import Requests, simulate
+from dse.serving.kv_cache import BLOCK, KvCache
+from dse.serving.request_path import ENGINE_ONLY, VLLM_V1, RequestPath
+from dse.serving.requests import shared_prefixes
+from dse.serving.simulate import serve_requests
+
+D = 0.010          # every pass takes D seconds (decode, prefill and mixed: see ConstantSteps)
+
+
+class ConstantSteps:
+    """Every step D: the pass over no tokens is D (decode of 1 and 4 equal), a token adds no compute
+    (prefill of 4 and of 1 equal), so a mixed pass is D too (dse.serving.steps.mixed_step)."""
+
+    def decode(self, batch, context):
+        return D
+
+    def prefill(self, batch, context):
+        return D
+
+
+def two_requests(b_sent: float) -> Requests:
+    return Requests(arrival_s=np.array([0.0, b_sent]), prompt=np.array([16.0, 16.0]), output=np.array([100.0, 2.0]))
+
+
+def test_request_path_terms_by_hand():
+    # A (100 tokens out) keeps the engine stepping every D from its arrival; B reaches the engine 2.4 D
+    # after A, in A's third step [h + 2D, h + 3D). With async scheduling the fourth step was scheduled when
+    # the third started, so B joins the fifth, [h + 4D, h + 5D): TTFT = h + 2.6 D + s; without, the fourth.
+    h, s = 0.003, 0.001
+    path = RequestPath(intake_s=h, stream_s=s, async_scheduling=True)
+    out = simulate(two_requests(2.4 * D), ConstantSteps(), scheduler="chunked", max_batch=8, path=path)
+    ttft = out.first_token_s - out.arrival_s
+    assert ttft[0] == pytest.approx(h + D + s)
+    assert ttft[1] == pytest.approx(h + 2.6 * D + s)
+    assert (out.done_s - out.arrival_s)[1] == pytest.approx(h + 3.6 * D + s)      # its second token one step on
+    sync = simulate(two_requests(2.4 * D), ConstantSteps(), scheduler="chunked", max_batch=8,
+                    path=RequestPath(intake_s=h, stream_s=s))
+    assert (sync.first_token_s - sync.arrival_s)[1] == pytest.approx(h + 1.6 * D + s)
+    bare = simulate(two_requests(2.4 * D), ConstantSteps(), scheduler="chunked", max_batch=8)
+    assert (bare.first_token_s - bare.arrival_s)[1] == pytest.approx(1.6 * D)      # the engine alone, as before
+    assert out.metrics()["mean_itl_ms"] == pytest.approx(D * 1e3)                 # gaps between lines: steps
+    # an idle engine schedules an arriving request at once, async or not
+    alone = simulate(two_requests(10.0), ConstantSteps(), scheduler="chunked", max_batch=8, path=path)
+    assert (alone.first_token_s - alone.arrival_s)[1] == pytest.approx(h + D + s)
+
+
+def test_metrics_have_vllm_p90_and_p99():
+    out = simulate(two_requests(2.4 * D), ConstantSteps(), scheduler="chunked", max_batch=8, path=VLLM_V1)
+    m = out.metrics()
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        assert m[f"mean_{name}_ms"] > 0 and m[f"p90_{name}_ms"] <= m[f"p99_{name}_ms"]
+    assert VLLM_V1.async_scheduling and 0.0 <= VLLM_V1.host_s <= 0.020 and ENGINE_ONLY.host_s == 0.0
+
+
+def test_prefix_cache_block_accounting_by_hand():
+    # 4 distinct prompts of 70 tokens (4 full blocks + 6), 2 prefixes of 40 tokens (2 full blocks + 8),
+    # 8 requests far apart: prompts 0 and 1 miss, 2 and 3 find their prefix's 2 blocks, the second round
+    # finds its whole prompt but the last partial block: min(4 full blocks, (70 - 1) // 16) = 4 blocks.
+    base = Requests(arrival_s=np.arange(8) * 10.0, prompt=np.full(8, 70.0), output=np.full(8, 2.0))
+    r = shared_prefixes(base, prefix_len=40, num_prefixes=2, num_distinct=4)
+    cache = KvCache(1e6, caching=True)
+    out = serve_requests(r, ConstantSteps(), "chunked", 8, 512, cache)
+    assert out.prefix_hit_rate == pytest.approx((0 + 0 + 32 + 32 + 4 * 64) / (8 * 70))
+    assert cache.in_use() == 0                       # every sequence freed its blocks
+    assert len(cache.cached) == 2 * 2 + 4 * 2        # the prefixes' 2 blocks each, each prompt's own 2 more
+    # a prompt of exactly 4 blocks recomputes its last (vLLM computes the last token for its logits)
+    assert cache.hit([("prefix", 0, 0), ("prefix", 0, 1), ("prompt", 0, 2), ("prompt", 0, 3)], 64) == 3
+
+
+def test_calibration_workload_hit_rate():
+    # 100 prompts of 547 tokens (a 100-token prefix, 6 full blocks, + 447) cycling: the first of each prefix
+    # misses, the other 90 of the first hundred find the prefix's 96 tokens, every later one 544 (34 of its
+    # 34 full blocks + 3: the last partial block recomputed)
+    from dse.validation import serving_vllm as sv
+
+    run = {"workload": "general"}
+    order = np.random.default_rng(0).permutation(100)
+    r = sv.stage_requests(run, {"num_requests": 400, "duration_s": 50.0}, order, 0.0, seed=1)
+    out = serve_requests(r, ConstantSteps(), "chunked", 128, 2048, KvCache(1e6, caching=True))
+    n = 400
+    assert out.prefix_hit_rate == pytest.approx((90 * 96 + (n - 100) * 544) / (n * 547))
+    assert 544 == (547 - 1) // BLOCK * BLOCK
+
+
+def test_presets_of_the_runs():
+    from dse.validation import serving_vllm as sv
+
+    runs, stages = sv.load()
+    assert {sv.preset(m) for m in runs["model_hf_id"]} == {"llama-3-8b", "mixtral-8x7b", "codellama-34b"}
+    assert sv.preset("meta-llama/Llama-2-70b-hf") == "llama-2-70b"
+    assert len(stages) == 52 and set(stages["experiment_id"]) <= set(runs["experiment_id"])
+
+
+def test_serving_vllm_suite_runs_on_a_short_stage():
+    # the suite's plumbing on one run with its stages cut to 15 s (dse fidelity --suite serving-vllm
+    # serves every stage whole)
+    from dse.validation import serving_vllm as sv
+
+    rows = sv.table(runs=["26-llama-3-1-8b-tp2-general-2"], limit_s=15.0)
+    assert len(rows) == 2 * len(sv.FIGURES)
+    assert all(np.isfinite(r["modelled_ms"]) and r["modelled_ms"] > 0 for r in rows)
+    ttft = [r for r in rows if r["figure"] == "ttft_mean_ms"]
+    assert all(0.5 < r["ratio"] < 2.0 for r in ttft)
+
+
+class RoutedSteps:
+    """A model with routed experts, by hand: a decode of b sequences reads the experts they touch,
+    10 ms + 2 ms a sequence up to 4 (every expert); a prefill touches them all (18 ms) and computes
+    10 us a token."""
+    routed = True
+
+    def decode(self, batch, context):
+        return 0.010 + 0.002 * min(batch, 4)
+
+    def prefill(self, batch, context):
+        return 0.018 + 1e-5 * batch * context
+
+
+def test_a_small_chunk_rides_the_decodes_expert_reads():
+    from dse.serving.steps import mixed_step, pass_fixed, pass_full
+
+    s = RoutedSteps()
+    assert pass_fixed(s) == pytest.approx(0.010)            # decode(1) less a third of decode(4) - decode(1)
+    assert pass_full(s) == pytest.approx(0.018)             # every expert read, no token's compute
+    # 8 decodes (every expert read: 18 ms) and a 3-token chunk: the chunk adds its compute, 30 us
+    assert mixed_step(s, 8, 700, 1, 3) == pytest.approx(0.018 + 3e-5)
+    # read as a dense model's (W = 10 ms shared) the chunk would add 8 ms of expert reads a second time
+    s.routed = False
+    assert mixed_step(s, 8, 700, 1, 3) == pytest.approx(0.010 + 0.008 + 0.00803)
+
+
+def test_fidelity_prints_the_suite_within_80_columns_with_its_fitted_term(monkeypatch):
+    # every run's id as printed (the stages' simulation replaced: the layout is what is checked)
+    from click.testing import CliRunner
+
+    from dse.cli import cli
+    from dse.validation import common
+    from dse.validation import serving_vllm as sv
+
+    _, stages = sv.load()
+    fake = [common.Case(f"{sv.short_id(e)}/{i}", "mean TTFT", "ms", 25.0, 26.0, "calibration", sv.SOURCE)
+            for e, i in zip(stages["experiment_id"], stages["stage_index"])]
+    monkeypatch.setattr(sv, "cases", lambda every=1: fake)
+    result = CliRunner().invoke(cli, ["fidelity", "--suite", "serving-vllm"])
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    assert "fitted: host_s 6.25 ms" in result.output and "calibration only" in result.output
