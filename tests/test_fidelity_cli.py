@@ -173,8 +173,10 @@ def test_validation_tables_page_is_current(report):
         import validation_tables
     finally:
         sys.path.remove(str(ROOT / "tools"))
-    assert validation_tables.PAGE.read_text() == validation_tables.page(report), \
-        "run python tools/validation_tables.py"
+    committed = validation_tables.PAGE.read_text()
+    for name, suite in report.items():     # the suites this file runs (serving-vllm's is checked by its own test)
+        assert validation_tables.section(name, suite) in committed, \
+            f"suite {name}: run python tools/validation_tables.py"
 
 
 def test_readme_energy_figures_are_what_fidelity_prints(report):

@@ -25,15 +25,17 @@ servers](../validation.md) the models and what is left.
 """
 
 
+def section(name: str, suite: dict) -> str:
+    """One suite's section of the page, from its part of ``dse fidelity --json``'s document."""
+    from dse.cli.fidelity_cmd import suite_lines
+    return "\n".join([f"## `{name}`: {suite['title']}\n",
+                      f"`dse fidelity --suite {name}`; verdict: {suite['verdict']}.\n",
+                      "```text\n" + "\n".join(suite_lines(name, suite)) + "\n```\n"])
+
+
 def page(report: dict) -> str:
     """The page from ``dse fidelity --json``'s document."""
-    from dse.cli.fidelity_cmd import suite_lines
-    parts = [HEADER]
-    for name, suite in report.items():
-        parts.append(f"## `{name}`: {suite['title']}\n")
-        parts.append(f"`dse fidelity --suite {name}`; verdict: {suite['verdict']}.\n")
-        parts.append("```text\n" + "\n".join(suite_lines(name, suite)) + "\n```\n")
-    return "\n".join(parts)
+    return "\n".join([HEADER] + [section(name, suite) for name, suite in report.items()])
 
 
 def main() -> None:
