@@ -1,0 +1,51 @@
+"""Issue 55: the accelerators the research names as presets (arch/data/chiplets.yaml), each figure from
+its datasheet or vendor documentation (docs/arch.md lists the sources). `dse gemm --chiplet P --json`
+reports the sourced peak rate and peak HBM bandwidth within 3 %, and a 4096-cube BF16 GEMM between 50 %
+and 95 % of peak. Nothing here is fitted to measured results (MLPerf, vendor tables): they are held out."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import arch
+from dse.cli import cli
+
+#: preset: (dense BF16 FLOP/s, (the narrower precision, its dense rate), peak HBM bandwidth B/s)
+SOURCED = {
+    "gaudi2-like": (432e12, ("fp8", 865e12), 2.46e12),       # Intel, Hot Chips 2024; Intel Vision 2024
+    "gaudi3-like": (1835e12, ("fp8", 1835e12), 3.67e12),     # Intel, Hot Chips 2024 spec table
+    "tpu-v5p-like": (459e12, ("fp8", 459e12), 2765e9),       # Cloud TPU docs, TPU v5p
+    "tpu-v6e-like": (918e12, ("int8", 1836e12), 1640e9),     # Cloud TPU docs, TPU v6e
+    "trainium2-like": (667e12, ("fp8", 1299e12), 2.9e12),    # AWS Neuron docs, Trainium2
+}
+#: where the model misses the 50-95 % band of the 4096-cube GEMM, and why (reported, not fitted away)
+OUTSIDE_BAND = {
+    "tpu-v6e-like": "memory-bound in the array model: A re-read from HBM per filter fold (128 MiB VMEM "
+                    "borrowed from v5e), plus v5e's fitted 108.6 us XLA dispatch: 45 %",
+    "trainium2-like": "no per-kernel overhead is published and the double-buffered array model alone "
+                      "runs a 4096 cube at 99.9 % of peak",
+}
+
+
+def _gemm(name: str, n: int = 4096) -> dict:
+    res = CliRunner().invoke(cli, ["gemm", "--chiplet", name, "--m", str(n), "--n", str(n), "--k", str(n),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCED))
+def test_peak_rates_and_bandwidth_match_the_sources(name):
+    bf16, (narrow, narrow_rate), bandwidth = SOURCED[name]
+    report = _gemm(name)
+    assert report["peak_flops"] == pytest.approx(bf16, rel=0.03)
+    assert report["peak_bandwidth_Bps"] == pytest.approx(bandwidth, rel=0.03)
+    assert arch.preset(name).peak_flops(narrow) == pytest.approx(narrow_rate, rel=0.03)
+    util = report["utilisation"]
+    if name in OUTSIDE_BAND:
+        assert not 0.5 <= util <= 0.95, f"{name} now lands in the band: drop it from OUTSIDE_BAND"
+    else:
+        assert 0.5 <= util <= 0.95, (name, util)
+    assert report["power_limit_w"] == 0 or report["power_w"] <= report["power_limit_w"] * (1 + 1e-9)
