@@ -49,3 +49,33 @@ def test_peak_rates_and_bandwidth_match_the_sources(name):
     else:
         assert 0.5 <= util <= 0.95, (name, util)
     assert report["power_limit_w"] == 0 or report["power_w"] <= report["power_limit_w"] * (1 + 1e-9)
+
+
+def test_a_tiny_study_characterizes_and_evaluates_the_presets():
+    # GPT-2 decode on a 1 x 2 package mixing two of the new presets: every unit gets a row on each, at the
+    # preset's peak, and a design placing the units on both runs through the evaluator's step model
+    import dse
+    from dse.model.breakdown import chiplet_busy_s
+    from dse.model.characterize import characterize
+    from dse.study.space import Design
+
+    names = ["gaudi3-like", "tpu-v6e-like"]
+    study = dse.Study.from_dict({
+        "name": "accel", "workload": {"model": "gpt2", "phase": "decode", "batch": 4, "context": 512},
+        "hardware": {"chiplets": [{"preset": n} for n in names],
+                     "memory": [{"kind": "hbm2e", "stacks": [1, 2]}, {"kind": "ddr5", "channels": [1, 1]}],
+                     "package": {"mesh": {"rows": 1, "cols": 2}, "link": "ucie-advanced"}},
+        "mapping": {"kind": "many-to-many", "max_replicas": 1},
+        "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1}})
+    prepared = dse.prepare(study)
+    table = characterize(prepared)
+    for name in names:
+        rows = table[table["chiplet"] == name]
+        assert len(rows) == len(prepared.tables.unit_names)
+        assert (rows["peak_flops"] == arch.preset(name).peak_flops("bf16")).all()
+        assert (rows["time_s"] > 0).all()
+    units = prepared.tables.unit_names
+    design = Design(rows=1, cols=2, chiplets=names, hbm_stacks=[1, 1], ddr_channels=1, link="ucie-advanced",
+                    mapping="many-to-many", placement={u: [i % 2] for i, u in enumerate(units)})
+    _, busy = chiplet_busy_s(design, prepared)
+    assert (busy > 0).all() and (busy < 1.0).all()
