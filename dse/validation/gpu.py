@@ -54,6 +54,11 @@ DATASHEET_MEMORY = {
     "b200-like": dict(memory="hbm3e", stacks=8, data_rate_gbps=7.8, source="b200"),
     "mi300x-like": dict(memory="hbm3", stacks=8, data_rate_gbps=5.2, source="mi300x"),
     "tpu-v5e-like": dict(memory="hbm2e", stacks=2, data_rate_gbps=3.2, source="tpu-v5e"),
+    "gaudi2-like": dict(memory="hbm2e", stacks=6, data_rate_gbps=3.2, source="gaudi2"),
+    "gaudi3-like": dict(memory="hbm2e", stacks=8, data_rate_gbps=3.6, source="gaudi3"),
+    "tpu-v5p-like": dict(memory="hbm2e", stacks=6, data_rate_gbps=3.6, source="tpu-v5p"),
+    "tpu-v6e-like": dict(memory="hbm3", stacks=2, data_rate_gbps=6.4, source="tpu-v6e"),
+    "trainium2-like": dict(memory="hbm3", stacks=4, data_rate_gbps=5.66, source="trainium2"),
 }
 
 
