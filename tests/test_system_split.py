@@ -23,7 +23,7 @@ workload: {model: gpt2, phase: decode, batch: 4, context: 1024, precision: bf16,
 hardware:
   chiplets: [{name: sa, kind: systolic, array: [64, 64], dataflow: ws, sram_mb: 8, freq_ghz: 1.0, node: 7nm}]
   memory: [{kind: hbm3, stacks: [1, 2]}]
-  package: {mesh: {rows: [1, 2], cols: 1}, link: ucie-advanced}
+  package: {mesh: {rows: [1, 2], cols: 1}, link: ucie-advanced, router: ideal}   # the fabric has no router's losses
 mapping: {kind: many-to-many, max_replicas: 1}
 carbon: {board_mm2: 0}         # one board under two chiplets against two boards: not what is compared
 """)

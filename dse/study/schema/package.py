@@ -119,6 +119,7 @@ class PackageSpec(StrictModel):
     links: list[LinkSpec] = Field(default_factory=list)
     #: xy (grids' default) or shortest (graphs' default)
     routing: Literal["xy", "shortest"] | None = None
+    #: the routers' model: islip (BookSim2's VC router, its allocator efficiency) or ideal (no allocator losses)
     router: Literal["islip", "ideal"] = "islip"
     link_overrides: LinkOverrides | None = None     # the package technology's figures, changed
 
