@@ -365,15 +365,12 @@ def png_dpi(fig: Figure) -> float:
 
 
 def save(fig: Figure, folder: Path, name: str, svg: bool = False) -> list[Path]:
-    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and, with ``svg``, ``name.svg``; returns the PNG
-    path first. The SVG carries no date and its element ids are salted by ``name``, not drawn at random: the
-    same study writes the same bytes. SVG is on request (`dse run --svg`): it takes as long to write as the
-    PNG (docs/performance.md)."""
+    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and, with ``svg`` (`dse run --svg`; docs/performance.md),
+    ``name.svg``, with no date and ids salted by ``name``: the same study writes the same bytes. PNG path first."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{name}.png"]
+    paths = [folder / f"{name}.png"] + ([folder / f"{name}.svg"] if svg else [])
     fig.savefig(paths[0], dpi=png_dpi(fig))
     if svg:
-        paths.append(folder / f"{name}.svg")
         fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
         with matplotlib.rc_context({"svg.hashsalt": name}):
             fig.savefig(paths[1], metadata={"Date": None})

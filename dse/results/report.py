@@ -353,14 +353,12 @@ def report_html(md_text: str, folder: Path, title: str, interactive: str = "") -
 
 
 def write_report(result, folder: str | Path, prepared=None, svg: bool = False) -> dict[str, Path]:
-    """Plots into ``folder/plots`` (PNG, and SVG with ``svg``) and ``report.md`` / ``report.html`` into
-    ``folder``."""
+    """Plots into ``folder/plots`` (PNG; SVG too with ``svg``), ``report.md`` / ``report.html`` into ``folder``."""
     folder = Path(folder)
     prepared = prepared or result.prepare()
     chosen = picks(result)
     breakdowns = Breakdowns(prepared)              # each shown design's breakdown, computed once
-    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen, breakdowns=breakdowns,
-                       svg=svg)
+    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen, breakdowns=breakdowns, svg=svg)
     if result.study.system is not None:
         rows = result.pareto.set_index("design_id")
         for design_id, why in chosen.items():
