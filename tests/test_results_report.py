@@ -27,9 +27,9 @@ def test_run_writes_plots_and_report(written):
     plots = out / "plots"
     for x, y in [("latency", "energy"), ("latency", "area"), ("energy", "area")]:
         assert (plots / f"front_{x}_{y}.png").stat().st_size > 1000
-        assert (plots / f"front_{x}_{y}.svg").read_text().lstrip().startswith("<?xml")
     for name in ("scatter_matrix", "parallel_coordinates", "convergence"):
-        assert (plots / f"{name}.png").exists() and (plots / f"{name}.svg").exists()
+        assert (plots / f"{name}.png").exists()
+    assert not list(plots.glob("*.svg"))           # SVG on request only (dse run --svg)
     knee = result.knee()["design_id"]
     assert (plots / f"floorplan_{knee}.png").exists()
     md = (out / "report.md").read_text()
@@ -137,3 +137,14 @@ def test_report_of_a_study_without_feasible_designs(tiny_dict, tmp_path):
     md = (out / "report.md").read_text()
     assert "No feasible design was found" in md and "0 on the Pareto front" in md
     assert (out / "report.html").exists() and not list((out / "plots").glob("*.png"))
+
+
+def test_svg_on_request(written, tmp_path):
+    from dse.results.plots import plot_front, save
+    result, _ = written
+    paths = save(plot_front(result, "latency", "energy"), tmp_path / "a", "front", svg=True)
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    assert paths[1].read_text().lstrip().startswith("<?xml")
+    again = save(plot_front(result, "latency", "energy"), tmp_path / "b", "front", svg=True)
+    assert again[1].read_bytes() == paths[1].read_bytes()        # no date, salted ids: same bytes
+    assert save(plot_front(result, "latency", "energy"), tmp_path / "c", "front") == [tmp_path / "c" / "front.png"]

@@ -134,3 +134,21 @@ def test_bad_reference_point_names_the_key(tiny_dict, value, words):
     with pytest.raises(dse.StudyError) as err:
         dse.Study.from_dict(data)
     assert err.value.key.startswith("search.reference_point") and words in str(err.value)
+
+
+class _Infinite:
+    """An evaluator whose every design has an infinite latency (no sampled design is usable)."""
+
+    def __init__(self, evaluator):
+        self.evaluator, self.space = evaluator, evaluator.space
+
+    def __call__(self, X, with_faults=True):
+        metrics = self.evaluator(X, with_faults=with_faults)
+        return metrics.assign(latency_s=np.inf)
+
+
+def test_reference_point_without_a_finite_sample_names_the_key(tiny):
+    study, p = tiny
+    with pytest.raises(dse.StudyError, match=r"^search\.reference_point: .*latency") as info:
+        reference_point(study, _Infinite(p.evaluator))
+    assert "\n" not in str(info.value)

@@ -60,8 +60,9 @@ def _column(name: str) -> Col:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Evaluate on the running Dask cluster at ADDRESS (tcp://host:8786).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--svg", is_flag=True, help="Also write each plot as SVG beside its PNG (slower).")
 def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_dir: str | None,
-        trust_checkpoint: bool, workers: int | None, scheduler: str | None, quiet: bool) -> None:
+        trust_checkpoint: bool, workers: int | None, scheduler: str | None, quiet: bool, svg: bool) -> None:
     """Search the design space of STUDY_FILE and write its results folder.
 
     The search state is saved every search.checkpoint_every generations beside the results folder
@@ -103,7 +104,7 @@ def run(study_file: str | None, out_dir: str | None, seed: int | None, resume_di
         result = _search(study, prepared, console, total, done, seed, resume_dir, state_dir, out, workers, scheduler,
                          trust_checkpoint, "searching (the models compile first)" if cold else
                          "searching")
-    out = write_results(result, out)
+    out = write_results(result, out, svg=svg)
     checkpoint.remove(state_dir)
     _print_summary(result, out)
 

@@ -37,20 +37,38 @@ def design_records(d: DecodedDesigns, tables: EvalTables, link: str, mapping: st
                    which=None, placement: bool = True) -> list[Design]:
     """The records of designs ``which`` (default: all) of the kernel arrays ``d``; ``placement``: with
     their unit -> slots placement (without: ``{}``, for callers that read the mapping from the arrays).
-    In a design whose units have one copy each, the units on a slot share one list (``[s]``: 15,000
-    units, no list built per unit): copy a unit's list before changing it in place."""
+    Units placed on the same slots share one list (``[s]`` or ``[s, t]``: 15,000 units, one list per
+    distinct set of slots, found on arrays by `_slot_lists`): copy a unit's list before changing it in
+    place."""
     names = tables.kind_names
     out = []
     for p in (range(len(d.rows)) if which is None else which):
         n = int(d.chiplets[p])
         units = {}
-        if placement and (d.ncopy[p] == 1).all():
-            first = d.slots[p, :, 0].tolist()
-            single = [[s] for s in range(max(first, default=0) + 1)]
-            units = dict(zip(tables.unit_names, map(single.__getitem__, first)))
-        elif placement:
-            units = {u: s[:c] for u, s, c in zip(tables.unit_names, d.slots[p].tolist(), d.ncopy[p].tolist())}
+        if placement:
+            lists, of_unit = _slot_lists(d.slots[p], d.ncopy[p])
+            units = dict(zip(tables.unit_names, map(lists.__getitem__, of_unit.tolist())))
         out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
                           hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=link,
                           mapping=mapping, placement=units, topology=topology))
     return out
+
+
+def _slot_lists(slots: np.ndarray, ncopy: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """One design's placement as distinct slot lists and, per unit, the index of its list: ``slots``
+    (units x copies, -1 past a unit's ``ncopy``) read as one integer per unit (its first ``ncopy`` slots in
+    base ``max slot + 2``) and made unique with NumPy, so Python builds a list per distinct placement
+    only."""
+    copies = slots.shape[1]
+    kept = np.where(np.arange(copies)[None, :] < ncopy[:, None], slots, -1) + 1     # 0: no copy
+    base = int(kept.max(initial=0)) + 1
+    if copies * np.log2(base) < 62:
+        code = kept @ (base ** np.arange(copies - 1, -1, -1, dtype=np.int64))
+        distinct, of_unit = np.unique(code, return_inverse=True)
+    else:                                     # past int64: the rows themselves
+        distinct, of_unit = np.unique(kept, axis=0, return_inverse=True)
+    first = np.empty(len(distinct), np.int64)
+    of_unit = of_unit.ravel()
+    first[of_unit[::-1]] = np.arange(len(of_unit) - 1, -1, -1)          # a unit of each distinct placement
+    lists = [s[:c] for s, c in zip(slots[first].tolist(), ncopy[first].tolist())]
+    return lists, of_unit

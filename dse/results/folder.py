@@ -173,11 +173,12 @@ def prepare_results_target(out_dir: str | Path) -> Path:
     return out
 
 
-def write_results(result: StudyResult, out_dir: str | Path, report: bool = True) -> Path:
+def write_results(result: StudyResult, out_dir: str | Path, report: bool = True, svg: bool = False) -> Path:
     """Write the results folder atomically (see dse.results.swap); returns its path.
 
     ``out_dir`` must be missing, empty or a results folder dse wrote (`check_results_target`).
-    ``report=False`` leaves out the plots and report (the tables alone are much faster to write)."""
+    ``report=False`` leaves out the plots and report (the tables alone are much faster to write); ``svg``
+    adds an SVG beside each plot's PNG (`dse run --svg`)."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     prepare_results_target(out)
@@ -202,7 +203,7 @@ def write_results(result: StudyResult, out_dir: str | Path, report: bool = True)
         for design_id, design in result.designs.items():
             (tmp / "designs" / f"{check_design_id(design_id)}.yaml").write_text(design_text(design))
         if report:
-            write_report(result, tmp, result.prepare())
+            write_report(result, tmp, result.prepare(), svg=svg)
         record_tree(tmp, skip=(MARKER,))
         fault_point("written")
         write_marker(tmp, result.study.name, complete=True)

@@ -364,22 +364,22 @@ def png_dpi(fig: Figure) -> float:
     return min(150.0, (MAX_PNG_PIXELS / max(width * height, 1e-9)) ** 0.5)
 
 
-def save(fig: Figure, folder: Path, name: str) -> list[Path]:
-    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and ``name.svg``; returns the PNG path first. The SVG
-    carries no date and its element ids are salted by ``name``, not drawn at random: the same study writes the
-    same bytes."""
+def save(fig: Figure, folder: Path, name: str, svg: bool = False) -> list[Path]:
+    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and, with ``svg`` (`dse run --svg`; docs/performance.md),
+    ``name.svg``, with no date and ids salted by ``name``: the same study writes the same bytes. PNG path first."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
+    paths = [folder / f"{name}.png"] + ([folder / f"{name}.svg"] if svg else [])
     fig.savefig(paths[0], dpi=png_dpi(fig))
-    fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
-    with matplotlib.rc_context({"svg.hashsalt": name}):
-        fig.savefig(paths[1], metadata={"Date": None})
+    if svg:
+        fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
+        with matplotlib.rc_context({"svg.hashsalt": name}):
+            fig.savefig(paths[1], metadata={"Date": None})
     return paths
 
 
 def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str, str] | None = None,
-                breakdowns: Breakdowns | None = None) -> dict:
-    """Every figure of a study into ``folder`` (PNG + SVG); returns {figure name: PNG path}.
+                breakdowns: Breakdowns | None = None, svg: bool = False) -> dict:
+    """Every figure of a study into ``folder`` (PNG, and SVG with ``svg``); returns {figure name: PNG path}.
     A ``convergence.csv`` in the folder above (the results folder) is plotted if the search wrote one.
 
     ``floorplans`` maps design ids to titles (default: the balanced design); ``prepared`` is the
@@ -392,11 +392,11 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
     if result.pareto.empty:
         return written
     for x, y in combinations(objectives, 2):
-        written[f"front_{x}_{y}"] = save(plot_front(result, x, y), folder, f"front_{x}_{y}")[0]
+        written[f"front_{x}_{y}"] = save(plot_front(result, x, y), folder, f"front_{x}_{y}", svg)[0]
     if len(objectives) > 2:
-        written["scatter_matrix"] = save(plot_scatter_matrix(result), folder, "scatter_matrix")[0]
-    written["parallel_coordinates"] = save(plot_parallel(result), folder, "parallel_coordinates")[0]
-    written["convergence"] = save(plot_convergence(result, folder.parent), folder, "convergence")[0]
+        written["scatter_matrix"] = save(plot_scatter_matrix(result), folder, "scatter_matrix", svg)[0]
+    written["parallel_coordinates"] = save(plot_parallel(result), folder, "parallel_coordinates", svg)[0]
+    written["convergence"] = save(plot_convergence(result, folder.parent), folder, "convergence", svg)[0]
     if floorplans is None:
         k = knee_index(result.pareto, objectives)
         floorplans = {result.pareto["design_id"].iloc[k]: "balanced design"}
@@ -412,8 +412,8 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
             else:
                 fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
                                      title=f"{title} {design_id}", breakdowns=breakdowns)
-            written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}")[0]
-        written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline")[0]
+            written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
+        written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline", svg)[0]
     return written
 
 

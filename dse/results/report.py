@@ -352,24 +352,24 @@ def report_html(md_text: str, folder: Path, title: str, interactive: str = "") -
             f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
 
 
-def write_report(result, folder: str | Path, prepared=None) -> dict[str, Path]:
-    """Plots into ``folder/plots`` and ``report.md`` / ``report.html`` into ``folder``."""
+def write_report(result, folder: str | Path, prepared=None, svg: bool = False) -> dict[str, Path]:
+    """Plots into ``folder/plots`` (PNG; SVG too with ``svg``), ``report.md`` / ``report.html`` into ``folder``."""
     folder = Path(folder)
     prepared = prepared or result.prepare()
     chosen = picks(result)
     breakdowns = Breakdowns(prepared)              # each shown design's breakdown, computed once
-    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen, breakdowns=breakdowns)
+    pngs = write_plots(result, folder / "plots", prepared, floorplans=chosen, breakdowns=breakdowns, svg=svg)
     if result.study.system is not None:
         rows = result.pareto.set_index("design_id")
         for design_id, why in chosen.items():
             fig = plot_system(result.designs[design_id], prepared, rows.loc[design_id], title=f"{why} {design_id}")
-            pngs[f"system_{design_id}"] = save(fig, folder / "plots", f"system_{design_id}")[0]
+            pngs[f"system_{design_id}"] = save(fig, folder / "plots", f"system_{design_id}", svg)[0]
     extra = []
     if result.study.serving is not None and chosen:
         design_id = next(iter(chosen))
         curve = load_curve(prepared.evaluator, result.designs[design_id], requests=LOAD_CURVE_REQUESTS)
         pngs["load_curve"] = save(plot_load_curve(curve, result.study, f"{chosen[design_id]} {design_id}"),
-                                  folder / "plots", "load_curve")[0]
+                                  folder / "plots", "load_curve", svg)[0]
         extra = load_curve_section(curve, str(pngs["load_curve"].relative_to(folder)), design_id,
                                    LOAD_CURVE_REQUESTS)
     timeline_pngs, timeline_lines = timeline_section(result, prepared, folder)     # a runtime study's

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from pymoo.indicators.hv import HV
 
+from ..errors import StudyError
 from ..model.objectives import OBJECTIVES, constraint_matrix, non_dominated
 from ..study.schema.search import FRACTION_OBJECTIVES
 from ..study.spec import Study
@@ -89,6 +90,10 @@ def reference_point(study: Study, evaluator) -> dict[str, float]:
         feasible = (constraint_matrix(metrics, study) <= 0).all(axis=1)
         pool = C[feasible] if feasible.any() else C
         pool = pool[np.isfinite(pool).all(axis=1)]
+        if not len(pool):
+            raise StudyError(f"none of the {ANCHOR_SIZE} sampled designs has finite costs in "
+                             f"{', '.join(missing)}; give those objectives here in their metric's unit",
+                             key="search.reference_point")
         worst_front = pool[non_dominated(pool)].max(axis=0)
         worst = pool.max(axis=0)
         for j, o in enumerate(s.objectives):
