@@ -54,7 +54,9 @@ def rows():
 def test_validation_errors_stay_within_what_was_measured(rows):
     err = serving_runs.errors(rows)
     assert err[("validation", "mean_ttft_ms")] < 0.23          # measured 21.4 %
-    assert err[("validation", "mean_tpot_ms")] < 0.17          # 15.4 % (11.9 % before the GH100 energy)
+    # 17.4 % (15.4 % before issue 48 fitted the 7 nm GPU energy per MAC, the A100 now held to its 400 W limit;
+    # 11.9 % before the GH100 energy)
+    assert err[("validation", "mean_tpot_ms")] < 0.18
     assert err[("validation", "mean_e2el_ms")] < 0.08          # 7.3 % (5.8 % before the GH100 energy)
     assert err[("validation", "all")] < 0.14                   # measured 12.8 %
     assert err[("calibration", "all")] < 0.12                  # measured 10.6 %
