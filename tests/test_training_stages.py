@@ -7,8 +7,9 @@ import pytest
 import workloads
 from dse.errors import StudyError
 from dse.training import Strategy, iteration, layer_costs, load_system
+from dse.training.memory import activation_bytes_per_token_layer
 from dse.training.search import candidates
-from dse.training.stages import balanced, in_flight, pipeline_s, schedule_s, split, stage_times
+from dse.training.stages import balanced, in_flight, pipeline_s, schedule, schedule_s, split, stage_times
 from dse.validation.training import LLAMA_3_405B
 
 H100 = "dgx-h100-80gb"
@@ -45,6 +46,33 @@ def test_pipeline_by_hand_and_against_the_1f1b_schedule():
     exact = schedule_s([x / 3 for x in t], [2 * x / 3 for x in t], 16)
     assert exact <= pipeline_s(t, 16) <= 1.01 * exact
     assert in_flight(4, 8) == [4, 3, 2, 1] and in_flight(4, 2) == [2, 2, 2, 1]
+
+
+@pytest.mark.parametrize("p, m, v", [(2, 2, 2), (4, 4, 2), (4, 8, 2), (4, 12, 3), (8, 16, 2), (8, 24, 3),
+                                     (5, 10, 4), (3, 1, 1), (4, 9, 1), (6, 6, 1)])
+@pytest.mark.parametrize("backward", [2.0, 2.3])        # 2 x the forward; + a selective recompute's core
+def test_interleaved_1f1b_op_by_op_is_the_closed_form(p, m, v, backward):
+    """Megatron-LM's (interleaved) 1F1B run op by op over p stages, m micro-batches, v chunks a stage: it ends
+    at (m + (p - 1) / v) t (the bubble (p - 1) / (v m) of the work; Narayanan et al. section 2.2), and each
+    stage holds at most `in_flight` micro-batches: the first p (1 + (p - 1) / (p v)) (Korthikanti et al.
+    section 4.2.3) when m > p, every one when m = p, and the later stages nearly as many as the first."""
+    makespan, held = schedule([1.0] * p, [backward] * p, m, v)
+    assert makespan == pytest.approx(pipeline_s([1.0 + backward] * p, m, v), rel=1e-12)
+    assert held == pytest.approx(in_flight(p, m, v), rel=1e-12)
+    if v > 1:
+        assert held[0] == pytest.approx(min(m, p * (1 + (p - 1) / (p * v))), rel=1e-12)
+        assert held[-1] == pytest.approx(m if m == p else p - (p - 1) / v, rel=1e-12)
+
+
+def test_interleaved_memory_holds_every_micro_batch_at_most():
+    """With m = p micro-batches the interleaved schedule runs every forward first: the first stage holds the
+    p micro-batches, not p (1 + (p - 1) / (p v)) of them (the old closed form); with 2p, p + (p - 1) / v."""
+    cfg, system = _gpt_small(12), load_system(H100)
+    base = dict(tp=1, pp=4, dp=1, micro_batch=1, seq=1024, interleave=3)
+    few, many = (iteration(cfg, system, Strategy(**base, global_batch=g)) for g in (4, 8))
+    s = Strategy(**base, global_batch=4)
+    per_layer = 1024 * activation_bytes_per_token_layer(cfg, 1024, 1, False, "none", s.attention)
+    assert many.memory_per_device_bytes - few.memory_per_device_bytes == pytest.approx(3 * per_layer * 1.0, rel=1e-9)
 
 
 def _gpt_small(layers: int):

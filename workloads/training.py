@@ -6,7 +6,8 @@ Sources, each formula checked in tests/test_training_formulas.py:
   Clusters Using Megatron-LM", SC'21, section 5.1): a GEMM of m x n by n x k is 2mnk FLOPs; a forward pass
   of batch B, sequence s, l layers of width h, vocabulary V is 24 B s l h^2 (1 + s/6h) + 2 B s h V; the
   backward pass is twice that; full recomputation adds one more forward of the layers:
-  ``96 B s l h^2 (1 + s/6h + V/16lh)`` with recomputation, ``72 B s l h^2 (1 + s/6h + V/12lh)`` without.
+  ``96 B s l h^2 (1 + s/6h + V/16lh)`` with recomputation, ``72 B s l h^2 (1 + s/6h + V/12lh)`` without;
+  selective recomputation (Korthikanti et al. 2023) adds the attention core's forward, ``4 B s^2 h l``.
   MFU divides the FLOPs *without* recomputation by time x devices x peak (Chowdhery et al., PaLM 2022,
   appendix B; Korthikanti et al. 2023 report "model FLOPs utilization" the same way).
 * Parameters (same paper, section 5.1): ``12 l h^2 (1 + 13/12h + (V + s)/12lh)``.
@@ -27,11 +28,18 @@ RECOMPUTE = ("none", "selective", "full")
 
 
 def model_flops(batch: float, seq: float, layers: float, hidden: float, vocab: float,
-                recompute: bool = False) -> float:
-    """FLOPs of one training iteration of a GPT model (Megatron-LM's count, module docstring)."""
-    if recompute:
+                recompute: bool | str = False) -> float:
+    """FLOPs of one training iteration of a GPT model (Megatron-LM's count, module docstring).
+    ``recompute`` True or "full": the layers' forward once more; "selective": the attention core's
+    forward once more, Q K^T and the weighting of V, 2 B s^2 h each a layer: ``+ 4 B s^2 h l``
+    (Korthikanti et al.'s hardware FLOPs count it as the core's forward and backward, ``1 + s/3h``
+    for ``1 + s/6h``: tests/test_training.py reads that from their Table 5's MFU and HFU)."""
+    if recompute not in (False, True, *RECOMPUTE):
+        raise ValueError(f"recompute must be a bool or one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    if recompute is True or recompute == "full":
         return 96.0 * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
-    return 72.0 * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden))
+    core = 4.0 * batch * seq ** 2 * hidden * layers if recompute == "selective" else 0.0
+    return 72.0 * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden)) + core
 
 
 def gpt_params(layers: float, hidden: float, vocab: float, seq: float) -> float:

@@ -16,8 +16,11 @@ Model (each term's source in its function):
   tensor-parallel collectives run behind the layer's GEMMs (Transformer Engine's overlap: a layer pass
   then takes the longer of its kernels and its collectives).
 * Tensor parallelism: two all-reduces of the layer's activations per forward, two per backward (and two
-  per recomputed forward), or as many reduce-scatter + all-gather pairs with sequence parallelism: a
-  ring inside the node (systems.py, alpha-beta).
+  per recomputed forward), or as many reduce-scatter + all-gather pairs with sequence parallelism (the
+  same ring volume: Korthikanti et al. MLSys'23, section 4.2.2): a ring inside the node (systems.py,
+  alpha-beta). Sequence parallelism also runs the norms and residual adds on s / t tokens a rank
+  (`SEQUENCE_SHARDED`) and, keeping only the sequence shard of the two column-parallel GEMMs' input,
+  all-gathers it again in the backward for their weight gradients (one all-reduce's ring more).
 * Pipeline parallelism, 1F1B with ``interleave`` = v model chunks per device: the iteration takes
   ``(m + (p - 1) / v)`` micro-batch times of the slowest stage (the bubble is (p - 1) / (v m) of the
   work; Narayanan et al. section 2.2), plus a point-to-point send of the stage boundary's activations
@@ -34,13 +37,15 @@ Model (each term's source in its function):
   only what is longer is exposed.
 * Memory (dse.training.memory): weights, gradients and optimizer state (ZeRO) as the stack holds them,
   activations of the micro-batches in flight (p of them on the first stage under 1F1B, times
-  1 + (p - 1)/(p v) interleaved; Korthikanti et al. section 4.2.3), and the last stage's logits.
+  1 + (p - 1)/(p v) interleaved, at most m; Korthikanti et al. section 4.2.3; checked against the
+  schedule run op by op, dse.training.stages.schedule), and the last stage's logits.
 * Energy (dse.training.energy): the same kernels' compute, SRAM and HBM energy, the bytes each device
   sends per collective times the energy per byte of the level it crosses, the Adam step's HBM traffic,
   and the chiplet's static power over the iteration.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, fields
 
@@ -59,12 +64,15 @@ from ..model.tables import by_kernel, first_rows, kernels_of
 from .energy import DeviceEnergy, ring_bytes
 from .memory import activation_bytes_per_token_layer, device_bytes, logits_bytes_per_token
 from .stacks import DEFAULT, STACKS
+from .stages import in_flight as in_flight_of
 from .stages import pipeline_s, stage_times, uneven_peak_bytes
 from .stages import stage_layers as stage_layers_of
 from .strategy import Strategy
 from .systems import TrainingSystem
 
 ATTENTION_CORE = ("attn_score", "softmax", "attn_context")
+#: operators outside the tensor-parallel regions, split along the sequence under sequence parallelism
+SEQUENCE_SHARDED = ("attn_norm", "ffn_norm", "norm_scale", "attn_residual", "ffn_residual", "final_norm")
 ADAM_BYTES_PER_PARAM = 28.0      # read fp32 master, m, v (12) and the 16-bit gradient (2); write 12 + 16-bit weights
 FUSED_BACKWARD = 2.5             # a fused attention core's backward / forward (FlashAttention-2, section 4.1)
 
@@ -114,6 +122,7 @@ class LayerCosts:
     attention_core_fwd_dram_j: float = 0.0
     ends_fwd_dram_j: float = 0.0
     embedding_fwd_s: float = 0.0      # the embedding's part of ends_fwd_s (the first pipeline stage's)
+    attention_core_flops: float = 0.0     # the attention cores' forward FLOPs of one micro-batch, every layer and shard
 
     def params_per_device(self, s: Strategy) -> float:
         """Dense parameters split over tp x pp devices, routed experts over ep x pp."""
@@ -126,7 +135,7 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     wl = workloads.extract_transformer(cfg, phase="train", batch=s.micro_batch, context=s.seq,
                                        precision=s.precision, tp=s.tp, routing={"distribution": "uniform"},
                                        fused_attention=fused)
-    ops = wl.ops
+    ops = every_ops = wl.ops
     mine = ops["unit"].map(lambda u: not u.rpartition(".tp")[1] or u.endswith(".tp0")).to_numpy(bool)
     ops = ops[mine].sort_values("unit", kind="stable")
     ch = system.chiplet
@@ -134,6 +143,8 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
     every = expected_costs(wl, [ch], s.precision, arch.op_costs(wl.ops, [ch], s.precision))
     rows = ops.index.to_numpy()
     costs = CostTable(**{f.name: getattr(every, f.name)[rows] for f in fields(CostTable)})
+    if s.sequence_parallel and s.tp > 1:
+        costs = _sequence_sharded(costs, ops["name"].isin(SEQUENCE_SHARDED).to_numpy(), s.tp)
     ahead = ch.dispatch_mode == "ahead"
     kt = _kernel_times(ops, costs, system, fused, 0.0 if ahead else ch.dispatch_s)
     prob = ops["prob"].to_numpy(float)
@@ -170,7 +181,18 @@ def layer_costs(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy)
                       layer_fwd_dram_j=float((dram_j * per_layer)[in_layer].sum()),
                       attention_core_fwd_dram_j=float((dram_j * per_layer)[core_ops].sum()),
                       ends_fwd_dram_j=float((dram_j * weight)[~in_layer].sum()),
-                      embedding_fwd_s=float((kt * weight)[~in_layer & in_embedding].sum()))
+                      embedding_fwd_s=float((kt * weight)[~in_layer & in_embedding].sum()),
+                      attention_core_flops=float((every_ops["flops"] * every_ops["layers"] * every_ops["prob"])[
+                          (every_ops["layer"] >= 0) & every_ops["name"].isin(ATTENTION_CORE)].sum()))
+
+
+def _sequence_sharded(costs: CostTable, rows: np.ndarray, tp: int) -> CostTable:
+    """``rows`` (the norms and residual adds between the tensor-parallel regions) run on s / t of the
+    tokens on each of the t ranks under sequence parallelism (Korthikanti et al. MLSys'23, section 4.2.2):
+    their time, energy and traffic over t (a norm's weight, h elements, is read whole: negligible)."""
+    k = np.where(rows, 1.0 / tp, 1.0)[:, None]
+    return dataclasses.replace(costs, time_s=costs.time_s * k, energy_j=costs.energy_j * k,
+                               dram_bytes=costs.dram_bytes * k, sram_bytes=costs.sram_bytes * k)
 
 
 def _kernel_times(ops, costs, system: TrainingSystem, fused: bool, dispatch_s: float) -> np.ndarray:
@@ -235,6 +257,10 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     tp_collective = ring_s(s.tp, act, tp_alpha, tp_bus)
     recompute_fwd = {"none": 0.0, "selective": c.attention_core_fwd_s, "full": c.layer_fwd_s}[s.recompute]
     recompute_comm = 2.0 if s.recompute == "full" else 0.0
+    # sequence parallelism keeps the sequence shard of the QKV and first MLP GEMMs' input: the backward
+    # all-gathers it again for their weight gradients, two all-gathers, one all-reduce's ring
+    # (Korthikanti et al. section 4.2.2; Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication)
+    regather = 1.0 if s.sequence_parallel and s.tp > 1 else 0.0
     recompute_fwd_j, recompute_fwd_dram_j = {"none": (0.0, 0.0),
                                              "selective": (c.attention_core_fwd_j, c.attention_core_fwd_dram_j),
                                              "full": (c.layer_fwd_j, c.layer_fwd_dram_j)}[s.recompute]
@@ -246,10 +272,10 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     bwd_kernels = 2.0 * c.layer_fwd_s + core_extra * c.attention_core_fwd_s + recompute_fwd
     if stack.tp_overlap:          # collectives behind the GEMMs: the longer of the two
         layer_fwd = max(c.layer_fwd_s, 2.0 * tp_collective) + a2a
-        layer_bwd = max(bwd_kernels, (2.0 + recompute_comm) * tp_collective) + 2.0 * a2a
+        layer_bwd = max(bwd_kernels, (2.0 + recompute_comm + regather) * tp_collective) + 2.0 * a2a
     else:
         layer_fwd = c.layer_fwd_s + 2.0 * tp_collective + a2a
-        layer_bwd = bwd_kernels + (2.0 + recompute_comm) * tp_collective + 2.0 * a2a
+        layer_bwd = bwd_kernels + (2.0 + recompute_comm + regather) * tp_collective + 2.0 * a2a
     stage_layers = L / s.pp
     ends = 3.0 * c.ends_fwd_s                    # forward and backward of the LM head (and embedding)
     micro = stage_layers * (layer_fwd + layer_bwd) + ends
@@ -293,7 +319,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     tokens_mb = s.micro_batch * s.seq
     per_layer = tokens_mb * activation_bytes_per_token_layer(
         cfg, s.seq, s.tp, s.sequence_parallel, s.recompute, s.attention, stack.residual_bytes, stack.eager)
-    in_flight = min(s.pp, m) * (1.0 + (s.pp - 1) / (s.pp * v) if v > 1 else 1.0)
+    in_flight = in_flight_of(s.pp, m, v)[0]      # the first stage's: the most (dse.training.stages)
     logits = tokens_mb * logits_bytes_per_token(cfg, s.tp, stack.logit_bytes, stack.residual_bytes)
     mem = device_bytes(params, stack, s.zero, s.dp, stage_layers * per_layer * in_flight, logits)
     if widest != stage_layers:
@@ -303,7 +329,7 @@ def iteration(cfg: workloads.ModelConfig, system: TrainingSystem, s: Strategy, c
     flops, flops_no_recompute = _flops(cfg, s, c)
     tflops = flops_no_recompute / total / s.devices / 1e12          # model FLOP/s: recomputation not counted
     mfu = tflops * 1e12 / system.chiplet.peak_flops(s.precision)
-    tp_count = m * stage_layers * (4.0 + recompute_comm)
+    tp_count = m * stage_layers * (4.0 + recompute_comm + regather)
     energy.compute(m * (stage_layers * (3.0 * c.layer_fwd_j + core_extra * c.attention_core_fwd_j + recompute_fwd_j)
                         + 3.0 * c.ends_fwd_j),
                    m * (stage_layers * (3.0 * c.layer_fwd_dram_j + core_extra * c.attention_core_fwd_dram_j
@@ -335,10 +361,11 @@ def _flops(cfg: workloads.ModelConfig, s: Strategy, c: LayerCosts) -> tuple[floa
     SC'21 reports its TFLOP/s; model FLOPs: without recomputation, Megatron-LM's count of 6 N per token plus
     attention, for model FLOP/s and MFU). GPT-style dense models use Megatron's closed form; others three
     times the trace's forward FLOPs (plus one forward with full recomputation). Selective recomputation
-    (the attention core) is counted in neither: Megatron-LM's formula leaves it out too."""
-    full = s.recompute == "full"
+    adds the attention core's forward to the hardware FLOPs (workloads.training.model_flops; the trace's
+    core for the others)."""
     if cfg.model_type == "gpt2" and not cfg.experts:
         args = (s.global_batch, s.seq, cfg.layers, cfg.hidden, cfg.vocab)
-        return model_flops(*args, recompute=full), model_flops(*args, recompute=False)
-    per_batch = c.forward_flops * s.global_batch / s.micro_batch      # the trace holds every tp shard
-    return per_batch * (4.0 if full else 3.0), per_batch * 3.0
+        return model_flops(*args, recompute=s.recompute), model_flops(*args, recompute=False)
+    batches = s.global_batch / s.micro_batch          # the trace holds every tp shard
+    again = {"none": 0.0, "selective": c.attention_core_flops, "full": c.forward_flops}[s.recompute]
+    return (3.0 * c.forward_flops + again) * batches, 3.0 * c.forward_flops * batches

@@ -56,7 +56,7 @@ STACKS = {
     # bf16 weights, fp32 gradient buffers (main_grad) and fp32 master weights and moments: 18 bytes per
     # parameter (Megatron-LM docs, "Distributed Optimizer": bf16 param, fp32 grads: 6 + 12)
     "megatron-core": TrainingStack(
-        "megatron-core", gemm_factor=0.768, fp8_factor=0.669, attention="fused", tp_overlap=True,
+        "megatron-core", gemm_factor=0.72, fp8_factor=0.646, attention="fused", tp_overlap=True,
         residual_bytes=2.0, eager=False, logit_bytes=4.0, weight_bytes=2.0, cast_bytes=0.0, gradient_bytes=4.0,
         optimizer_bytes=12.0, persistent_gradients=True),
     # bf16 logits kept by the caller 2 + fp32 log-softmax 4 + its gradient as the backward starts 4

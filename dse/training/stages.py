@@ -101,55 +101,98 @@ def pipeline_s(times: list[float], micro_batches: int, interleave: int = 1) -> f
     return micro_batches * slowest + (sum(times) - slowest) / interleave
 
 
-def in_flight(pp: int, micro_batches: int) -> list[int]:
-    """Micro-batches whose activations stage i keeps at its peak under 1F1B: min(p - i, m) (stage i runs
-    p - i - 1 warm-up forwards and one more before its first backward; Narayanan et al. section 2.2)."""
-    return [min(pp - i, micro_batches) for i in range(pp)]
+def in_flight(pp: int, micro_batches: int, interleave: int = 1) -> list[float]:
+    """Micro-batches (of the whole stage) whose activations stage i keeps at its peak under 1F1B: min(p - i,
+    m) (stage i runs p - i - 1 warm-up forwards and one more before its first backward; Narayanan et al.
+    section 2.2). Interleaved over v chunks, 2 (p - i - 1) + (v - 1) p + 1 chunks, i.e.
+    p + (p - 2 i - 1) / v micro-batches (every one, m, when m = p): on the first stage Korthikanti et
+    al.'s p (1 + (p - 1) / (p v)) (section 4.2.3), and the later stages keep nearly as many (the last
+    p - (p - 1) / v), not p - i. `schedule` counts them op by op (tests/test_training_stages.py)."""
+    p, m, v = pp, micro_batches, interleave
+    if v == 1:
+        return [min(p - i, m) for i in range(p)]
+    return [float(m) if m <= p else min(float(m), p + (p - 2 * i - 1) / v) for i in range(p)]
 
 
-def schedule_s(forward_s: list[float], backward_s: list[float], micro_batches: int) -> float:
-    """The 1F1B schedule run op by op: stage i's warm-up forwards (p - i - 1), then a forward and a
-    backward in turn, then the remaining backwards; a forward waits for the stage before, a backward for
-    the stage after (or its own forward on the last stage). Returns when the last op ends."""
-    p, m = len(forward_s), micro_batches
+def _orders(p: int, m: int, v: int) -> list[list[tuple[str, int, int]]]:
+    """Each stage's ops in Megatron-LM's order, as (kind, chunk, micro-batch). v = 1: p - i - 1 warm-up
+    forwards, then a forward and a backward in turn, then the remaining backwards. v > 1 (interleaved,
+    Megatron-LM's forward_backward_pipelining_with_interleaving): the k-th forward runs chunk
+    (k // p) mod v of micro-batch (k // pv) p + k mod p, the k-th backward the same micro-batch's chunk
+    v - 1 - (k // p) mod v; 2 (p - i - 1) + (v - 1) p warm-up forwards (every forward first when m = p),
+    then one forward and one backward in turn."""
+    total = m * v
+
+    def forward(k):
+        return ("F", (k // p) % v, (k // (p * v)) * p + k % p) if v > 1 else ("F", 0, k)
+
+    def backward(k):
+        return ("B", v - 1 - (k // p) % v, (k // (p * v)) * p + k % p) if v > 1 else ("B", 0, k)
     orders = []
     for i in range(p):
-        warm = min(p - i - 1, m)
-        order = [("F", j) for j in range(warm)]
-        for j in range(m):
-            if warm + j < m:
-                order.append(("F", warm + j))
-            order.append(("B", j))
+        w = min(p - i - 1 if v == 1 else total if m == p else 2 * (p - i - 1) + (v - 1) * p, total)
+        order = [forward(k) for k in range(w)]
+        for k in range(total):
+            if w + k < total:
+                order.append(forward(w + k))
+            order.append(backward(k))
         orders.append(order)
+    return orders
+
+
+def schedule(forward_s: list[float], backward_s: list[float], micro_batches: int, interleave: int = 1
+             ) -> tuple[float, list[float]]:
+    """The 1F1B schedule run op by op (`_orders`; stage i's chunk forward takes forward_s[i] / v, its
+    backward backward_s[i] / v): a forward waits for the same chunk on the stage before (chunk c on the
+    first stage: chunk c - 1 on the last), a backward for the stage after (chunk c on the last stage:
+    chunk c + 1 on the first, or its own forward for the last chunk). Returns when the last op ends and,
+    per stage, the most micro-batches' activations it holds at once (forwards begun whose backward has
+    not ended), in micro-batches of the whole stage (chunks / v). Point-to-point sends take no time."""
+    p, m, v = len(forward_s), micro_batches, interleave
+    if v > 1 and m % p:
+        raise ValueError(f"the interleaved schedule needs micro-batches ({m}) a multiple of the stages ({p})")
+    orders = _orders(p, m, v)
     done: dict = {}
     free = [0.0] * p
     nxt = [0] * p
+    held, peak = [0] * p, [0] * p
     moved = True
     while moved:
         moved = False
         for i in range(p):
             while nxt[i] < len(orders[i]):
-                kind, j = orders[i][nxt[i]]
-                dep = (("F", i - 1, j) if i else None) if kind == "F" else \
-                    (("B", i + 1, j) if i < p - 1 else ("F", i, j))
+                kind, c, j = orders[i][nxt[i]]
+                if kind == "F":
+                    dep = ("F", i - 1, c, j) if i else (("F", p - 1, c - 1, j) if c else None)
+                elif i < p - 1:
+                    dep = ("B", i + 1, c, j)
+                else:
+                    dep = ("B", 0, c + 1, j) if c < v - 1 else ("F", i, c, j)
                 if dep is not None and dep not in done:
                     break
                 start = max(free[i], done.get(dep, 0.0))
-                free[i] = done[(kind, i, j)] = start + (forward_s[i] if kind == "F" else backward_s[i])
+                free[i] = done[(kind, i, c, j)] = start + (forward_s[i] if kind == "F" else backward_s[i]) / v
+                held[i] += 1 if kind == "F" else -1
+                peak[i] = max(peak[i], held[i])
                 nxt[i] += 1
                 moved = True
-    return max(free)
+    if any(nxt[i] < len(orders[i]) for i in range(p)):
+        raise RuntimeError("the 1F1B schedule deadlocked")      # cannot happen for Megatron's orders
+    return max(free), [x / v for x in peak]
+
+
+def schedule_s(forward_s: list[float], backward_s: list[float], micro_batches: int, interleave: int = 1) -> float:
+    """When the last op of `schedule` ends."""
+    return schedule(forward_s, backward_s, micro_batches, interleave)[0]
 
 
 def uneven_peak_bytes(counts: tuple[int, ...], params_per_layer: float, activation_per_layer: float,
                       logits: float, micro_batches: int, interleave: int, stack, zero: int, dp: int) -> float:
     """The largest device memory over the stages (dse.training.memory.device_bytes): stage i keeps the
     parameters of its layers (the embedding and output layer spread in proportion, as for an even split),
-    the activations of its layers for `in_flight` micro-batches (more when interleaved: Korthikanti et al.
-    section 4.2.3), and the last stage the logits."""
-    p = len(counts)
-    extra = 1.0 + (p - 1) / (p * interleave) if interleave > 1 else 1.0   # interleaved warm-up (iteration.py)
-    flight = [f * extra for f in in_flight(p, micro_batches)]
+    the activations of its layers for `in_flight` micro-batches (interleaved: Korthikanti et al. section
+    4.2.3 on the first stage, the schedule's own count on the others), and the last stage the logits."""
+    flight = in_flight(len(counts), micro_batches, interleave)
     return max(device_bytes(params_per_layer * n, stack, zero, dp, n * activation_per_layer * f,
                             logits if i == len(counts) - 1 else 0.0)
                for i, (n, f) in enumerate(zip(counts, flight)))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import workloads
 
-from ..training import Strategy, iteration, load_system
+from ..training import Strategy, iteration, layer_costs, load_system
 from ..training.footprint import to_train
 from ..training.stacks import FITTED_ON
 from ..training.search import fastest
@@ -46,6 +46,7 @@ TINYLLAMA = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22
 TINYLLAMA_SEQ = 2048
 
 CASES = DATA / "training_cases.yaml"
+KORTHIKANTI = DATA / "training_korthikanti.yaml"     # Table 5: the check of sequence parallelism (`table5`)
 TITLE = "dse train against published training runs"
 SYSTEM = "dgx-a100-80gb"
 STACK_2021 = "megatron-2021"      # Megatron-LM as Narayanan et al. ran it: no FlashAttention
@@ -87,6 +88,45 @@ def megatron_best(case: dict, system=None):
             if it.fits and (best is None or it.iteration_s < best.iteration_s):
                 best = it
     return best
+
+
+def korthikanti_best(row: dict, mode: str, system=None):
+    """The fastest `Iteration` that fits of a Korthikanti et al. Table 5 row (data/training_korthikanti.yaml)
+    at its tp, pp, GPUs, batch and micro-batch over every interleaving: ``mode`` "full" (full recomputation,
+    tensor-parallel all-reduces) or "selective" (selective recomputation and sequence parallelism); None
+    when none fits. The stack is ``megatron-2021`` (Megatron-LM before FlashAttention; not refitted)."""
+    system = system or load_system(SYSTEM, stack=STACK_2021)
+    cfg = gpt(row["hidden"], row["layers"], row["heads"])
+    tp, pp, stage = row["tp"], row["pp"], row["layers"] // row["pp"]
+    common = dict(tp=tp, pp=pp, dp=row["gpus"] // (tp * pp), micro_batch=row["micro_batch"],
+                  global_batch=row["global_batch"], seq=SEQ, recompute=mode, sequence_parallel=mode == "selective",
+                  precision="fp16", attention="unfused")
+    costs = layer_costs(cfg, system, Strategy(**common))      # the same for every interleaving
+    best = None
+    for v in ([x for x in range(1, stage + 1) if stage % x == 0] if pp > 1 else [1]):
+        s = Strategy(**common, interleave=v)
+        if v > 1 and s.micro_batches % pp:
+            continue
+        it = iteration(cfg, system, s, costs)
+        if it.fits and (best is None or it.iteration_s < best.iteration_s):
+            best = it
+    return best
+
+
+def table5() -> list[dict]:
+    """Korthikanti et al.'s Table 5 rows with the modelled iteration times (``full_model_s``,
+    ``selective_model_s``), their ratios to the measured (model / measured) and the speed-up of
+    selective recomputation with sequence parallelism over full recomputation, measured and modelled."""
+    system = load_system(SYSTEM, stack=STACK_2021)
+    out = []
+    for row in read_data(KORTHIKANTI.name)["rows"]:
+        full, sel = (korthikanti_best(row, mode, system) for mode in ("full", "selective"))
+        out.append({**row, "full_model_s": full.iteration_s, "selective_model_s": sel.iteration_s,
+                    "full_ratio": full.iteration_s / row["full_s"],
+                    "selective_ratio": sel.iteration_s / row["selective_s"],
+                    "speedup": row["full_s"] / row["selective_s"],
+                    "speedup_model": full.iteration_s / sel.iteration_s})
+    return out
 
 
 def llama_2_gpu_hours(case: dict, system=None) -> tuple[float, Strategy]:
