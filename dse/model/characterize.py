@@ -29,6 +29,7 @@ import pandas as pd
 import workloads
 
 from ..quality import model_params, weight_term
+from .study_quality import active_shares
 from .copy_cost import ChipletMemory, copy_roofline, host_issue_s, kind_terms, power_terms
 from .prepare import Prepared
 from .tables import UNIT_KINDS
@@ -81,18 +82,19 @@ def _layers(unit: str, repeat: float) -> str:
     return str(int(repeat))
 
 
-def unit_quality(prepared: Prepared, weight_bytes: np.ndarray, visit_prob: np.ndarray) -> np.ndarray:
+def unit_quality(prepared: Prepared) -> np.ndarray:
     """Each unit's ``quality_frac`` (dse.quality, docs/quality.md): the model's score kept when that unit
-    alone runs at the study's precision and the rest at 16 bits. Its share of the loss is its share of a
-    token's active parameters (weight bytes x visit probability, one element size for all). NaN for an
-    ensemble (its members' quality is not modelled per unit)."""
-    spec = prepared.study.workload
+    alone runs at its precision (the study's, or its own under ``search.precision``) and the rest at 16
+    bits. Its share of the loss is its share of a token's active parameters
+    (dse.model.study_quality.active_shares). NaN for an ensemble (its members' quality is not modelled
+    per unit)."""
+    spec, t = prepared.study.workload, prepared.tables
     if spec.model is None:
-        return np.full(len(weight_bytes), np.nan)
-    active = weight_bytes * visit_prob
-    share = active / active.sum() if active.sum() > 0 else np.zeros_like(active)
+        return np.full(len(t.unit_names), np.nan)
+    share = active_shares(t)
+    precision = t.unit_precision or [spec.precision] * len(share)
     params = model_params(workloads.load_model(spec.model))
-    return np.array([weight_term(spec.precision, params, float(f))[0] for f in share])
+    return np.array([weight_term(p, params, float(f))[0] for p, f in zip(precision, share)])
 
 
 def characterize(prepared: Prepared) -> pd.DataFrame:
@@ -136,7 +138,7 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
         "flops": flops * repeat, "weight_bytes": np.asarray(t.unit_capacity_bytes, float),
         "kv_bytes": np.asarray(t.unit_kv_bytes, float),
         "visit_prob": np.asarray(t.unit_prob, float) * np.asarray(t.stage_prob, float)[np.asarray(t.unit_stage)]}
-    per_unit["quality_frac"] = unit_quality(p, per_unit["weight_bytes"], per_unit["visit_prob"])
+    per_unit["quality_frac"] = unit_quality(p)
     columns = {c: np.repeat(np.asarray(v, dtype=object if isinstance(v, list) else float), K)
                for c, v in per_unit.items()}
     columns.update({
