@@ -175,3 +175,18 @@ def test_quality_refused_where_it_is_not_modelled():
     with pytest.raises(StudyError, match="one model") as info:
         dse.Study.from_dict(data)
     assert info.value.key == "search.precision"
+
+
+def test_characterize_has_a_row_per_unit_and_precision(ffn_prepared):
+    """The attribute table of a study with search.precision: every unit at each precision it may take,
+    the FFN at bf16 and int4 (a quarter of the weight bytes, the int4 loss), the rest at bf16 only."""
+    from dse.model.characterize import characterize
+    table = characterize(ffn_prepared)
+    kinds = len(ffn_prepared.tables.kind_names)
+    ffn = table[table["unit_kind"] == "ffn"]
+    assert set(ffn["precision"]) == {"bf16", "int4"}
+    assert set(table[table["unit_kind"] != "ffn"]["precision"]) == {"bf16"}
+    assert len(table) == kinds * (len(ffn_prepared.tables.unit_names) + ffn["unit"].nunique())
+    at = {p: part.drop_duplicates("unit").set_index("unit") for p, part in ffn.groupby("precision")}
+    assert (at["int4"]["weight_bytes"] < at["bf16"]["weight_bytes"] / 3.5).all()
+    assert (at["int4"]["quality_frac"] < 1.0).all() and (at["bf16"]["quality_frac"] == 1.0).all()
