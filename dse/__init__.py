@@ -21,6 +21,7 @@ from .results.folder import load_results, read_design, write_results
 from .results.result import StudyResult
 from .results.run import run_study
 from .results.whatif import changed_study
+from .model.study_quality import with_quality
 from .runtime.search import with_runtime
 from .serving import package as serving_package
 from .study import spec
@@ -33,6 +34,7 @@ from . import rl  # noqa: F401  (its import registers the Gymnasium environments
 
 register_phase(serving_package.PHASE)       # workload.phase: serve
 register_phase(training_package.PHASE)      # workload.phase: train
+register_wrapper(with_quality)              # quality_frac per design (dse.model.study_quality), before runtime's
 register_wrapper(with_runtime)              # a study's runtime section (dse.runtime.search)
 
 

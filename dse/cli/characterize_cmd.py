@@ -60,4 +60,4 @@ def characterize_cmd(study_file, out, fmt, plot_path, force):
         print_table(table, [c for c in SHOWN if c.key in table.columns], keep=2,
                     title=f"{len(table)} rows: units x chiplet kinds",
                     caption="compute, memory: utilisation; visits: share of steps that run the unit; "
-                            "quality: the score kept with the unit alone at the study's precision")
+                            "quality: the score kept with the unit alone at its precision")

@@ -29,6 +29,7 @@ HEADERS = {"design_id": ("design", "text"), "n_chiplets": ("chiplets", ""), "hbm
            "ddr_channels": ("DDR", ""), "latency_s": ("latency", "s"), "throughput_tok_s": ("throughput", "tok/s"),
            "energy_j_per_token": ("energy", "mJ/token"), "area_mm2": ("area", "mm²"), "cost_usd": ("cost", "$"),
            "fault_tolerance_frac": ("fault tol.", "frac"), "carbon_g_per_token": ("carbon", "g/token"),
+           "quality_frac": ("quality", "frac"),
            "packages": ("packages", "")}
 #: units of other metric columns, by the end of their names
 SUFFIXES = (("_frac", "frac"), ("_s", "s"), ("_w", "W"), ("_j", "J"), ("_rps", "req/s"))

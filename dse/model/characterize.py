@@ -1,7 +1,9 @@
 """The expert execution attribute database: every placement unit alone on every chiplet kind of a study.
 
 One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens, FLOPs, weight and KV
-bytes, visit probability, the model's quality with that unit at the study's precision) and how it runs alone on one chiplet of that kind with the fewest HBM stacks
+bytes, visit probability, its precision (the study's; under ``search.precision`` a row per precision the
+unit may take) and the model's quality with that unit at it) and how it runs alone on one chiplet of that
+kind with the fewest HBM stacks
 of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, its
 roofline's three time terms and which bounds it, compute and memory utilisation, energy and mean power
 while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own
@@ -29,12 +31,13 @@ import pandas as pd
 import workloads
 
 from ..quality import model_params, weight_term
+from .study_quality import active_shares
 from .copy_cost import ChipletMemory, copy_roofline, host_issue_s, kind_terms, power_terms
 from .prepare import Prepared
 from .tables import UNIT_KINDS
 
 COLUMNS = ["model", "unit", "unit_kind", "layers", "tokens", "flops", "weight_bytes", "kv_bytes", "visit_prob",
-           "quality_frac", "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "overhead_s", "bound", "dram_bytes",
+           "precision", "quality_frac", "chiplet", "hbm_stacks", "time_s", "compute_s", "memory_s", "overhead_s", "bound", "dram_bytes",
            "compute_utilisation", "memory_utilisation", "peak_flops", "bandwidth_Bps", "energy_j", "mean_power_w",
            "best_by_latency", "best_by_energy"]
 #: the roofline terms, in the order a tie is settled
@@ -81,28 +84,45 @@ def _layers(unit: str, repeat: float) -> str:
     return str(int(repeat))
 
 
-def unit_quality(prepared: Prepared, weight_bytes: np.ndarray, visit_prob: np.ndarray) -> np.ndarray:
+def unit_quality(prepared: Prepared) -> np.ndarray:
     """Each unit's ``quality_frac`` (dse.quality, docs/quality.md): the model's score kept when that unit
-    alone runs at the study's precision and the rest at 16 bits. Its share of the loss is its share of a
-    token's active parameters (weight bytes x visit probability, one element size for all). NaN for an
-    ensemble (its members' quality is not modelled per unit)."""
-    spec = prepared.study.workload
+    alone runs at its precision (the study's, or its own under ``search.precision``) and the rest at 16
+    bits. Its share of the loss is its share of a token's active parameters
+    (dse.model.study_quality.active_shares). NaN for an ensemble (its members' quality is not modelled
+    per unit)."""
+    spec, t = prepared.study.workload, prepared.tables
     if spec.model is None:
-        return np.full(len(weight_bytes), np.nan)
-    active = weight_bytes * visit_prob
-    share = active / active.sum() if active.sum() > 0 else np.zeros_like(active)
+        return np.full(len(t.unit_names), np.nan)
+    share = active_shares(t)
+    precision = t.unit_precision or [spec.precision] * len(share)
     params = model_params(workloads.load_model(spec.model))
-    return np.array([weight_term(spec.precision, params, float(f))[0] for f in share])
+    return np.array([weight_term(p, params, float(f))[0] for p, f in zip(precision, share)])
 
 
 def characterize(prepared: Prepared) -> pd.DataFrame:
     """The attribute table of a prepared study (module docstring); a package-variant study uses its
-    first variant's memory."""
-    p = prepared.variants[0] if prepared.variants else prepared
+    first variant's memory. With ``search.precision`` each unit has a row per precision it may take
+    (its ``quality_frac`` at that precision): the variants of the first one's package, each unit's rows
+    kept once per precision."""
+    first = prepared.variants[0] if prepared.variants else prepared
+    parts = [v for v in prepared.variants if v.study.hardware == first.study.hardware] or [first]
+    df = pd.concat([_table(p) for p in parts], ignore_index=True)
+    df = df.drop_duplicates(["unit", "precision", "chiplet"], ignore_index=True)
+    by_unit = df.groupby(["unit", "precision"], sort=False)
+    for column, by in (("best_by_latency", "time_s"), ("best_by_energy", "energy_j")):
+        best = df.loc[by_unit[by].idxmin(), ["unit", "precision", "chiplet"]]      # first of ties, as before
+        chosen = dict(zip(zip(best["unit"], best["precision"]), best["chiplet"]))
+        df[column] = [chosen[key] for key in zip(df["unit"], df["precision"])]
+    return df[COLUMNS]
+
+
+def _table(p: Prepared) -> pd.DataFrame:
+    """One package variant's table: every unit on every chiplet kind at the unit's precision."""
     t, T = p.tables, p.package_evaluator.kernel
     chiplets = p.study.hardware.library()
-    precision = p.study.workload.precision
-    peak = np.array([c.peak_flops(precision) for c in chiplets])
+    unit_precision = t.unit_precision or [p.study.workload.precision] * len(t.unit_names)
+    rates = {q: [c.peak_flops(q) for c in chiplets] for q in set(unit_precision)}
+    peak = np.array([rates[q] for q in unit_precision], dtype=float)      # [U, K]
     hbm_cap, hbm_bw, hbm_e = T.hbm_cap, T.hbm_bw, T.hbm_e
     ddr_bw, ddr_e = max(T.ddr_bw, 1.0), T.ddr_e
     ops = t.workload.ops
@@ -121,7 +141,7 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
     efficiency = np.array([c.mem_efficiency for c in chiplets])
     bw = np.where(stacks[:, None] > 0, stacks[:, None] * hbm_bw, ddr_bw) * efficiency[None, :]
     energy = np.asarray(t.unit_energy_j, float)[:, :K] + dram * np.where(stacks[:, None] > 0, hbm_e, ddr_e)
-    compute = flops[:, None] / peak[None, :]
+    compute = flops[:, None] / peak
     memory = dram / bw
     overhead = np.maximum(time_s - np.maximum(compute, memory), 0.0)
     bound = np.where((compute >= memory) & (compute >= overhead), 0, np.where(memory >= overhead, 1, 2))
@@ -135,8 +155,9 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
         "tokens": np.asarray(t.unit_route_tokens, float) * np.asarray(t.unit_selection, float),
         "flops": flops * repeat, "weight_bytes": np.asarray(t.unit_capacity_bytes, float),
         "kv_bytes": np.asarray(t.unit_kv_bytes, float),
-        "visit_prob": np.asarray(t.unit_prob, float) * np.asarray(t.stage_prob, float)[np.asarray(t.unit_stage)]}
-    per_unit["quality_frac"] = unit_quality(p, per_unit["weight_bytes"], per_unit["visit_prob"])
+        "visit_prob": np.asarray(t.unit_prob, float) * np.asarray(t.stage_prob, float)[np.asarray(t.unit_stage)],
+        "precision": list(unit_precision)}
+    per_unit["quality_frac"] = unit_quality(p)
     columns = {c: np.repeat(np.asarray(v, dtype=object if isinstance(v, list) else float), K)
                for c, v in per_unit.items()}
     columns.update({
@@ -145,14 +166,9 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
         "compute_s": (compute * repeat[:, None]).ravel(), "memory_s": (memory * repeat[:, None]).ravel(),
         "overhead_s": (overhead * repeat[:, None]).ravel(), "bound": np.asarray(BOUNDS, dtype=object)[bound.ravel()],
         "dram_bytes": (dram * repeat[:, None]).ravel(),
-        "compute_utilisation": np.where(busy, flops[:, None] / (safe * peak[None, :]), 0.0).ravel(),
+        "compute_utilisation": np.where(busy, flops[:, None] / (safe * peak), 0.0).ravel(),
         "memory_utilisation": np.where(busy, dram / (safe * bw), 0.0).ravel(),
-        "peak_flops": np.tile(peak.astype(float), U), "bandwidth_Bps": bw.ravel(),
+        "peak_flops": peak.ravel(), "bandwidth_Bps": bw.ravel(),
         "energy_j": (energy * repeat[:, None]).ravel(),
         "mean_power_w": np.where(busy, energy / safe, 0.0).ravel()})
-    df = pd.DataFrame(columns, columns=COLUMNS[:-2])
-    by_unit = df.groupby("unit", sort=False)
-    for column, by in (("best_by_latency", "time_s"), ("best_by_energy", "energy_j")):
-        best = df.loc[by_unit[by].idxmin(), ["unit", "chiplet"]]      # first of ties, as before
-        df[column] = df["unit"].map(dict(zip(best["unit"], best["chiplet"])))
-    return df[COLUMNS]
+    return pd.DataFrame(columns, columns=COLUMNS[:-2])

@@ -1,6 +1,6 @@
 """Objectives and constraints of a study as the matrices pymoo minimises, and the Pareto front.
 
-Objectives are minimised; those that are better high (throughput, fault tolerance) are negated for
+Objectives are minimised; those that are better high (throughput, fault tolerance, quality) are negated for
 pymoo and reported with their natural sign. Memory capacity, unplaced experts, unit copies without a
 memory path (dse.model.memory_path) and the study's budgets are pymoo constraints (``G <= 0``
 feasible), so infeasible designs are ranked by violation, not hidden behind penalties.
@@ -32,6 +32,8 @@ BASE_OBJECTIVES = {
     "cost": ("cost_usd", 1.0),
     "fault_tolerance": ("fault_tolerance_frac", -1.0),
     "carbon": ("carbon_g_per_token", 1.0),
+    # the score kept (dse.model.study_quality.QualityEvaluator's column), higher is better
+    "quality": ("quality_frac", -1.0),
     # a study's ``runtime`` section (dse.runtime.search): the design through a scenario of drift and failures
     "tokens_over_horizon": ("tokens_over_horizon", -1.0),
     "availability": ("availability_frac", -1.0),
@@ -93,8 +95,9 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
         limit = getattr(c, budget)
         if limit is not None:
             cols.append(metrics[column].to_numpy() / limit - 1.0)
-    if c.min_quality is not None:     # the study's quality: one value for every design (docs/quality.md)
-        cols.append(np.full(len(metrics), c.min_quality - study_quality(study).quality_frac))
+    if c.min_quality is not None:     # each design's quality (its precisions'), else the study's (docs/quality.md)
+        kept = metrics["quality_frac"].to_numpy() if "quality_frac" in metrics else study_quality(study).quality_frac
+        cols.append(c.min_quality - np.broadcast_to(kept, (len(metrics),)))
     cols += [constraint.violation(metrics, study) for constraint in phase_constraints(study)]
     return np.column_stack(cols)
 

@@ -12,11 +12,12 @@ import workloads
 
 from ..errors import StudyError
 from ..study.space import Design, Space, build_space, check_design
-from ..study.spec import Study
+from ..study.spec import Study, precision_label
 from .contract import PopulationEvaluator
 from .evaluator import Evaluator
 from .heuristics import seed_vectors
 from .tables import UNIT_KINDS, EvalTables, build_tables
+from .unit_precision import mixed_tables
 from .variants import VariantEvaluator
 
 
@@ -65,29 +66,44 @@ class Prepared:
                      expert_units=experts, in_space=in_space)
 
 
-def _tables(study: Study, workload=None) -> EvalTables:
+def _tables(study: Study, workload=None, cache: dict | None = None) -> EvalTables:
+    """The tables of a concrete study (units at precisions of their own: dse.model.unit_precision);
+    ``cache``: tables of one precision already built in this preparation, by the study they were built for."""
+    cache = {} if cache is None else cache
+
+    def build(single: Study) -> EvalTables:
+        key = single.model_dump_json()
+        if key not in cache:
+            same = workload is not None and workload.precision == single.workload.precision
+            cache[key] = build_tables(single, workload if same else None)
+        return cache[key]
     try:
-        return build_tables(study, workload)
+        return mixed_tables(study, build) if study.precision_choice() else build_tables(study, workload)
     except workloads.WorkloadError as exc:
         raise StudyError(str(exc), key="workload") from None
 
 
 def prepare(study: Study) -> Prepared:
     """Extract the workload and build the tables, space and evaluator (one per package variant when the
-    study leaves link technology or memory kinds open); workload problems become StudyErrors."""
+    study leaves link technology, memory kinds or unit precisions open); workload problems become
+    StudyErrors."""
     variants = study.variants()
-    tables = _tables(variants[0][1])
+    cache: dict = {}
+    tables = _tables(variants[0][1], cache=cache)
     space = build_space(study, tables.kind_names, tables.unit_names, variants=len(variants))
     space.seeds = seed_vectors(study, tables, space)
     if len(variants) == 1:
         return Prepared(study=study, tables=tables, space=space, evaluator=_evaluator(study, tables, space))
     parts = []
     for _, concrete in variants:
-        t = tables if concrete is variants[0][1] else _tables(concrete, tables.workload)
+        t = tables if concrete is variants[0][1] else _tables(concrete, tables.workload, cache)
         parts.append(Prepared(study=concrete, tables=t, space=space, evaluator=_evaluator(concrete, t, space)))
     kinds = [(p.tables.hbm.kind if p.tables.hbm else None, p.tables.ddr.kind if p.tables.ddr else None)
              for p in parts]
-    evaluator = VariantEvaluator([label for label, _ in variants], [p.evaluator for p in parts], kinds, space)
+    precisions = [precision_label(concrete.precision_choice()) if concrete.precision_choice() else None
+                  for _, concrete in variants]
+    evaluator = VariantEvaluator([label for label, _ in variants], [p.evaluator for p in parts], kinds, space,
+                                 precisions)
     return Prepared(study=study, tables=tables, space=space, evaluator=evaluator, variants=parts)
 
 

@@ -86,6 +86,8 @@ class EvalTables:
     kind_sequence_s: np.ndarray | None = None  # [K] host work per sequence per step the device waits for
     sequences_per_step: float = 0.0           # sequences in a step (the workload's batch)
     offload: object = None     # memory.offload.OffloadTiers: host / ssd tiers below the package, or None
+    unit_precision: list[str] | None = None   # [U] each unit's precision when they differ (search.precision:
+                                              # dse.model.unit_precision); None: all at workload.precision
 
     @property
     def n_units(self) -> int:

@@ -1,12 +1,12 @@
-"""Package variants: topology, link technology and memory kinds chosen by the search.
+"""Package variants: topology, link technology, memory kinds and unit precisions chosen by the search.
 
 A study may list several topologies (``hardware.package.topology: [mesh, torus]``), link technologies
-(``hardware.package.link: [a, b]``) or kinds for a memory (``hardware.memory[i].kind: [hbm3, hbm3e]``).
-Each combination is a *variant* (`Study.variants`): a concrete study with its own memory and link
-tables and route bank, hence its own `Evaluator`. The
+(``hardware.package.link: [a, b]``), kinds for a memory (``hardware.memory[i].kind: [hbm3, hbm3e]``) or
+precisions for its units (``search.precision``). Each combination is a *variant* (`Study.variants`): a
+concrete study with its own memory and link tables and route bank, hence its own `Evaluator`. The
 design space gains one gene, ``variant``; `VariantEvaluator` sends each design to its variant's
-evaluator and puts the results back in order. Operator costs do not depend on the variant: the workload
-is extracted once and shared.
+evaluator and puts the results back in order. Operator costs do not depend on the package: the workload
+is extracted once per precision and shared (a precision assignment's tables: dse.model.unit_precision).
 """
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ class VariantEvaluator(PopulationEvaluator):
     columns `METRICS`."""
 
     def __init__(self, labels: list[str], evaluators: list[Evaluator], kinds: list[tuple[str | None, str | None]],
-                 space: Space):
+                 space: Space, precisions: list[str | None] | None = None):
         self.labels, self.evaluators, self.kinds, self.space = labels, evaluators, kinds, space
+        self.precisions = precisions or [None] * len(evaluators)     # search.precision's assignment per variant
         self.gene = space.slices["variant"].start
 
     @property
@@ -49,13 +50,16 @@ class VariantEvaluator(PopulationEvaluator):
         return np.asarray(X, dtype=np.int64).reshape(-1, self.space.n_var)[:, self.gene]
 
     def variant_for(self, design: Design) -> int:
-        """The variant a design names by its topology, link and memory kinds (unnamed ones match any)."""
-        for v, (ev, (hbm, ddr)) in enumerate(zip(self.evaluators, self.kinds)):
+        """The variant a design names by its topology, link, memory kinds and precisions (unnamed ones
+        match any)."""
+        for v, (ev, (hbm, ddr), precision) in enumerate(zip(self.evaluators, self.kinds, self.precisions)):
             if (design.link == ev.link and design.topology in (None, ev.topology)
-                    and design.hbm_kind in (None, hbm) and design.ddr_kind in (None, ddr)):
+                    and design.hbm_kind in (None, hbm) and design.ddr_kind in (None, ddr)
+                    and design.precision in (None, precision)):
                 return v
         raise ValueError(f"no variant of the study has topology {design.topology!r}, link {design.link!r}, "
-                         f"HBM {design.hbm_kind!r} and DDR {design.ddr_kind!r}; variants: {'; '.join(self.labels)}")
+                         f"HBM {design.hbm_kind!r}, DDR {design.ddr_kind!r} and precision {design.precision!r}; "
+                         f"variants: {'; '.join(self.labels)}")
 
     def _by_variant(self, variant: np.ndarray, run) -> np.ndarray:
         out = np.empty((len(variant), len(METRICS)))
@@ -91,6 +95,7 @@ class VariantEvaluator(PopulationEvaluator):
         for x, v in zip(X, self.variant_of(X)):
             design = self.evaluators[v].designs(x[None, :])[0]
             design.hbm_kind, design.ddr_kind = self.kinds[v]
+            design.precision = self.precisions[v]
             out.append(design)
         return out
 

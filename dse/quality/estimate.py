@@ -13,7 +13,7 @@ import workloads
 
 from ..errors import StudyError
 from .evidence import load_data, preset_mmlu, weight_rows
-from .terms import kv_term, prune_term, pruned_mass, skip_term, weight_term
+from .terms import kv_term, mixed_weight_term, prune_term, pruned_mass, skip_term, weight_term
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,21 @@ def model_params(cfg: workloads.ModelConfig) -> float:
 
 
 def estimate(cfg: workloads.ModelConfig, precision: str = "bf16", kv_precision: str = "bf16",
-             experts_kept: int | None = None, skipping: bool = False, q=None) -> QualityEstimate:
+             experts_kept: int | None = None, skipping: bool = False, q=None,
+             shares: dict[str, float] | None = None) -> QualityEstimate:
     """Quality of ``cfg`` run at ``precision`` with a ``kv_precision`` KV cache, ``experts_kept`` routed
     experts per MoE layer (the least selected pruned; ``q`` their per-token selection probabilities,
-    uniform routing when None) and Lu et al.'s dynamic skipping."""
+    uniform routing when None) and Lu et al.'s dynamic skipping. ``shares``: the units at precisions of
+    their own (precision -> share of a token's active parameters, dse.quality.terms.mixed_weight_term),
+    in place of one ``precision``."""
     data = load_data()
     params = model_params(cfg)
-    terms = {"precision": weight_term(precision, params), "kv_precision": kv_term(kv_precision)}
+    shares = shares or {precision: 1.0}
+    terms = {"precision": mixed_weight_term(shares, params), "kv_precision": kv_term(kv_precision)}
     sources = []
-    if precision not in ("bf16", "fp16", "fp32"):
+    quantised = [p for p, share in shares.items() if p not in ("bf16", "fp16", "fp32") and share > 0]
+    if quantised:
+        precision = "/".join(f"{p} ({shares[p]:.0%})" for p in quantised) if len(shares) > 1 else quantised[0]
         sizes = [r["params_b"] for r in weight_rows()]
         inside = min(sizes) * 1e9 <= params <= max(sizes) * 1e9
         sources.append(f"precision {precision}: Kurtic et al. 2024 Table 2 (Llama-3.1 8B/70B OpenLLM v1 "

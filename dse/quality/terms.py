@@ -45,6 +45,16 @@ def weight_term(precision: str, params: float, share: float = 1.0) -> tuple[floa
     return kept, kept - spread, kept + spread
 
 
+def mixed_weight_term(shares: dict[str, float], params: float) -> tuple[float, float, float]:
+    """Parts of a token's active parameters at different precisions (precision -> share, shares adding to
+    1): each part's `weight_term` loss and band added (the same independence as within one precision)."""
+    loss = spread = 0.0
+    for precision, share in shares.items():
+        kept, _, high = weight_term(precision, params, share)
+        loss, spread = loss + 1.0 - kept, spread + high - kept
+    return 1.0 - loss, 1.0 - loss - spread, 1.0 - loss + spread
+
+
 def kv_term(kv_precision: str) -> tuple[float, float, float]:
     if kv_precision not in KV_BITS:
         raise StudyError(f"unknown KV precision {kv_precision!r}; allowed: {', '.join(KV_BITS)}",

@@ -67,7 +67,7 @@ def design_from_dict(data: Any, source: str | None = None, strict: bool = False)
     stacks = _list_of(data, "hbm_stacks", lambda v: _is_int(v) and v >= 0, "whole numbers >= 0", source)
     ddr = _whole(data, "ddr_channels", 0, source)
     texts = {}
-    for key in ("link", "mapping", "topology", "hbm_kind", "ddr_kind"):
+    for key in ("link", "mapping", "topology", "hbm_kind", "ddr_kind", "precision"):
         value = data.get(key)
         if key in data and not isinstance(value, str) and not (value is None and key not in ("link", "mapping")):
             raise StudyError(f"must be a name, got {value!r}"[:200], key=key, source=source)

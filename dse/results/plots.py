@@ -1,10 +1,9 @@
 """Figures of a study: Pareto fronts, a scatter matrix, parallel coordinates, hypervolume convergence
 and the floorplan of one design.
 
-Every function returns a matplotlib `Figure` built without pyplot (no global backend state: works
-headless, and a notebook shows the returned figure); `write_plots` saves them as PNG and SVG.
-Figures only draw numbers from the results tables and from the study's own models (dse.model.traffic for
-link utilisation).
+Every function returns a matplotlib `Figure` built without pyplot (no global backend state: works headless,
+and a notebook shows it); `write_plots` saves them as PNG and SVG. Figures only draw numbers from the
+results tables and from the study's own models (dse.model.traffic for link utilisation).
 """
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ DISPLAY = {
     "area_mm2": ("silicon area", 1.0, "mm²"),
     "cost_usd": ("cost", 1.0, "$"),
     "fault_tolerance_frac": ("fault tolerance", 100.0, "% throughput kept"),
+    "quality_frac": ("quality", 100.0, "% of the 16-bit score kept"),
     "peak_power_w": ("peak power", 1.0, "W"),
     "carbon_g_per_token": ("carbon", 1e3, "mg CO2e/token"),
     "ttft_p99_s": ("p99 time to first token", 1e3, "ms"),

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import StudyError
 from .schema import limits
-from .spec import Study
+from .spec import Study, precision_label
 
 SPLIT_MAPPINGS = ("one-to-many",)
 SYSTEM_AXES = ("pipeline", "experts", "replicas")
@@ -117,6 +117,9 @@ class Design:
     ddr_kind: str | None = None
     system: dict | None = None          # {pipeline, experts, replicas} across packages (dse.system); the
                                         # package and placement above are every package's
+    precision: str | None = None        # the units' precisions when the study lets the search choose them
+                                        # (search.precision; dse.study.spec.precision_label: ``int4`` or
+                                        # ``expert=int4,attention=bf16``)
 
     def to_dict(self) -> dict:
         system = {"system": dict(self.system)} if self.system else {}
@@ -127,7 +130,7 @@ class Design:
     def package_choices(self) -> dict[str, str]:
         """Topology and memory kinds where the design names them."""
         return {k: v for k, v in (("topology", self.topology), ("hbm_kind", self.hbm_kind),
-                                  ("ddr_kind", self.ddr_kind)) if v is not None}
+                                  ("ddr_kind", self.ddr_kind), ("precision", self.precision)) if v is not None}
 
 
 def check_design(design: Design, study: Study, kind_names: list[str], unit_names: list[str],
@@ -148,7 +151,9 @@ def check_design(design: Design, study: Study, kind_names: list[str], unit_names
                                 ("link", design.link, package.link_choices),
                                 ("hbm_kind", design.hbm_kind, hbm_entry.kinds if hbm_entry else []),
                                 ("ddr_kind", design.ddr_kind, ddr_entry.kinds if ddr_entry else []),
-                                ("mapping", design.mapping if in_space else None, [study.mapping.kind])):
+                                ("mapping", design.mapping if in_space else None, [study.mapping.kind]),
+                                ("precision", design.precision,
+                                 [precision_label(a) for a in study.search.precision_assignments() if a])):
         if value is not None and value not in allowed:
             raise StudyError(f"{value!r} is not a choice of the study; allowed: {', '.join(allowed) or 'none'}",
                              key=key, source=source)

@@ -90,7 +90,23 @@ class Study(StrictModel):
         study._check_references(source)
         study._check_training(source)
         study._check_runtime(source)
+        study._check_quality(source)
         return study._with_serving(data, source)
+
+    def _check_quality(self, source: str | None) -> None:
+        """Quality (the ``quality`` objective, ``search.precision``) is modelled for one model
+        (dse.quality); ``search.precision`` varies one package's step (prefill or decode)."""
+        asked = "quality" in self.search.objectives or self.search.precision is not None
+        if asked and self.workload.model is None:
+            key = "search.precision" if self.search.precision is not None else "search.objectives"
+            raise StudyError("quality is modelled for one model (workload.model), not an ensemble (docs/quality.md)",
+                             key=key, source=source)
+        if asked and (self.system is not None or self.workload.phase not in ("prefill", "decode")):
+            key = "search.precision" if self.search.precision is not None else "search.objectives"
+            raise StudyError("quality and search.precision follow one package's prefill or decode step: a study "
+                             "without a system section and with workload.phase prefill or decode (got "
+                             f"{self.workload.phase}"
+                             f"{', a system' if self.system is not None else ''})", key=key, source=source)
 
     def _check_training(self, source: str | None) -> None:
         """``workload.phase: train`` and the ``training`` section come together; one model trains."""
@@ -160,21 +176,43 @@ class Study(StrictModel):
 
     def variants(self) -> list[tuple[str, "Study"]]:
         """The concrete packages the study's choices span: one study per combination of topology, link
-        technology and memory kinds (``topology: [..]``, ``link: [..]``, ``memory[i].kind: [..]``), with a
-        label naming the choice ("topology link memory-kinds")."""
+        technology, memory kinds (``topology: [..]``, ``link: [..]``, ``memory[i].kind: [..]``) and
+        assignment of ``search.precision`` (each role one precision), with a label naming the choice
+        ("topology link memory-kinds [precision]"; `precision_label`)."""
         package = self.hardware.package
         kinds = [m.kinds for m in self.hardware.memory]
+        assignments = self.search.precision_assignments()
         out = []
         for topology, link, *chosen in itertools.product(package.topology_choices, package.link_choices, *kinds):
             memory = [m.model_copy(update={"kind": k}) for m, k in zip(self.hardware.memory, chosen)]
             concrete = package.model_copy(update={"topology": topology, "link": link})
             hardware = self.hardware.model_copy(update={"memory": memory, "package": concrete})
-            out.append((" ".join([topology, link, *chosen]), self.model_copy(update={"hardware": hardware})))
+            for assignment in assignments:
+                update = {"hardware": hardware}
+                label = [topology, link, *chosen]
+                if assignment:
+                    one = [assignment[""]] if "" in assignment else {r: [p] for r, p in assignment.items()}
+                    update["search"] = self.search.model_copy(update={"precision": one})
+                    label.append(precision_label(assignment))
+                out.append((" ".join(label), self.model_copy(update=update)))
         return out
+
+    def precision_choice(self) -> dict[str, str] | None:
+        """Role -> precision of a concrete study (`variants`: one precision per role of ``search.precision``;
+        ``""``: every unit), None without ``search.precision``; a ValueError while it still lists choices."""
+        assignments = self.search.precision_assignments()
+        if len(assignments) > 1:
+            raise ValueError("search.precision still lists choices: take one of study.variants()")
+        return assignments[0] or None
 
     def resolved(self) -> dict:
         """The study with every default filled in, as plain YAML-ready data."""
         return self.model_dump(mode="json")
+
+
+def precision_label(assignment: dict[str, str]) -> str:
+    """A precision assignment as a design names it: ``int4`` (every unit) or ``expert=int4,attention=bf16``."""
+    return assignment[""] if "" in assignment else ",".join(f"{r}={p}" for r, p in assignment.items())
 
 
 def _key(loc: tuple) -> str:

@@ -1,12 +1,13 @@
 """Study schema: the ``constraints`` and ``search`` sections (budgets, objectives, algorithm)."""
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, ValidationInfo, field_validator, model_validator
 
 from . import limits
-from .common import StrictModel
+from .common import StrictModel, invalid_at
 
 #: objectives only a serving study (workload.phase: serve) measures
 SERVING_OBJECTIVES = ("ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
@@ -14,10 +15,16 @@ SERVING_OBJECTIVES = ("ttft_p99", "tpot_p99", "goodput", "max_rate_at_slo")
 TRAINING_OBJECTIVES = ("time_to_train",)
 #: objectives only a study with a ``runtime`` section measures (dse.runtime.search: a design through a scenario)
 RUNTIME_OBJECTIVES = ("tokens_over_horizon", "availability", "migration_energy")
-OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon",
+OBJECTIVES = ("latency", "throughput", "energy", "area", "cost", "fault_tolerance", "carbon", "quality",
               *SERVING_OBJECTIVES, *TRAINING_OBJECTIVES, *RUNTIME_OBJECTIVES)
 #: objectives that are fractions, better high, at most 1 (their reference lies below 1)
-FRACTION_OBJECTIVES = ("fault_tolerance", "availability")
+FRACTION_OBJECTIVES = ("fault_tolerance", "availability", "quality")
+#: precisions ``search.precision`` may list: the workload's number formats whose quality is modelled
+#: (dse.quality: bf16 keeps the score; fp8, int8 and int4 from Kurtic et al. 2024)
+SEARCH_PRECISIONS = ("bf16", "fp8", "int8", "int4")
+#: cap on the precision assignments ``search.precision`` spans (each is a package variant, tables built once)
+PRECISION_VARIANTS = limits.Cap(64, "each assignment is a package variant whose operator tables are built "
+                                    "and kept")
 #: pymoo algorithms by name, then the two baselines (see dse.search.algorithms)
 #: the search's encodings of a design (dse.search.roles)
 ENCODINGS = ("unit", "role")
@@ -61,7 +68,8 @@ class SearchSpec(StrictModel):
     #: random seed of the search
     seed: Annotated[NonNegativeInt, limits.at_most(limits.SEED)] = 1
     #: worst value of interest per objective, in the metric's own unit (latency_s, throughput_tok_s,
-    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token, ttft_p99_s, tpot_p99_s,
+    #: energy_j_per_token, area_mm2, cost_usd, fault_tolerance_frac, carbon_g_per_token, quality_frac,
+    #: ttft_p99_s, tpot_p99_s,
     #: goodput_req_s, max_rate_at_slo_req_s, tokens_over_horizon, availability_frac, migration_energy_j);
     #: objectives left out
     #: are derived (dse.search.hypervolume.reference_point)
@@ -77,6 +85,12 @@ class SearchSpec(StrictModel):
     #: the genes the search varies: ``unit`` (a placement gene per unit, as the space lists them) or ``role``
     #: (one gene per role shared by every layer, plus sparse per-layer deviations); see dse.search.roles
     encoding: Literal[ENCODINGS] = "unit"
+    #: precisions the search may give the units (a decision: dse.model.unit_precision): a list (every unit
+    #: at one of them) or role -> list, a role being a unit kind (attention, ffn, expert, shared_expert,
+    #: embedding, lm_head), ``hot_experts`` / ``cold_experts`` (the more / less selected half of each
+    #: layer's routed experts) or a unit's name; units no role names keep workload.precision. Each
+    #: assignment is a package variant (a ``precision`` gene); quality, latency, energy and memory follow it
+    precision: list[str] | dict[str, list[str]] | None = None
 
     @field_validator("objectives")
     @classmethod
@@ -84,6 +98,35 @@ class SearchSpec(StrictModel):
         if len(set(value)) != len(value):
             raise ValueError("objectives must not repeat")
         return value
+
+    @model_validator(mode="after")
+    def _precisions(self):
+        if self.precision is None:
+            return self
+        lists = {"": self.precision} if isinstance(self.precision, list) else self.precision
+        if not lists:
+            raise invalid_at(("precision",), "give a list of precisions or role -> list of precisions", {})
+        combos = 1
+        for role, choices in lists.items():
+            loc = ("precision", role) if role else ("precision",)
+            bad = [p for p in choices if p not in SEARCH_PRECISIONS]
+            if bad or not choices or len(set(choices)) != len(choices):
+                what = f"unknown precision {bad[0]!r}" if bad else \
+                    "list at least one precision" if not choices else "precisions must not repeat"
+                raise invalid_at(loc, f"{what}; allowed: {', '.join(SEARCH_PRECISIONS)}", list(choices))
+            combos *= len(choices)
+        if combos > PRECISION_VARIANTS.limit:
+            raise invalid_at(("precision",), f"{combos:,} precision assignments; " + PRECISION_VARIANTS.message(),
+                             self.precision)
+        return self
+
+    def precision_assignments(self) -> list[dict[str, str]]:
+        """Every assignment ``search.precision`` spans: role -> precision (``""``: every unit, the list
+        form); ``[{}]`` when it is not given."""
+        if self.precision is None:
+            return [{}]
+        lists = {"": self.precision} if isinstance(self.precision, list) else self.precision
+        return [dict(zip(lists, combo)) for combo in itertools.product(*lists.values())]
 
     @field_validator("reference_point")
     @classmethod
