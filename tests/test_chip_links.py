@@ -93,3 +93,5 @@ def test_a_torus_of_the_wrong_size_is_one_error_naming_the_key():
     assert err.value.key == "system.packages_per_node" and "16 x 16" in str(err.value)
     # without packages_per_node a torus fabric takes its own size
     assert hardware.SystemHardware.from_spec(SystemSpec(fabric="trn2-neuronlink-torus")).packages_per_node == 16
+    from dse.cli.serve_cmd import _kv_link          # dse serve --kv-link takes a torus fabric at its size
+    assert _kv_link("tpu-v6e-ici-pod").torus == (16, 16)

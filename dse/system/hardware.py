@@ -78,6 +78,13 @@ class Level:
             raise StudyError(f"level {self.name!r} needs a bandwidth > 0 and a latency >= 0", key="system")
 
 
+def default_packages_per_node(fabric: str) -> int:
+    """Packages of a node when neither the study nor a preset says: a torus fabric's size, else
+    `DEFAULT_PACKAGES_PER_NODE`."""
+    torus = systems_table()["fabrics"].get(fabric, {}).get("torus", ())
+    return math.prod(torus) if torus else DEFAULT_PACKAGES_PER_NODE
+
+
 def fabric_level(name: str, packages_per_node: int) -> Level:
     """The scale-up level: a fabric of systems.yaml or a package link technology (switched)."""
     fabrics = systems_table()["fabrics"]
@@ -160,9 +167,7 @@ class SystemHardware:
         if "fabric" not in merged:
             raise StudyError("a system needs a fabric (or a preset): one of "
                              f"{', '.join(fabric_names())} or a link technology", key="system.fabric")
-        torus = systems_table()["fabrics"].get(merged["fabric"], {}).get("torus", ())
-        default_per_node = math.prod(torus) if torus else DEFAULT_PACKAGES_PER_NODE   # a torus fabric: its size
-        hw = cls(packages_per_node=int(merged.get("packages_per_node", default_per_node)),
+        hw = cls(packages_per_node=int(merged.get("packages_per_node", default_packages_per_node(merged["fabric"]))),
                  fabric=merged["fabric"], network=merged.get("network"),
                  nics_per_node=int(merged.get("nics_per_node", 0)),
                  network_topology=merged.get("network_topology", "rail-optimised"), preset=spec.preset)
