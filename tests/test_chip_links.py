@@ -95,3 +95,21 @@ def test_a_torus_of_the_wrong_size_is_one_error_naming_the_key():
     assert hardware.SystemHardware.from_spec(SystemSpec(fabric="trn2-neuronlink-torus")).packages_per_node == 16
     from dse.cli.serve_cmd import _kv_link          # dse serve --kv-link takes a torus fabric at its size
     assert _kv_link("tpu-v6e-ici-pod").torus == (16, 16)
+
+
+def test_astrasim_export_writes_a_torus_fabric_as_rings():
+    from types import SimpleNamespace
+
+    from dse.exports.astrasim import network_config
+    hw = hardware.SystemHardware.from_spec(SystemSpec(preset="trn2-48xlarge"))
+
+    def config(experts):
+        ctx = SimpleNamespace(system=SimpleNamespace(system_evaluator=SimpleNamespace(hardware=hw)),
+                              design=SimpleNamespace(system={"pipeline": 1, "experts": experts, "replicas": 1}))
+        return network_config(ctx)
+
+    whole = config(16)
+    assert whole["topology"] == ["Ring", "Ring"] and whole["npus_count"] == [4, 4]
+    assert whole["bandwidth"] == [160.0, 160.0]
+    assert config(8)["topology"] == ["Ring"] and config(8)["npus_count"] == [8]
+    assert config(32)["topology"] == ["Ring", "Ring", "Switch"]      # two instances over the network

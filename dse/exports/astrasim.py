@@ -55,8 +55,9 @@ def network_config(ctx: ExportContext) -> dict:
     nodes = layout.nodes(hw.packages_per_node)
     fabric = hw.fabric_level()
     per_node = hw.packages_per_node if nodes > 1 else layout.packages
-    if fabric.torus and nodes == 1 and per_node == math.prod(fabric.torus):   # a torus: one Ring per dimension
-        dims = [("Ring", k, fabric.pair_bandwidth_Bps, fabric.alpha_s - fabric.sync_s) for k in fabric.torus]
+    if fabric.torus:             # a torus: one Ring per dimension; fewer packages than it: one ring of them
+        sizes = fabric.torus if per_node == math.prod(fabric.torus) else (per_node,)
+        dims = [("Ring", k, fabric.pair_bandwidth_Bps, fabric.alpha_s - fabric.sync_s) for k in sizes]
     else:
         dims = [("Switch" if fabric.switched else "FullyConnected", per_node, fabric.pair_bandwidth_Bps,
                  fabric.alpha_s - fabric.sync_s)]
