@@ -19,7 +19,7 @@ from ..serving.simulate import CHUNK_TOKENS, SCHEDULERS, simulate
 from ..serving.steps import StepTable
 from ..study.schema.serving import GPU_MEMORY_UTILIZATION
 from ..study.spec import load_study
-from ..system.hardware import fabric_level, fabric_names, network_level, network_names
+from ..system.hardware import default_packages_per_node, fabric_level, fabric_names, network_level, network_names
 from .common import cli
 from .output import compiles, print_pairs
 
@@ -174,7 +174,7 @@ def _kv_link(name: str):
     """The link a KV cache crosses: a fabric between two packages of a node, or a network between nodes
     (one NIC per package)."""
     if name in fabric_names():
-        return fabric_level(name, 8)
+        return fabric_level(name, default_packages_per_node(name))
     if name in network_names():
         return network_level(name, 1, 1, "fat-tree", 2)
     raise StudyError(f"unknown link {name!r}; allowed: {', '.join(fabric_names() + network_names())}", key="--kv-link")

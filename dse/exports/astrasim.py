@@ -22,6 +22,8 @@ tutorials (astra-sim/tutorials, micro2024 demo inputs).
 """
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from pathlib import Path
 
@@ -53,8 +55,12 @@ def network_config(ctx: ExportContext) -> dict:
     nodes = layout.nodes(hw.packages_per_node)
     fabric = hw.fabric_level()
     per_node = hw.packages_per_node if nodes > 1 else layout.packages
-    dims = [("Switch" if fabric.switched else "FullyConnected", per_node, fabric.pair_bandwidth_Bps,
-             fabric.alpha_s - fabric.sync_s)]
+    if fabric.torus:             # a torus: one Ring per dimension; fewer packages than it: one ring of them
+        sizes = fabric.torus if per_node == math.prod(fabric.torus) else (per_node,)
+        dims = [("Ring", k, fabric.pair_bandwidth_Bps, fabric.alpha_s - fabric.sync_s) for k in sizes]
+    else:
+        dims = [("Switch" if fabric.switched else "FullyConnected", per_node, fabric.pair_bandwidth_Bps,
+                 fabric.alpha_s - fabric.sync_s)]
     if nodes > 1:
         network = hw.network_level(nodes)
         dims.append(("Switch", nodes, network.bandwidth_Bps, network.alpha_s - network.sync_s))

@@ -12,7 +12,13 @@ Each level is reduced to what the alpha-beta cost model of dse.system.collective
 * ``energy_j_per_byte``: dynamic energy of a byte crossing the level.
 
 Fabric: a package link technology (noc/data/links.yaml) used as the scale-up link of every package;
-switched (NVSwitch class: one link's rate to any peer) or a full mesh (one link per peer). Network: each
+switched (NVSwitch class: one link's rate to any peer), a full mesh (``links_per_peer`` links to each
+peer: Gaudi's RoCE ports) or a torus of direct links (``torus``: its dimensions, TPU ICI and Trainium's
+NeuronLink). On a torus a package injects over 2 links per dimension, but uniform traffic (an all-to-all)
+loads the bisection: on a k-ary n-cube with channels of b per direction the busiest channel carries k / 8
+of each node's rate, so a node sustains ``min(2 n b, 8 b / k)`` with k the longest dimension (Dally &
+Towles, "Principles and Practices of Interconnection Networks", 2004, section 3.3: bisection of a torus,
+2 k^(n-1) channels each way); its pair bandwidth is one link's. Network: each
 package's share of its node's NICs (``nics_per_node / packages_per_node`` NICs each); a rail-optimised
 network joins same-rank NICs of every node through one leaf switch (one switch crossed); a fat tree of
 two levels crosses three switches between leaves (one when the nodes share a leaf).
@@ -65,28 +71,48 @@ class Level:
     hops: int = 1                 # links a byte crosses (for byte-hop counts)
     sync_s: float = 0.0           # the software part of alpha_s (the rest is wire, NICs and switches)
     switched: bool = True         # every package reaches every other through a switch (else a full mesh)
+    torus: tuple = ()             # dimensions of a torus of direct links (empty: switched or a full mesh)
 
     def __post_init__(self):
         if not (self.bandwidth_Bps > 0 and self.pair_bandwidth_Bps > 0 and self.alpha_s >= 0):
             raise StudyError(f"level {self.name!r} needs a bandwidth > 0 and a latency >= 0", key="system")
 
 
+def default_packages_per_node(fabric: str) -> int:
+    """Packages of a node when neither the study nor a preset says: a torus fabric's size, else
+    `DEFAULT_PACKAGES_PER_NODE`."""
+    torus = systems_table()["fabrics"].get(fabric, {}).get("torus", ())
+    return math.prod(torus) if torus else DEFAULT_PACKAGES_PER_NODE
+
+
 def fabric_level(name: str, packages_per_node: int) -> Level:
     """The scale-up level: a fabric of systems.yaml or a package link technology (switched)."""
     fabrics = systems_table()["fabrics"]
+    torus: tuple = ()
+    per_peer = 1
     if name in fabrics:
-        link_name, switched = fabrics[name]["link"], bool(fabrics[name]["switched"])
+        f = fabrics[name]
+        link_name, switched = f["link"], bool(f.get("switched", False))
+        torus, per_peer = tuple(int(k) for k in f.get("torus", ())), int(f.get("links_per_peer", 1))
     elif name in noc.link_kinds():
         link_name, switched = name, True
     else:
         raise StudyError(f"unknown fabric {name!r}; allowed: {', '.join(fabrics)} or a link technology "
                          f"({', '.join(noc.link_kinds())})", key="system.fabric")
     link = noc.link_tech(link_name)
-    peers = max(packages_per_node - 1, 1)
-    per_package = link.bandwidth_Bps if switched else link.bandwidth_Bps * peers
+    pair = link.bandwidth_Bps * per_peer
+    hops = 1
+    if torus:
+        if math.prod(torus) != packages_per_node:
+            raise StudyError(f"fabric {name!r} is a {' x '.join(map(str, torus))} torus: packages_per_node must "
+                             f"be {math.prod(torus)}, got {packages_per_node}", key="system.packages_per_node")
+        per_package = min(2 * len(torus) * link.bandwidth_Bps, 8.0 * link.bandwidth_Bps / max(torus))
+        hops = max(1, round(sum(k / 4 for k in torus)))   # mean hops of uniform traffic: k / 4 a dimension
+    else:
+        per_package = pair if switched else pair * max(packages_per_node - 1, 1)
     return Level(name=name, alpha_s=link.hop_latency_s + link.sync_latency_s, bandwidth_Bps=per_package,
-                 pair_bandwidth_Bps=link.bandwidth_Bps, energy_j_per_byte=link.hop_energy_j_per_byte,
-                 sync_s=link.sync_latency_s, switched=switched)
+                 pair_bandwidth_Bps=pair, energy_j_per_byte=link.hop_energy_j_per_byte * hops, hops=hops,
+                 sync_s=link.sync_latency_s, switched=switched, torus=torus)
 
 
 def switches_crossed(topology: str, nodes: int, radix: int) -> int:
@@ -141,7 +167,7 @@ class SystemHardware:
         if "fabric" not in merged:
             raise StudyError("a system needs a fabric (or a preset): one of "
                              f"{', '.join(fabric_names())} or a link technology", key="system.fabric")
-        hw = cls(packages_per_node=int(merged.get("packages_per_node", DEFAULT_PACKAGES_PER_NODE)),
+        hw = cls(packages_per_node=int(merged.get("packages_per_node", default_packages_per_node(merged["fabric"]))),
                  fabric=merged["fabric"], network=merged.get("network"),
                  nics_per_node=int(merged.get("nics_per_node", 0)),
                  network_topology=merged.get("network_topology", "rail-optimised"), preset=spec.preset)

@@ -58,7 +58,7 @@ from ..errors import StudyError
 from ..model.phases import Phase
 from ..model.prepare import Prepared
 from ..study.spec import Study
-from ..system.collectives import ring_allreduce_s
+from ..system.collectives import allreduce_s
 from ..system.evaluator import SystemEvaluator
 from ..system.layout import Layout, layout_of
 from ..system.metrics import SYSTEM_METRICS, C
@@ -191,7 +191,7 @@ class TrainingEvaluator(PhaseEvaluator):
             grads_bytes = params * GRADIENT_BYTES
             zero3 = 1.5 if training.zero == 3 else 1.0               # dse.training.iteration
             level = self._dp_level(packages)
-            dp_s = zero3 * ring_allreduce_s(R, grads_bytes, level) if level is not None else 0.0
+            dp_s = zero3 * allreduce_s(R, grads_bytes, level) if level is not None else 0.0
             dp_s = np.maximum(0.0, dp_s - 2.0 * stage_s) if training.overlap_grad_reduce else np.full(len(row), dp_s)
             optimizer_bytes = params / (R if training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
             optimizer_s = np.where(hbm_Bps > 0, optimizer_bytes / np.where(hbm_Bps > 0, hbm_Bps, 1.0), np.inf)
