@@ -76,11 +76,66 @@ def place_by_density(size: np.ndarray, read: np.ndarray, capacity: np.ndarray) -
     return frac
 
 
+#: items above which `spill_first_n` orders by merge sort (O(n log n)) rather than by insertion (O(n^2))
+MERGE_MIN = 32
+
+
+@nb.njit(cache=True, inline="always")
+def merge_order(n, density, order):
+    """``order[:n]``: item indices by falling ``density``, equal densities in index order: the order the
+    insertion sort of `spill_first_n` gives (a stable sort; Knuth, *The Art of Computer Programming* vol. 3,
+    5.2.4, bottom-up merging), in O(n log n) rather than O(n^2). ``density`` must hold no NaN (NaN is
+    unordered; `spill_first_n` keeps the insertion sort then). Allocates one scratch array of n."""
+    other = np.empty(n, np.int64)
+    for j in range(n):
+        order[nowrap(j)] = j
+    width = 1
+    in_order = True             # which array holds the runs merged so far
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            a, b, k = lo, mid, lo
+            while a < mid and b < hi:
+                if in_order:
+                    left, right = order[nowrap(a)], order[nowrap(b)]
+                else:
+                    left, right = other[nowrap(a)], other[nowrap(b)]
+                if density[nowrap(right)] > density[nowrap(left)]:     # ties: the left run's (lower index) first
+                    pick = right
+                    b += 1
+                else:
+                    pick = left
+                    a += 1
+                if in_order:
+                    other[nowrap(k)] = pick
+                else:
+                    order[nowrap(k)] = pick
+                k += 1
+            while a < mid or b < hi:
+                x = a if a < mid else b
+                if in_order:
+                    other[nowrap(k)] = order[nowrap(x)]
+                else:
+                    order[nowrap(k)] = other[nowrap(x)]
+                if a < mid:
+                    a += 1
+                else:
+                    b += 1
+                k += 1
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        for j in range(n):
+            order[nowrap(j)] = other[nowrap(j)]
+
+
 @nb.njit(cache=True)
 def spill_by_density(size, read, capacity, density, order, spill):
     """Fill one tier of ``capacity`` bytes densest-first; ``spill[j]`` gets the fraction of item j left over.
 
-    Items of equal density keep their given order (insertion sort, stable). ``density`` and ``order``
+    Items of equal density keep their given order (a stable sort: insertion, or `merge_order` above
+    `MERGE_MIN` items). ``density`` and ``order``
     are scratch arrays at least as long as ``size``. Returns the bytes that overflow. When everything
     fits, or nothing can, no order is needed and none is computed.
     """
@@ -99,13 +154,19 @@ def spill_first_n(n, size, read, capacity, density, order, spill):
         for j in range(n):
             spill[nowrap(j)] = 1.0 if spill_all and size[nowrap(j)] > 0.0 else 0.0
         return total if spill_all else 0.0
+    ordered = True
     for j in range(n):
         density[nowrap(j)] = read[nowrap(j)] / size[nowrap(j)] if size[nowrap(j)] > 0.0 else np.inf
-        k = j
-        while k > 0 and density[nowrap(order[nowrap(k - 1)])] < density[nowrap(j)]:
-            order[nowrap(k)] = order[nowrap(k - 1)]
-            k -= 1
-        order[nowrap(k)] = j
+        ordered = ordered and density[nowrap(j)] == density[nowrap(j)]
+    if n > MERGE_MIN and ordered:
+        merge_order(n, density, order)
+    else:
+        for j in range(n):
+            k = j
+            while k > 0 and density[nowrap(order[nowrap(k - 1)])] < density[nowrap(j)]:
+                order[nowrap(k)] = order[nowrap(k - 1)]
+                k -= 1
+            order[nowrap(k)] = j
     free = capacity
     overflow = 0.0
     for x in range(n):

@@ -132,3 +132,30 @@ def test_spill_by_density_equals_place_by_density_with_one_tier():
         expected = place_by_density(size, read, np.array([capacity]))
         assert np.allclose(spill[size > 0], expected[size > 0, 1])
         assert overflow == pytest.approx((expected[:, 1] * size).sum())
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 33, 100, 517])
+def test_spill_order_is_the_stable_densest_first_order(n):
+    """Above MERGE_MIN items the order comes from a merge sort (issue 52: the failure pass re-places
+    chiplets of hundreds of copies); it must be the insertion sort's: falling density, ties in index
+    order, so the spill (and every figure after it) is bit for bit the same."""
+    from memory.placement import merge_order, spill_first_n
+    rng = np.random.default_rng(n)
+    size = rng.choice([0.0, 1.0, 2.0, 4.0], n)          # zero sizes: infinite density
+    read = rng.choice([0.0, 1.0, 2.0, 8.0], n)          # few values: many ties
+    density = np.where(size > 0, read / np.where(size > 0, size, 1.0), np.inf)
+    order = np.zeros(n, np.int64)
+    merge_order(n, density.copy(), order)
+    expected = np.lexsort((np.arange(n), -density))
+    assert order.tolist() == expected.tolist()
+    capacity = 0.4 * size.sum()
+    spill = np.zeros(n)
+    overflow = spill_first_n(n, size, read, capacity, np.zeros(n), np.zeros(n, np.int64), spill)
+    left, free, want = size.copy(), capacity, np.zeros(n)
+    for j in expected:                                    # the fill, in the reference order
+        if size[j] > 0.0:
+            take = min(free, size[j])
+            want[j] = (size[j] - take) / size[j]
+            free -= take
+    assert spill.tolist() == want.tolist()
+    assert overflow == pytest.approx(float((want * size).sum()), rel=1e-12)
