@@ -83,8 +83,8 @@ def step_case(row) -> dict:
 
 
 def moe_step_case(row) -> dict:
-    """A row of h200_steps_olmoe_prefill.csv as a dse.validation.gpu case (its ``moe_form``)."""
-    return {"id": f"olmoe-{row.phase}-b{row.batch}-c{row.context}-{row.moe_form}", "model": "olmoe-1b-7b",
+    """A row of h200_steps_olmoe_prefill.csv (prefill of one prompt) as a dse.validation.gpu case (its ``moe_form``)."""
+    return {"id": f"olmoe-c{row.context}-{row.moe_form}", "model": "olmoe-1b-7b",
             "gpu": "h200", "gpus": 1, "phase": row.phase, "batch": int(row.batch), "context": int(row.context),
             "precision": "bf16", "attention": "fused", "elementwise": "unfused", "stack": STACK,
             "moe_form": row.moe_form}
