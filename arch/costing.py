@@ -8,7 +8,8 @@ evaluation becomes lookups. Per operator row and chiplet:
   free: DRAM bandwidth is the study's business), GPU tensor cores (arch.gpu), CPU SIMD (arch.cpu);
   a reconfigurable chiplet uses whichever of its two modes finishes first after paying the switch;
 * vector operators take ``max(flops, elements) / lanes`` cycles on the elementwise unit, on a GPU never
-  less than their operands' bytes over its L2 bandwidth (`on_chip_Bps`);
+  less than their operands' bytes plus their atomics' sector traffic (``atomic_bytes``: each scalar atomic
+  add a 32-byte sector read and written at the L2) over its L2 bandwidth (`on_chip_Bps`);
 * ``energy_j``: MAC, SRAM and register energy (arch.energy);
 * ``dram_bytes``: weights and KV-cache reads come from memory as often as the engine re-fetches its
   weight-side operand (1x when it fits on chip); KV writes always; activations only when input plus
@@ -183,6 +184,7 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
     act_out = ops["act_out_bytes"].to_numpy(float)
     kv_read = ops["kv_read_bytes"].to_numpy(float)
     kv_write = ops["kv_write_bytes"].to_numpy(float)
+    atomic = ops["atomic_bytes"].to_numpy(float) if "atomic_bytes" in ops else np.zeros(n)
     elem = precision_bytes(precision)
 
     out = {k: np.zeros((n, c)) for k in ("time_s", "energy_j", "dram_bytes", "sram_bytes", "utilisation")}
@@ -217,10 +219,10 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
         if len(vec):
             work = np.maximum(flops[vec], elements[vec])
             moved = act_in[vec] + act_out[vec]
-            t = np.maximum(work / ch.vector_flops(), moved / on_chip_Bps(ch))
+            t = np.maximum(work / ch.vector_flops(), (moved + atomic[vec]) / on_chip_Bps(ch))
             out["time_s"][vec, j] = t
-            out["energy_j"][vec, j] = energy.vector_energy_j(ch, flops[vec], moved)
-            out["sram_bytes"][vec, j] = moved
+            out["energy_j"][vec, j] = energy.vector_energy_j(ch, flops[vec], moved + atomic[vec])
+            out["sram_bytes"][vec, j] = moved + atomic[vec]
             out["dram_bytes"][vec, j] = weights[vec] + kv_read[vec] + kv_write[vec] + \
                 np.where(spills[vec] | vector_from_dram, moved, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -12,6 +12,10 @@ import pandas as pd
 
 from .workload import OP_COLUMNS
 
+#: L2 traffic of one scalar atomic add: the 32-byte sector holding it read and written back (the L2 performs
+#: global atomics on sectors, 32 B: NVIDIA CUDA C++ Best Practices Guide, "Coalesced access to global memory";
+#: Nsight Compute's memory tables count atomic and reduction requests by L2 sector)
+ATOMIC_SECTOR_BYTES = 2 * 32.0
 _NUMERIC = [c for c in OP_COLUMNS if c not in ("unit", "name", "engine")]
 
 
@@ -113,19 +117,23 @@ class Builder:
         self._add(unit, name, "matrix", layers, split, params, M=M, N=N, K=K, batch=batch, elements=0.0,
                   flops=2.0 * M * N * K * batch * useful, weight_bytes=wb, act_in_bytes=act_in,
                   act_out_bytes=0.0 if out_on_chip else M * N * batch * self.abytes, kv_read_bytes=kv_read,
-                  kv_write_bytes=kv_write, prob=prob, tokens=M if tokens is None else tokens)
+                  kv_write_bytes=kv_write, prob=prob, tokens=M if tokens is None else tokens, atomic_bytes=0.0)
 
     def vector(self, unit, name, elements, flops_per_element, layers, weight_elements=0.0, prob=1.0,
-               tokens=0.0, reads_per_element=1.0, split=False, params=True, on_chip=False):
+               tokens=0.0, reads_per_element=1.0, split=False, params=True, on_chip=False, out_elements=None,
+               atomics=0.0):
         """An elementwise operator over ``elements``; ``on_chip``: its input and output never leave the
-        kernel (fused attention's softmax)."""
+        kernel (fused attention's softmax); ``out_elements``: elements it writes when not ``elements`` (a
+        reduction, a broadcast copy); ``atomics``: scalar atomic adds it issues, each serviced at the L2
+        as one 32-byte sector read and written (``atomic_bytes`` = 64 B each, arch.costing)."""
         elements = np.asarray(elements, dtype=float)
         moved = 0.0 if on_chip else 1.0
         self._add(unit, name, "vector", layers, split, params, M=0.0, N=0.0, K=0.0, batch=1.0, elements=elements,
                   flops=elements * flops_per_element, weight_bytes=np.asarray(weight_elements) * self.wbytes,
                   act_in_bytes=moved * elements * reads_per_element * self.abytes,
-                  act_out_bytes=moved * elements * self.abytes, kv_read_bytes=0.0, kv_write_bytes=0.0, prob=prob,
-                  tokens=tokens)
+                  act_out_bytes=moved * (elements if out_elements is None else np.asarray(out_elements, float))
+                  * self.abytes, kv_read_bytes=0.0, kv_write_bytes=0.0, prob=prob,
+                  tokens=tokens, atomic_bytes=np.asarray(atomics, dtype=float) * ATOMIC_SECTOR_BYTES)
 
     def ops(self) -> pd.DataFrame:
         if not self.chunks:

@@ -65,6 +65,8 @@ class ModelConfig:
     router_bias: bool = False      # per-expert score-correction bias (deepseek_v3 noaux_tc)
     n_group: int = 1               # group-limited routing (deepseek_v3): groups and groups kept
     topk_group: int = 1
+    norm_topk_prob: bool = True    # the k selected weights renormalised to sum 1 (HF mixtral always; olmoe,
+                                   # qwen2_moe, qwen3_moe and deepseek by config.json's norm_topk_prob)
     moe_layers: tuple[bool, ...] = field(default=())  # per layer: MoE or dense
 
     @property
@@ -183,6 +185,7 @@ def parse_config(cfg: dict, name: str = "model", source: str = "config.json") ->
         moe["top_k"] = _int(cfg, ("num_experts_per_tok",), source)
         if not 1 <= moe["top_k"] <= moe["experts"]:
             raise WorkloadError(f"{source}: num_experts_per_tok {moe['top_k']} must be in 1..{moe['experts']}")
+        moe["norm_topk_prob"] = model_type == "mixtral" or bool(cfg.get("norm_topk_prob", False))
     moe_layers = _moe_layers(cfg, model_type, layers, moe.get("experts", 0), source)
 
     return ModelConfig(

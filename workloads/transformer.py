@@ -48,6 +48,8 @@ from .routing import Router
 from .workload import AFFINITY_COLUMNS, Workload, summarize
 
 PHASES = ("prefill", "decode", "train")
+#: how a MoE layer's experts run (workloads.layers)
+MOE_FORMS = ("fused", "loop", "sum", "index_add")
 RMSNORM_FLOPS_PER_ELEMENT = 4      # square, sum, scale, multiply by weight
 LAYERNORM_FLOPS_PER_ELEMENT = 8    # mean, subtract, square, sum, scale, multiply, add bias
 SOFTMAX_FLOPS_PER_ELEMENT = 5      # max, subtract, exp, sum, divide
@@ -97,7 +99,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
                         precision: str = "bf16", routing: dict | None = None, per_layer: bool = False,
                         seed: int = 0, tp: int = 1, q_len: int | None = None, input_width: int = 0,
                         lm_head: bool = True, kv_precision: str | None = None, expert_tp: bool = False,
-                        fused_attention: bool = False, unfused_elementwise: bool = False) -> Workload:
+                        fused_attention: bool = False, unfused_elementwise: bool = False,
+                        moe_form: str | None = None) -> Workload:
     """Operator trace and unit graph of one step of ``cfg`` (see module docstring).
 
     ``batch`` sequences (may be fractional: an expected count), each with ``context`` positions of
@@ -118,8 +121,14 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     ``unfused_elementwise``: norms, RoPE, the KV cache write, SiLU and the MoE routing run as plain
     PyTorch runs them, a kernel per elementwise step (workloads.layers); otherwise one kernel each, as
     serving stacks' fused kernels run them.
+    ``moe_form``: how a MoE layer's experts run (workloads.layers): ``fused`` (vLLM's fused_moe), ``loop``
+    (HuggingFace's loop over the experts), ``sum`` or ``index_add`` (one batched GEMM over the experts'
+    stacked weights at a common padded count, combined by a weighted sum or by ``index_add_``); by default
+    ``loop`` with ``unfused_elementwise``, else ``fused``.
     """
     check_step(phase, batch, context)
+    if moe_form not in (None,) + MOE_FORMS:
+        raise WorkloadError(f"unknown moe_form {moe_form!r}; allowed: {', '.join(MOE_FORMS)}")
     _check_tp(cfg, tp, expert_tp)
     wbytes = bytes_per_element(precision)
     abytes = max(wbytes, 1.0)
@@ -134,6 +143,7 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     st = _Step(cfg=cfg, phase=phase, batch=batch, context=context, precision=precision, T=batch * q_len,
                q_len=q_len, kv_len=context, useful=pairs / (q_len * context), abytes=abytes, kvbytes=kvbytes,
                tp=tp, fused=fused_attention, unfused=unfused_elementwise,
+               moe_form=moe_form or ("loop" if unfused_elementwise else "fused"),
                norm_flops=LAYERNORM_FLOPS_PER_ELEMENT if cfg.layernorm else RMSNORM_FLOPS_PER_ELEMENT,
                norm_w=2 * cfg.hidden if cfg.layernorm else cfg.hidden,
                kv_per_token_layer=cfg.kv_elements_per_token_layer * kvbytes)
@@ -183,6 +193,7 @@ class _Step:
     tp: int
     fused: bool
     unfused: bool
+    moe_form: str
     norm_flops: int
     norm_w: int
     kv_per_token_layer: float

@@ -18,6 +18,8 @@ kv_read_bytes       KV-cache bytes read; ``kv_write_bytes`` written
 prob                probability the operator runs in a step (routed experts: touched at all)
 tokens              expected tokens it processes when it runs
 layers              identical layers the row stands for (the unit's layer count)
+atomic_bytes        L2 sector traffic of the scalar atomic adds a vector operator issues (64 B each: the
+                    sector read and written; ``index_add_``'s scatter), 0 for most rows
 expert              routed-expert index within its layer (-1 for other units)
 layer               first decoder layer of the row's unit (-1 for embedding / LM head / routers)
 ==================  ==========================================================================
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 
 OP_COLUMNS = ["unit", "name", "engine", "M", "N", "K", "batch", "elements", "flops", "weight_bytes",
               "act_in_bytes", "act_out_bytes", "kv_read_bytes", "kv_write_bytes", "prob", "tokens",
-              "layers"]
+              "layers", "atomic_bytes"]
 #: columns `Workload.ops` carries besides OP_COLUMNS
 EXTRA_COLUMNS = ["expert", "layer"]
 AFFINITY_COLUMNS = ["src", "dst", "layer", "next_layer", "prob", "lift", "tokens", "bytes"]

@@ -107,7 +107,7 @@ def build_workload(study: Study) -> workloads.Workload:
                                           kv_precision=w.kv_precision, **common)
     return workloads.extract_transformer(pruned_config(study), tp=w.tp, kv_precision=w.kv_precision,
                                          expert_tp=w.expert_tp, unfused_elementwise=w.elementwise == "unfused",
-                                         **common)
+                                         moe_form=w.moe_form, **common)
 
 
 def pruned_config(study: Study) -> workloads.ModelConfig:
@@ -136,8 +136,9 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     chiplets = study.hardware.library()
     precision = study.workload.precision
     # plain PyTorch's elementwise kernels (``elementwise: unfused``) move their operands through memory
-    costs = expected_costs(wl, chiplets, precision, arch.op_costs(
-        wl.ops, chiplets, precision, vector_from_dram=study.workload.elementwise == "unfused"))
+    costs = arch.op_costs(wl.ops, chiplets, precision, vector_from_dram=study.workload.elementwise == "unfused")
+    if study.workload.moe_form not in workloads.BATCHED_FORMS:   # batched experts: one padded count, no spread
+        costs = expected_costs(wl, chiplets, precision, costs)
 
     units = wl.units
     index = {u: i for i, u in enumerate(units)}

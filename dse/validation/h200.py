@@ -8,6 +8,12 @@ limit, 122 W idle) with 6 HBM3e stacks at 6.25 Gb/s per pin (4.8 TB/s, the datas
 - ``steps``: a whole Llama-2-7B prefill (``batch`` prompts of ``context`` tokens) or decode step on one
   GPU, the step model's latency (dse.validation.gpu's case, fused attention: cuDNN's flash kernel);
   ``power``: that step's energy over its latency, where the power was measured.
+- ``moe-step``: a whole OLMoE-1B-7B prefill (one prompt of 512 or 2,048 tokens, data/h200_steps_olmoe_prefill.csv)
+  by the same harness, its routing forced balanced and its experts run as two ``torch.bmm`` a layer over a
+  common padded count, combined by a weighted sum (``moe_form: sum``) or by ``index_add_``
+  (``moe_form: index_add``): the step model's latency with that ``moe_form`` (workloads.layers: routing,
+  gather, padding, batched experts, combine). Nothing is fitted on them: the kernel overhead, bandwidths
+  and the L2 bandwidth the atomics run at are the ones above and the preset's.
 - ``gemm``: one cuBLAS GEMM (Llama-3-8B projections, M = 1-8,192 tokens) in bf16 and fp8, the calibration
   model of arch.calibrate (`predict_us`: tiles, waves, split-K, roofline, kernel overhead) at the memory's
   sustained bandwidth, as the step model reads it (4.8 TB/s peak -> 4.20 TB/s, memory.effective_bandwidth_Bps).
@@ -74,6 +80,14 @@ def step_case(row) -> dict:
     return {"id": f"step-{row.phase}-b{row.batch}-c{row.context}", "model": "llama-2-7b", "gpu": "h200", "gpus": 1,
             "phase": row.phase, "batch": int(row.batch), "context": int(row.context), "precision": "bf16",
             "attention": "fused", "elementwise": "unfused", "stack": STACK}
+
+
+def moe_step_case(row) -> dict:
+    """A row of h200_steps_olmoe_prefill.csv (prefill of one prompt) as a dse.validation.gpu case (its ``moe_form``)."""
+    return {"id": f"olmoe-c{row.context}-{row.moe_form}", "model": "olmoe-1b-7b",
+            "gpu": "h200", "gpus": 1, "phase": row.phase, "batch": int(row.batch), "context": int(row.context),
+            "precision": "bf16", "attention": "fused", "elementwise": "unfused", "stack": STACK,
+            "moe_form": row.moe_form}
 
 
 def step_figures(case: dict) -> tuple[float, float]:
@@ -169,6 +183,10 @@ def table() -> tuple[dict, ...]:
         rows.append(dict(id=case["id"], figure="step", unit="ms", measured=float(r.step_ms), modelled=latency * 1e3))
         if not pd.isna(r.power_w):
             rows.append(dict(id=case["id"], figure="power", unit="W", measured=float(r.power_w), modelled=power))
+    for r in _csv("steps_olmoe_prefill").itertuples():
+        case = moe_step_case(r)
+        rows.append(dict(id=case["id"], figure="moe-step", unit="ms", measured=float(r.step_ms),
+                         modelled=step_figures(case)[0] * 1e3))
     g = gemm_rows()
     for r, model in zip(g.itertuples(), gemm_modelled_us(g)):
         rows.append(dict(id=f"{r.op}-{r.precision}-m{r.M}", figure=r.kind, unit="us", measured=float(r.measured_us),
@@ -180,7 +198,7 @@ def table() -> tuple[dict, ...]:
 
 
 def cases() -> list[Case]:
-    """Every figure as a `Case` (metric: step, power, gemm-bf16, gemm-fp8, attention)."""
+    """Every figure as a `Case` (metric: step, power, moe-step, gemm-bf16, gemm-fp8, attention)."""
     return [Case(r["id"], r["figure"], r["unit"], r["measured"], r["modelled"], r["set"], SOURCE) for r in table()]
 
 

@@ -165,6 +165,11 @@ class WorkloadSpec(StrictModel):
         "fused: each norm, RoPE, activation and the MoE routing one kernel (serving stacks' fused kernels, "
         "vLLM's fused_moe); unfused: the kernels plain PyTorch runs (RoPE in four a tensor, the KV cache "
         "copied, SiLU and its product apart, HuggingFace's MoE block; workloads/layers.py)"))
+    #: how a MoE layer's experts run: fused, loop, sum or index_add (default: loop with elementwise unfused, else fused)
+    moe_form: Literal["fused", "loop", "sum", "index_add"] | None = Field(None, description=(
+        "how a MoE layer's experts run: fused (vLLM's fused_moe), loop (HuggingFace's loop over the experts), "
+        "sum or index_add (torch.bmm over the stacked experts at a common padded count, combined by a weighted "
+        "sum or by index_add_'s atomics; workloads/layers.py); default loop with elementwise unfused, else fused"))
     #: true: each layer's experts are placement units of their own; false: one unit per expert shared by every layer
     per_layer: bool = False
     tokens: float | None = Field(None, gt=0, le=MAX_TRAINING_TOKENS, description=(
