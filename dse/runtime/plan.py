@@ -129,9 +129,6 @@ class DesignRun:
             if p.compact and self.at_rest(run, t0, down):
                 resting = self.rest(run, w)
                 continue
-            if p.compact and not roles and self.waiting(run, w, t0):
-                resting = self.rest(run, w, waiting=True)
-                continue
             move = NO_MOVE
             if t0 >= run.move_end and not p.never_acts:         # a policy acts once the last move has landed
                 move = self.act(run, w, t0, frozenset(down - run.replaced), mig, roles)
@@ -185,38 +182,26 @@ class DesignRun:
         return (p.quiet is not None and t0 >= run.move_end and not run.pending_revive
                 and run.serving is run.placement and down <= run.replaced and p.quiet(run.placement, self.maps.home))
 
-    def waiting(self, run: RunState, w: int, t0: float) -> bool:
-        """Whether a window starting at ``t0`` finds the mapping in force serving (no move in flight, no
-        spare on its way) and a policy that waits there (base.Policy.waits): it serves as the template
-        has it, with that mapping, and the policy decides nothing."""
-        return (t0 >= run.move_end and not run.pending_revive and run.serving is run.placement
-                and self.p.policy.waits(w, t0, run.last_change))
-
-    def rest(self, run: RunState, w: int, waiting: bool = False) -> int:
-        """Windows ``w`` on while the runtime stays at rest (`at_rest` at ``w``; ``waiting``: `waiting`,
-        the mapping in force serving), as the template's segments with the chiplets spares stand in for
-        up, a repaired one's spare returning at a window's start as in `table`; the rest ends at the first
-        window that starts with a chiplet down and no spare in for it (``waiting``: where the policy
-        stops waiting), returned."""
+    def rest(self, run: RunState, w: int) -> int:
+        """Windows ``w`` on while the runtime stays at rest (`at_rest` at ``w``), as the template's
+        segments with the chiplets spares stand in for up, a repaired one's spare returning at a window's
+        start as in `table`; the rest ends at the first window that starts with a chiplet down and no
+        spare in for it (returned)."""
         t = self.shape.template(self.p.view, self.design)
         bounds = np.searchsorted(t.window, np.arange(len(t.start_down) + 1))
-        if not waiting:
-            run.rerolled = set()        # as `act` does when the policy is quiet
-        derive = (lambda key, at: self.segment(key, run, *at)) if waiting else None
-        version = run.version if waiting else 0
+        run.rerolled = set()            # as `act` does when the policy is quiet
         spared, first, end = frozenset(run.replaced), w, len(t.start_down)
         for k in range(w + 1, len(t.start_down)):
-            if not (self.p.policy.waits(k, self.shape.frames[k][0], run.last_change) if waiting
-                    else t.start_down[k] <= run.replaced):
+            if not t.start_down[k] <= run.replaced:
                 end = k
                 break
             back = run.replaced - t.start_down[k]
             run.replaced -= back
             run.spares += len(back)
             if frozenset(run.replaced) != spared:
-                self.out.rest(t, bounds[first], bounds[k], spared, range(first, k), NO_MOVE, version, derive)
+                self.out.rest(t, bounds[first], bounds[k], spared, range(first, k), NO_MOVE)
                 spared, first = frozenset(run.replaced), k
-        self.out.rest(t, bounds[first], bounds[end], spared, range(first, end), NO_MOVE, version, derive)
+        self.out.rest(t, bounds[first], bounds[end], spared, range(first, end), NO_MOVE)
         return end
 
     def imbalance(self, run: RunState, key: SegmentKey, w: int) -> float:

@@ -127,19 +127,14 @@ class SegmentBuilder:
             self.parts.append(Rows(*(np.array(c, t) for c, t in zip(cols, Rows.TYPES))))
             self.rows = []
 
-    def rest(self, t: Template, a: int, b: int, spared: frozenset, windows: range, move: MoveCost,
-             version: int = 0, derive=None) -> None:
-        """Template rows ``a:b`` (the ``windows`` at rest), the chiplets ``spared`` up (a spare stands in);
-        their keys of mapping ``version``, each key's mapping and share served ``derive(key, (window, what
-        is down))`` (None: the design's own, derived before `build`: `pending`)."""
+    def rest(self, t: Template, a: int, b: int, spared: frozenset, windows: range, move: MoveCost) -> None:
+        """Template rows ``a:b`` (the ``windows`` at rest), the chiplets ``spared`` up (a spare stands in)."""
         self.flush()
         local = np.zeros(len(t.tails), np.int64)
         for j in np.unique(t.key[a:b]).tolist():
             tail = t.tails[j]                       # (popularity, failed, links, stacks)
             tail = (tail[0], tail[1] - spared, *tail[2:])
-            key = SegmentKey(version, *tail)
-            local[j] = self.key(key, at=(tail, *t.at[j])) if derive is None else \
-                self.key(key, *derive(key, t.at[j]))
+            local[j] = self.key(SegmentKey(0, *tail), at=(tail, *t.at[j]))
         downs = np.array([self.down(d) for d in t.downs], np.int64)
         self.parts.append(Rows(t.window[a:b], t.length_s[a:b], t.length_s[a:b], t.offered_tps[a:b], local[t.key[a:b]],
                                downs[t.down[a:b]] if len(downs) else t.down[a:b]))
