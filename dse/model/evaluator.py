@@ -83,13 +83,14 @@ class Evaluator(PopulationEvaluator):
         return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
     def _kernel(self, d: DecodedDesigns, with_faults: bool, workspaces, package: np.ndarray | None = None,
-                memory_path: bool = True) -> np.ndarray:
+                memory_path: bool = True, incremental: bool = False) -> np.ndarray:
         """Every metric of the decoded designs ``d``, with the scratch ``workspaces`` of one thread;
         ``package``: their `package_figures` if known; ``memory_path``: count the copies without one (else
-        that column is NaN)."""
+        that column is NaN); ``incremental``: dse.model.perf_model.base_passes's (without failures)."""
         out = evaluate_arrays(self.kernel, self.routes, self._shapes(d.rows, d.cols), d.rows, d.cols, d.kind, d.stacks,
                               d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, with_faults, self.screening,
-                              self.mc_sets, NO_FIGURES if package is None else package, *workspaces)
+                              self.mc_sets, NO_FIGURES if package is None else package, *workspaces,
+                              incremental and not with_faults)
         die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, F_MAX_DIE]
         missing = self.without_memory(d).sum(axis=1) if memory_path else np.full(len(out), np.nan)
         return np.column_stack([out, die, missing])
@@ -142,12 +143,17 @@ class Evaluator(PopulationEvaluator):
         return self.decoded_metrics(design_arrays(designs, self.tables, self.space.max_slots, self.max_copies),
                                     with_faults)
 
-    def decoded_metrics(self, d: DecodedDesigns, with_faults: bool = True, memory_path: bool = True) -> np.ndarray:
+    def decoded_metrics(self, d: DecodedDesigns, with_faults: bool = True, memory_path: bool = True,
+                        incremental: bool = False) -> np.ndarray:
         """Metrics of designs given as kernel arrays (`design_arrays`, or arrays derived from them: the
         mappings dse.runtime relabels and re-maps without building design records); ``memory_path=False``
-        leaves ``units_without_memory`` NaN (dse.runtime's windows: their steps are all it reads)."""
+        leaves ``units_without_memory`` NaN (dse.runtime's windows: their steps are all it reads);
+        ``incremental`` (without failures): a design after one of the same package costs only the stages
+        that differ from it (dse.model.perf_model.base_passes: equal figures; dse.runtime orders its
+        mappings so)."""
         def run(r: slice) -> np.ndarray:
-            return self._kernel(d.take(r), with_faults, self._workspaces(d.slots.shape[2]), memory_path=memory_path)
+            return self._kernel(d.take(r), with_faults, self._workspaces(d.slots.shape[2]), memory_path=memory_path,
+                                incremental=incremental)
         return map_rows(run, len(d.rows), self.threads)
 
     def cost_parts(self, designs: list[Design]) -> pd.DataFrame:

@@ -118,8 +118,47 @@ def step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_d
     row[E_NET] = e_net
 
 
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def same_package(d, shapes, sizes, kinds, stacks_all, ddrs):
+    """Whether design ``d`` has design ``d - 1``'s package (mesh shape, chiplets, kinds, HBM stacks, DDR)."""
+    if d == 0 or shapes[nowrap(d)] != shapes[nowrap(d - 1)] or sizes[nowrap(d)] != sizes[nowrap(d - 1)] \
+            or ddrs[nowrap(d)] != ddrs[nowrap(d - 1)]:
+        return False
+    for i in range(sizes[nowrap(d)]):
+        if kinds[nowrap(d), nowrap(i)] != kinds[nowrap(d - 1), nowrap(i)] \
+                or stacks_all[nowrap(d), nowrap(i)] != stacks_all[nowrap(d - 1), nowrap(i)]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def changed_stages(slots, ncopy, prev_slots, prev_ncopy, f, f_prev, stage_start, edge_start, edge_src, edge_dst,
+                   moved, dirty):
+    """Incremental costing (docs/runtime.md, "Cost"): ``dirty[s]`` whether stage s of a design must be costed
+    again after the previous design of the same package (whose per-stage figures the workspace holds): some
+    unit of the stage, or an end of a hand-off into it, has other copies, chiplets or HBM fractions
+    (``moved[u]``). A stage whose inputs are all equal gives the same figures, bit for bit."""
+    for u in range(ncopy.shape[nowrap(0)]):
+        c = ncopy[nowrap(u)]
+        m = c != prev_ncopy[nowrap(u)]
+        for r in range(c if not m else 0):
+            if slots[nowrap(u), nowrap(r)] != prev_slots[nowrap(u), nowrap(r)] \
+                    or f[nowrap(u), nowrap(r)] != f_prev[nowrap(u), nowrap(r)]:
+                m = True
+        moved[nowrap(u)] = m
+    for s in range(dirty.shape[nowrap(0)]):
+        x = False
+        for u in range(stage_start[nowrap(s)], stage_start[nowrap(s + 1)]):
+            if moved[nowrap(u)]:
+                x = True
+        for e in range(edge_start[nowrap(s)], edge_start[nowrap(s + 1)]):
+            if moved[nowrap(edge_src[nowrap(e)])] or moved[nowrap(edge_dst[nowrap(e)])]:
+                x = True
+        dirty[nowrap(s)] = x
+
+
 @nb.njit(cache=True, error_model="numpy")
-def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, res):
+def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, res, incremental):
     """The intact pass of every design d (mesh shape ``shapes[d]``, ``sizes[d]`` chiplets, its kinds, HBM stacks,
     DDR channels, copy slots and copy counts): its figures into ``res[d]`` (`PASS_FIELDS`); ``W`` is left
     holding the last design's per-stage and per-copy figures (what dse.model.failures starts from).
@@ -128,7 +167,11 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     counts took 3.5 us of a small package's 5 us.
 
     Kept whole: a helper taking the bound arrays would need more than 30 arguments and could not be inlined
-    (docs/architecture.md, Speed); the stage loop binds them once per block of designs."""
+    (docs/architecture.md, Speed); the stage loop binds them once per block of designs.
+
+    ``incremental``: a design with the previous design's package costs again only the stages whose inputs
+    differ from that design's (`changed_stages`; the others keep the figures ``W`` holds): the same result,
+    bit for bit, for a population of nearly equal mappings (dse.runtime's segments) ordered so."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_energy, read_scale, out_bytes = T.unit_energy, T.unit_read_scale, T.unit_out_bytes
     active_w, is_expert, group_lq, group_kernels = (T.kind_active_w, T.unit_is_expert, T.unit_group_lq,
@@ -161,10 +204,16 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     finish, cps, in_scen, busy, order, stage_prob = W.finish, W.cps, W.in_scen, W.busy, W.order, T.stage_prob
     host_busy, hosts = W.host_busy, T.hosts
     offload, f_host, f_ssd = T.offload, W.f_host, W.f_ssd
+    f_prev, moved, dirty = W.f2, W.moved, W.dirty       # incremental: the previous design's HBM fractions
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
         pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
+        same = False
+        if incremental and not offload:
+            same = same_package(d, shapes, sizes, kinds, stacks_all, ddrs)
+        if same:
+            f_prev[:, :] = f
 
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
         spill = place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, unit_capacity, unit_kv, w_copy, other_dram,
@@ -176,9 +225,14 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                 other_dram, read_scale, ddr * T.ddr_cap, T.host_cap, T.ssd_cap, f, f_host, f_ssd,
                                 buf_size, buf_read, buf_density, buf_order, buf_spill, W.buf_u)
         ddr_bw = max(ddr * T.ddr_bw, 1.0)
+        if same:
+            changed_stages(slots, ncopy, slots_all[nowrap(d - 1)], ncopies[nowrap(d - 1)], f, f_prev, stage_start,
+                           edge_start, edge_src, edge_dst, moved, dirty)
 
         # --- compute per stage, then the hand-offs into it ---
         for s in range(stage_repeat.shape[nowrap(0)]):
+            if same and not dirty[nowrap(s)]:
+                continue
             for i in range(n):
                 ct[nowrap(s), nowrap(i)] = 0.0
                 if grouping:
@@ -247,6 +301,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         row[SHORT], row[LATENCY], row[P99] = short, latency + wait, p99 + wait
         step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row)
         row[E_IDLE] = idle_energy_j(latency + wait, ct, stage_prob, stage_repeat, kind, idle_extra, n)
+    if incremental:         # the failure kernels' scratch left as they expect it (dse.model.failures)
+        moved[:] = False
+        dirty[:] = False
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -255,5 +312,6 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     res = np.empty((1, len(PASS_FIELDS)))
     base_passes(T, R, np.full(1, sh), np.full(1, n), kind.reshape((1, kind.shape[0])),
                 stacks.reshape((1, stacks.shape[0])), np.full(1, ddr),
-                slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, res)
+                slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, res,
+                False)
     return res[0]

@@ -135,13 +135,14 @@ def write_metrics(out, base, figures, tokens, unplaced):
 
 @nb.njit(cache=True, nogil=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
-                    mc_sets, package, W, W2):
+                    mc_sets, package, W, W2, incremental):
     """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when
     known (`package_arrays`: ``[P, 6]``; the packages of a system share them), else ``[0, 6]`` and they are
     computed here.
 
-    Without failures every design's intact pass runs in one call (`base_passes`); with them each design's
-    failures start from its own intact pass, so the passes go one design at a time."""
+    Without failures every design's intact pass runs in one call (`base_passes`; ``incremental``: a design
+    with the previous one's package costs only the stages that differ, the same figures); with them each
+    design's failures start from its own intact pass, so the passes go one design at a time."""
     P = rows.shape[0]
     out = np.zeros((P, N_KERNEL_METRICS))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
@@ -153,7 +154,7 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     sizes = rows * cols
     res = np.zeros((P, len(PASS_FIELDS)))
     if not with_faults:
-        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res)
+        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, incremental)
     for p in range(P):
         if package.shape[0] > 0:
             figures[:] = package[p]

@@ -57,7 +57,7 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
         d = population(items, planned)
         planner = planners[variant]
         ev = planner.ev
-        metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False)[:, cols]
+        metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False, incremental=True)[:, cols]
         intact_s = metrics[:, 0].copy()
         for j, (i, k, m) in enumerate(items):
             if m.links:
@@ -102,7 +102,10 @@ def population(items: list, planned: list[Planned]) -> DecodedDesigns:
 
 def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
     """The segments of ``items`` (design index, key index, `SegmentMapping`) with distinct designs (the
-    same package and the same arrays: the same step), and each item's index among them."""
+    same package and the same arrays: the same step), and each item's index among them; ordered by
+    design, mapping version, popularity and what is down (`near`), so that a mapping follows the one it
+    differs least from (a failure's re-mapping its intact mapping's): the kernel costs it incrementally
+    (dse.model.perf_model.base_passes, ``incremental``)."""
     seen: dict[tuple, int] = {}
     bases: dict[int, bytes] = {}
     keep, index = [], []
@@ -116,7 +119,19 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
             seen[content] = len(keep)
             keep.append(item)
         index.append(seen[content])
-    return keep, index
+    order = sorted(range(len(keep)), key=lambda j: near(keep[j], planned))
+    position = np.empty(len(keep), np.int64)
+    position[order] = np.arange(len(keep))
+    return [keep[j] for j in order], position[index].tolist() if index else []
+
+
+def near(item: tuple, planned: list[Planned]) -> tuple:
+    """The order of `distinct`'s segments: design, mapping version, popularity, then the chiplets, links
+    and stacks down (their sorted tuples: a failure's mappings after the intact one)."""
+    i, k, _ = item
+    key = planned[i].table.keys[k]
+    return (i, key.version, bytes(key.popularity), len(key.failed), tuple(sorted(key.failed)),
+            tuple(sorted(key.links)), tuple(sorted(key.stacks)))
 
 
 def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:

@@ -1,0 +1,94 @@
+"""Issue 48, part 4 ("Cost, decided"), lever (b): a mapping that differs from the one costed before it in a
+few experts is costed incrementally (dse.model.perf_model.base_passes, ``incremental``: only the stages
+whose units, HBM fractions or hand-off ends differ are costed again), and the result equals a full
+costing. Seeded random mappings of the runtime tests' study (tests/data/timeline_study.yaml: a 2 x 3
+package whose weights spill to DDR, so a move changes other units' HBM fractions too)."""
+from __future__ import annotations
+
+import numpy as np
+
+from dse.model.contract import DecodedDesigns
+from dse.runtime.costing import distinct, near
+
+
+def moved(rng, slots: np.ndarray, ncopy: np.ndarray, n: int, experts: np.ndarray, k: int):
+    """``slots`` / ``ncopy`` with ``k`` random experts changed: a copy moved to another chiplet, a copy
+    added or one dropped, or two experts of the mapping swapped (a relabelling)."""
+    slots, ncopy = slots.copy(), ncopy.copy()
+    for u in rng.choice(experts, size=k, replace=False):
+        c = ncopy[u]
+        free = [x for x in range(n) if x not in slots[u, :c]]
+        what = rng.integers(4)
+        if what == 0 and free:
+            slots[u, rng.integers(c)] = rng.choice(free)
+        elif what == 1 and free and c < slots.shape[1]:
+            slots[u, c] = rng.choice(free)
+            ncopy[u] = c + 1
+        elif what == 2 and c > 1:
+            slots[u, c - 1] = -1
+            ncopy[u] = c - 1
+        else:
+            v = rng.choice(experts)
+            slots[[u, v]], ncopy[[u, v]] = slots[[v, u]], ncopy[[v, u]]
+    return slots, ncopy
+
+
+def test_incremental_costing_equals_a_full_costing(timeline_prepared):
+    """Chains of mappings, each a few experts from the one before (and now and then another package:
+    another design, or one HBM stack less), costed incrementally and in full: equal to 1e-9 (in fact bit
+    for bit: a stage whose inputs are equal gives equal figures). Fails on the code before lever (b):
+    the kernel took no ``incremental``."""
+    ev = timeline_prepared.package_evaluator
+    space = timeline_prepared.space
+    rng = np.random.default_rng(48)
+    X = rng.integers(space.lower, np.asarray(space.upper) + 1, size=(6, space.n_var))
+    X[:1] = space.seeds[:1]
+    base = ev.decode(X)
+    experts = np.flatnonzero(ev.kernel.unit_is_expert)
+    rows = []
+    for p in range(len(X)):
+        n = int(base.rows[p] * base.cols[p])
+        slots, ncopy, stacks = base.slots[p], base.ncopy[p], base.stacks[p]
+        for step in range(8):
+            rows.append((p, slots, ncopy, stacks))
+            slots, ncopy = moved(rng, slots, ncopy, n, experts, int(rng.integers(1, 4)))
+            if step == 4 and stacks[:n].max() > 0:          # one stack less: another package, costed in full
+                stacks = stacks.copy()
+                stacks[int(np.argmax(stacks[:n]))] -= 1
+    pick = np.array([r[0] for r in rows])
+    d = DecodedDesigns(base.rows[pick], base.cols[pick], base.kind[pick], np.stack([r[3] for r in rows]),
+                       base.ddr[pick], np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]),
+                       base.unplaced[pick])
+    full = ev.decoded_metrics(d, with_faults=False, memory_path=False)
+    fast = ev.decoded_metrics(d, with_faults=False, memory_path=False, incremental=True)
+    assert np.isfinite(full[:, 0]).all() and len(np.unique(full[:, 0])) > len(X)      # the mappings differ
+    np.testing.assert_allclose(fast, full, rtol=1e-9, atol=0.0, equal_nan=True)
+    assert np.array_equal(fast, full, equal_nan=True)
+    again = ev.decoded_metrics(d.take(np.arange(len(rows))[::-1]), with_faults=False, memory_path=False,
+                               incremental=True)
+    assert np.array_equal(again[::-1], full, equal_nan=True)        # in any order
+
+
+def test_distinct_orders_a_failures_mapping_after_its_intact_one():
+    """The table of distinct mappings goes to the kernel by design, version, popularity, then what is
+    down: a failure's re-mapping right after the intact mapping it differs from in a few experts."""
+    from types import SimpleNamespace
+
+    from dse.runtime.mapping import SegmentKey, SegmentMapping
+    from dse.runtime.popularity import Popularity
+
+    p0, p1 = Popularity([np.array([0, 1])]), Popularity([np.array([1, 0])])
+    keys = [SegmentKey(0, p0, frozenset(), frozenset(), frozenset()),
+            SegmentKey(0, p1, frozenset(), frozenset(), frozenset()),
+            SegmentKey(0, p1, frozenset({5}), frozenset(), frozenset()),
+            SegmentKey(0, p0, frozenset({5}), frozenset(), frozenset())]
+    maps = [SegmentMapping(np.full((2, 1), k), np.ones(2, np.int64), np.ones(6, np.int64), frozenset())
+            for k in range(4)]
+    base = DecodedDesigns(*(np.zeros((1, 2), np.int64) for _ in range(8)))
+    planned = [SimpleNamespace(table=SimpleNamespace(keys=keys), base=base)]
+    items = [(0, k, m) for k, m in enumerate(maps)]
+    keep, index = distinct(items, planned)
+    order = [k for _, k, _ in keep]
+    assert sorted(order, key=lambda k: near((0, k, None), planned)) == order
+    assert order.index(3) == order.index(0) + 1 and order.index(2) == order.index(1) + 1
+    assert [keep[j][1] for j in index] == [0, 1, 2, 3]             # each item finds its own row
