@@ -91,7 +91,14 @@ def test_model_flops_exclude_recomputation(small_iterations, recompute):
     peak = system.chiplet.peak_flops("bf16") / 1e12
     assert it.model_tflops_per_device == pytest.approx(it.mfu * peak, rel=0.02)
     ratio = it.hardware_tflops_per_device / it.model_tflops_per_device
-    assert ratio == pytest.approx(4.0 / 3.0 if recompute == "full" else 1.0, rel=1e-9)
+    if recompute == "selective":
+        # the attention core's forward once more: 4 B s^2 h l (Korthikanti et al. 2022), half of it under a
+        # causal mask, which the operator tables count
+        extra = (it.hardware_tflops_per_device - it.model_tflops_per_device) * 1e12 * 8 * it.iteration_s
+        core = 4.0 * 256 * 2048 ** 2 * SMALL["hidden_size"] * SMALL["num_hidden_layers"]
+        assert 0.5 * core <= extra <= core
+    else:
+        assert ratio == pytest.approx(4.0 / 3.0 if recompute == "full" else 1.0, rel=1e-9)
     assert "hardware_tflops_per_device" in it.as_dict()
 
 
