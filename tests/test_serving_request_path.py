@@ -149,7 +149,7 @@ def test_fidelity_prints_the_suite_within_80_columns_with_its_fitted_term(monkey
     result = CliRunner().invoke(cli, ["fidelity", "--suite", "serving-vllm"])
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
-    assert "fitted: host_s 6.25 ms" in result.output and "calibration only" in result.output
+    assert "fitted: host_s 5.40 ms" in result.output and "calibration only" in result.output
 
 
 def test_cold_start_stalls_the_servers_first_step_once():
