@@ -149,4 +149,29 @@ def test_fidelity_prints_the_suite_within_80_columns_with_its_fitted_term(monkey
     result = CliRunner().invoke(cli, ["fidelity", "--suite", "serving-vllm"])
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
-    assert "fitted: host_s 6.25 ms" in result.output and "calibration only" in result.output
+    assert "fitted: host_s 5.40 ms" in result.output and "calibration only" in result.output
+
+
+def test_cold_start_stalls_the_servers_first_step_once():
+    # A sent at 0, B at 0.5 D: with a 3 D cold start A's first step ends at D + 3 D; B, waiting meanwhile,
+    # joins the next step (4 D to 5 D), the stall paid once; without one A's TTFT is D
+    out = serve_requests(two_requests(0.5 * D), ConstantSteps(), "chunked", 8, 512, KvCache(1e6),
+                         cold_start_s=3 * D)
+    assert (out.first_token_s - out.arrival_s) == pytest.approx([4 * D, 4.5 * D])
+    assert (out.done_s - out.first_token_s)[0] == pytest.approx(99 * D)     # every later step D
+    plain = serve_requests(two_requests(0.5 * D), ConstantSteps(), "chunked", 8, 512, KvCache(1e6))
+    assert (plain.first_token_s - plain.arrival_s)[0] == pytest.approx(D)
+
+
+def test_client_itl_counts_the_clients_tokens():
+    # 248 tokens served in 1,000 ms after a 20 ms first line; the client counted 237 tokens: 980 / 236 ms
+    from dse.validation import serving_vllm as sv
+
+    e2e, ttft = np.array([1000.0]), np.array([20.0])
+    stage = {"output_len_measured_mean": 237.0}
+    assert sv.client_itl(e2e, ttft, stage, np.array([248.0]))[0] == pytest.approx(980.0 / 236.0)
+    assert sv.client_itl(e2e, ttft, {}, np.array([248.0]))[0] == pytest.approx(980.0 / 247.0)
+    # the stages' ITL column is that formula over their means, every stage
+    _, stages = sv.load()
+    formula = (stages["e2e_mean_ms"] - stages["ttft_mean_ms"]) / (stages["output_len_measured_mean"] - 1.0)
+    assert np.allclose(formula, stages["itl_mean_ms"], rtol=1e-4)

@@ -11,7 +11,9 @@ waits at the head of the queue and later computes its prompt and the tokens it h
 prefill (whatever of it is still cached is taken from the cache). Continuous batching (Orca, vLLM
 without chunking) prefills newly admitted prompts whole, in an iteration of their own (prefill first);
 otherwise it decodes every running sequence. An iteration's time and energy are one forward pass over
-its mixed batch (dse.serving.steps.mixed_step).
+its mixed batch (dse.serving.steps.mixed_step); a server's first iteration may also carry a one-off
+``cold_start_s`` (start-up work on the first requests, e.g. kernels compiled on first use; its chips
+counted at idle power meanwhile).
 """
 from __future__ import annotations
 
@@ -41,8 +43,10 @@ class Server:
     iteration log ``log`` (seconds, tokens out, joules, sequences running), ``preemptions``."""
 
     def __init__(self, r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None,
-                 cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None, lookahead: bool = False):
+                 cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None, lookahead: bool = False,
+                 cold_start_s: float = 0.0):
         self.r, self.steps, self.chunked, self.cache, self.chunk = r, steps, chunked, cache, chunk_tokens
+        self.cold_start_s = cold_start_s          # added to the server's first step (one-off start-up work)
         self.lookahead = lookahead                # async scheduling: a step is scheduled when the one before starts
         self.prefill_budget = prefill_budget      # continuous: max_num_batched_tokens of a prefill (None: all)
         self.fixed_s, self.fixed_j = pass_fixed(steps), pass_fixed(steps, joules=True)
@@ -179,6 +183,10 @@ class Server:
         t0, e0 = self.t, self.energy
         self.step_start = t0
         self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token, full=self.full_s)
+        if self.cold_start_s:                     # the first step pays the start-up work, the chips idle-ish
+            self.t += self.cold_start_s
+            self.energy += idle_energy_j(self.steps, self.cold_start_s)
+            self.cold_start_s = 0.0
         self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j, per_token=self.per_token,
                                   fixed_s=self.fixed_s, full=self.full_s)
         self.computed[running] += tokens
