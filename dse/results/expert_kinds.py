@@ -10,7 +10,7 @@ or DDR; a kind the design does not use: dse.model.characterize's) and its ridge 
 (Williams, Waterman & Patterson, CACM 2009): an expert whose intensity is below a kind's ridge is
 memory-bound there, so low-intensity experts gain most from a kind with bandwidth to spare (an
 SRAM-resident one, if they fit its SRAM), and high-intensity ones from peak FLOP/s. Shown only for a
-study with routed experts and more than one chiplet kind.
+package study (no ``system`` section) with routed experts and more than one chiplet kind.
 """
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ MAX_ROWS = 24
 
 def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
     """The section's markdown lines for design ``design_id`` (module docstring); [] where it does not apply."""
+    if prepared.study.system is not None:       # a system's packages hold slices of the model: not shown
+        return []
     design = result.designs[design_id]
     p = prepared.for_design(design)
     kinds = [c.name for c in p.study.hardware.library()]
