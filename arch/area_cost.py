@@ -31,6 +31,7 @@ from .chiplet import Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, Sys
 from .errors import ArchError
 from .technology import edge_loss_mm, reticle_limit_mm2, scribe_lane_mm, wafer_diameter_mm, yield_alpha_logic
 from .technology import node as tech_node
+from .wafer import check_wafer, wafer_die_cost_usd
 
 MB = 2.0 ** 20
 _SCRIBE_MM = scribe_lane_mm()
@@ -129,8 +130,13 @@ def known_good_die_cost_usd(area_mm2: float, node: str, overrides: dict | None =
 
 
 def check_manufacturable(ch: Chiplet, precision: str = "bf16") -> float:
-    """The chiplet's area, or an ArchError when it exceeds the reticle limit."""
+    """The chiplet's area, or an ArchError when it exceeds the reticle limit. A wafer-scale die
+    (``wafer_cores`` > 0) is exempt: its exposure fields are stitched across the scribe lines, so the
+    wafer bounds it, not the reticle (arch.wafer)."""
     area = chiplet_area_mm2(ch, precision)
+    if isinstance(ch, SystolicChiplet) and ch.wafer_scale:
+        check_wafer(ch, area)
+        return area
     limit = reticle_limit_mm2()
     if area > limit:
         raise ArchError(f"chiplet {ch.name!r}: die area {area:.0f} mm² exceeds the {limit:.0f} mm² reticle limit; "
@@ -139,5 +145,9 @@ def check_manufacturable(ch: Chiplet, precision: str = "bf16") -> float:
 
 
 def chiplet_cost_usd(ch: Chiplet, precision: str = "bf16") -> float:
-    """Known-good-die cost of the chiplet (its node's wafer cost and defect density, with overrides)."""
-    return known_good_die_cost_usd(check_manufacturable(ch, precision), ch.node, ch.overrides)
+    """Known-good-die cost of the chiplet (its node's wafer cost and defect density, with overrides); a
+    wafer-scale die's by its redundant cores (arch.wafer)."""
+    area = check_manufacturable(ch, precision)
+    if isinstance(ch, SystolicChiplet) and ch.wafer_scale:
+        return wafer_die_cost_usd(ch, area)
+    return known_good_die_cost_usd(area, ch.node, ch.overrides)

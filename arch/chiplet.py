@@ -12,6 +12,12 @@ reconfigurable     one PE array that switches between two systolic modes, paying
                    reconfiguration time and energy to leave its resting mode (arch.costing)
 =================  =========================================================================
 
+A systolic chiplet with ``sram_Bps`` > 0 is SRAM-resident (Groq's LPU, Graphcore's IPU, SambaNova's
+SN40L, Cerebras's WSE): its on-die SRAM is a memory tier that holds units' weights and KV cache, read at
+``sram_Bps``; what does not fit spills to the next tier (its HBM stacks, else the package's DDR), at that
+tier's bandwidth (dse.model.hbm_placement). One with ``wafer_cores`` > 0 is wafer-scale: one die far above
+the reticle, stitched across exposure fields, yielded by redundant cores (arch.wafer).
+
 Every kind has a vector unit of ``lanes`` FP32 lanes for softmax, norms and activations (default:
 the array's columns, the GPU's CUDA cores, the CPU's SIMD lanes). SI units throughout.
 """
@@ -137,6 +143,9 @@ class SystolicChiplet(Chiplet):
     pe_precision: str | None = None
     weight_buffering: str = "double"   # double: the next stationary tile loads behind the current one's
                                        # compute (TPU v1 onwards); single: SCALE-Sim's fold after fold
+    sram_Bps: float = 0.0              # > 0: SRAM-resident, the SRAM a memory tier at this bandwidth (module doc)
+    wafer_cores: int = 0               # > 0: wafer-scale, this many cores on the wafer, spares included
+    spare_cores: int = 0               # of them, the redundant ones a defect may take (arch.wafer)
 
     def __post_init__(self):
         super().__post_init__()
@@ -154,6 +163,18 @@ class SystolicChiplet(Chiplet):
         if self.pe_precision is not None:
             _need(self.pe_precision in precisions(), self.name,
                   f"unknown pe_precision {self.pe_precision!r}; allowed: {', '.join(precisions())}")
+        _need(self.sram_Bps >= 0, self.name, "sram_tbps must be >= 0 (0: the SRAM only buffers the array)")
+        _need(self.wafer_cores >= 0 and 0 <= self.spare_cores < max(self.wafer_cores, 1), self.name,
+              "wafer_cores must be >= 0 and spare_cores in [0, wafer_cores)")
+
+    @property
+    def sram_resident(self) -> bool:
+        """Whether units' weights and KV cache live in the SRAM (``sram_Bps`` > 0)."""
+        return self.sram_Bps > 0
+
+    @property
+    def wafer_scale(self) -> bool:
+        return self.wafer_cores > 0
 
     def default_lanes(self) -> int:
         return self.cols * self.arrays

@@ -2,7 +2,7 @@
 
 A mapping names a ``kind`` and that kind's fields, or a ``preset`` (``arch/data/chiplets.yaml``)
 whose fields the rest of the mapping overrides. Friendly units: ``freq_ghz``, ``sram_mb`` / ``l2_mb`` /
-``llc_mb`` (MiB), ``smem_kb_per_sm``, ``array: [rows, cols]``, ``reconfig_us`` / ``reconfig_uj``.
+``llc_mb`` (MiB), ``sram_tbps`` (TB/s), ``smem_kb_per_sm``, ``array: [rows, cols]``, ``reconfig_us`` / ``reconfig_uj``.
 Unknown keys are an ArchError naming the key and the ones the kind allows.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memor
           "power_limit_w", "voltage_floor", "idle_w")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
-                 "weight_buffering"),
+                 "weight_buffering", "sram_tbps", "wafer_cores", "spare_cores"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
             "max_efficiency", "precision_efficiency", "tile_overhead_us", "sfu_per_sm", "attention_overhead_us",
             "io_area_mm2", "sm_area_mm2", "l2_bytes_per_cycle", "split_kv"),
@@ -38,7 +38,7 @@ _SCALE = {"freq_ghz": ("freq_hz", 1e9), "sram_mb": ("sram_bytes", MIB), "l2_mb":
           "reconfig_us": ("reconfig_s", 1e-6), "reconfig_uj": ("reconfig_j", 1e-6),
           "kernel_overhead_us": ("kernel_overhead_s", 1e-6), "dispatch_us": ("dispatch_s", 1e-6),
           "sequence_us": ("sequence_s", 1e-6), "tile_overhead_us": ("tile_overhead_s", 1e-6),
-          "attention_overhead_us": ("attention_overhead_s", 1e-6)}
+          "attention_overhead_us": ("attention_overhead_s", 1e-6), "sram_tbps": ("sram_Bps", 1e12)}
 
 
 @lru_cache(maxsize=1)

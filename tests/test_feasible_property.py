@@ -39,7 +39,9 @@ def _broken(prepared, design: dse.Design) -> list[str]:
         if not slots:
             out.append(f"{unit} has no chiplet")
         elif weights > 0:
-            out += [f"{unit} on slot {s} has no memory" for s in slots if design.hbm_stacks[s] == 0 and not has_ddr]
+            resident = [t.kind_sram_Bps[t.kind_names.index(design.chiplets[s])] > 0 for s in slots]  # its SRAM
+            out += [f"{unit} on slot {s} has no memory" for s, r in zip(slots, resident)
+                    if design.hbm_stacks[s] == 0 and not has_ddr and not r]
     return out
 
 

@@ -7,7 +7,9 @@ preset models (dse.validation.gpu.DATASHEET_MEMORY: kind, stacks, per-pin data r
 effective_bandwidth_Bps, streaming) x the chiplet's ``mem_efficiency``, as dse.model's tables charge it,
 back to back at the clock the chiplet's power limit leaves (arch.costing.gemm_at_limit, as the step model):
 ``energy_j`` is the board's whole energy over the kernel (leakage, active power, switching, DRAM), so
-``power_w`` = ``energy_j`` / ``latency_s``, never above ``power_limit_w``.
+``power_w`` = ``energy_j`` / ``latency_s``, never above ``power_limit_w``. An SRAM-resident preset (arch.chiplet:
+``sram_Bps`` > 0) reads the operands from its SRAM when they fit there (its fastest tier that holds them:
+``peak_bandwidth_Bps`` is the SRAM's), else from the tier below (its datasheet memory); with none, it refuses.
 """
 from __future__ import annotations
 
@@ -77,16 +79,44 @@ def _memory(chiplet: str, kind: str | None, stacks: int | None, channels: int | 
     return {"kind": kind, "count": count or sheet["stacks"], "spec": spec, "source": source}
 
 
-def _chiplet_report(name: str, m, n, k, precision: str, mem: dict) -> dict:
-    """`arch.gemm_report` of the GEMM on preset ``name`` reading from ``mem``, and the memory assumed."""
+def _resident(ch, m, n, k, precision: str, memory_kind: str | None) -> bool:
+    """Whether the GEMM reads from an SRAM-resident chiplet's SRAM (arch.chiplet): its three operands
+    fit there and no ``--memory`` is asked for. An SRAM-only part (no tier below it) whose operands do not
+    fit refuses the GEMM."""
+    if not (isinstance(ch, arch.SystolicChiplet) and ch.sram_resident) or memory_kind is not None:
+        return False
+    operands = (m * k + k * n + m * n) * arch.precision_bytes(precision)
+    if operands <= ch.sram_bytes:
+        return True
+    if ch.name not in DATASHEET_MEMORY:
+        raise arch.ArchError(f"--chiplet {ch.name}: the GEMM's operands ({operands / 1e6:,.0f} MB) do not fit its "
+                             f"{ch.sram_bytes / 1e6:,.0f} MB SRAM and it has no memory below it; a smaller --m/--n/--k, "
+                             f"or --memory KIND")
+    return False
+
+
+def _chiplet_report(name: str, m, n, k, precision: str, memory_kind, stacks, channels) -> dict:
+    """`arch.gemm_report` of the GEMM on preset ``name`` reading from its SRAM (`_resident`) or from memory
+    (`_memory`), and the memory assumed."""
     ch = arch.preset(name)
-    spec, count = mem["spec"], mem["count"]
-    sustained = memory.effective_bandwidth_Bps(spec, count)
-    report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=sustained, dram_j_per_byte=spec.energy_j_per_byte)
-    assumed = {"memory": f"{mem['kind']} x {count} {spec.unit}{'s' if count > 1 else ''} at "
-                         f"{spec.data_rate_bps / 1e9:.4g} Gb/s/pin ({mem['source']})",
-               "peak_bandwidth_Bps": spec.peak_bandwidth_Bps * count, "sustained_bandwidth_Bps": sustained,
-               "mem_efficiency": ch.mem_efficiency}
+    if _resident(ch, m, n, k, precision, memory_kind):
+        if stacks is not None or channels is not None:
+            raise arch.ArchError(f"--chiplet {name} reads this GEMM from its SRAM: drop --stacks/--channels")
+        j_per_byte = ch.tech().sram_pj(ch.sram_bank_kb) * 1e-12
+        report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=ch.sram_Bps, dram_j_per_byte=j_per_byte)
+        assumed = {"memory": f"on-die SRAM, {ch.sram_bytes / 1e6:,.0f} MB (resident: the operands fit)",
+                   "peak_bandwidth_Bps": ch.sram_Bps, "sustained_bandwidth_Bps": ch.sram_Bps,
+                   "mem_efficiency": ch.mem_efficiency}
+    else:
+        mem = _memory(name, memory_kind, stacks, channels)
+        spec, count = mem["spec"], mem["count"]
+        sustained = memory.effective_bandwidth_Bps(spec, count)
+        report = arch.gemm_report(ch, m, n, k, precision, memory_Bps=sustained,
+                                  dram_j_per_byte=spec.energy_j_per_byte)
+        assumed = {"memory": f"{mem['kind']} x {count} {spec.unit}{'s' if count > 1 else ''} at "
+                             f"{spec.data_rate_bps / 1e9:.4g} Gb/s/pin ({mem['source']})",
+                   "peak_bandwidth_Bps": spec.peak_bandwidth_Bps * count, "sustained_bandwidth_Bps": sustained,
+                   "mem_efficiency": ch.mem_efficiency}
     head = list(report)[:list(report).index("latency_s")]
     return {**{key: report[key] for key in head}, **assumed, **report}
 
@@ -140,7 +170,7 @@ def gemm(m, n, k, rows, cols, dataflow, sram_kb, bandwidth, freq_ghz, no_accumul
                                  "drop --rows/--cols/--sram-kb/--bandwidth")
         if chiplet not in arch.preset_names():
             arch.preset(chiplet)                      # the ArchError naming the presets
-        report = _chiplet_report(chiplet, m, n, k, precision, _memory(chiplet, memory_kind, stacks, channels))
+        report = _chiplet_report(chiplet, m, n, k, precision, memory_kind, stacks, channels)
     else:
         if memory_kind is not None or stacks is not None or channels is not None:
             raise arch.ArchError("--memory/--stacks/--channels go with --chiplet; an array takes --bandwidth")

@@ -74,7 +74,8 @@ def chiplet_dram_bytes(ev: Evaluator, d: DecodedDesigns, p: int = 0) -> tuple[np
     c = np.maximum(ncopy, 1)
     per_copy = T.unit_w_copy[units, c][:, None] + T.unit_other_dram[units[:, None], kind[chip]] / c[:, None]
     per_copy = per_copy * (T.stage_repeat * T.stage_prob)[T.unit_stage][:, None]
-    f = np.where(stacks[chip] * T.hbm_bw > 0.0, W.f[: slots.shape[0], : slots.shape[1]], 1.0)
+    local = (stacks[chip] * T.hbm_bw > 0.0) | (T.kind_sram_bw[kind[chip]] > 0.0)   # HBM, or a resident kind's SRAM
+    f = np.where(local, W.f[: slots.shape[0], : slots.shape[1]], 1.0)
     hbm = np.bincount(chip[valid], weights=(per_copy * (1.0 - f))[valid], minlength=n)
     ddr = np.bincount(chip[valid], weights=(per_copy * f)[valid], minlength=n)
     return hbm[:n], ddr[:n]
@@ -112,6 +113,9 @@ def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
     compute, busy = chiplet_busy_s(design, prepared)
     traffic = chiplet_traffic(design, tables)
     held: list[list[str]] = [[] for _ in range(n)]
+    stacks = np.asarray(design.hbm_stacks[:n])      # the local tier: HBM, or a resident kind's SRAM without it
+    kinds = np.array([tables.kind_names.index(c) for c in design.chiplets[:n]], dtype=np.int64)
+    local_GiB = np.where(stacks > 0, stacks * T.hbm_cap, T.kind_sram_cap[kinds]) / GIB
     for u in tables.unit_names:                     # one pass over the units, in their order
         for i in dict.fromkeys(design.placement[u]):
             held[i].append(u)
@@ -119,7 +123,7 @@ def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
         "slot": np.arange(n), "row": np.arange(n) // design.cols, "col": np.arange(n) % design.cols,
         "kind": design.chiplets, "hbm_stacks": design.hbm_stacks[:n],
         "units": [" ".join(h) for h in held], "n_units": [len(h) for h in held],
-        "stored_GiB": stored / GIB, "hbm_GiB": np.asarray(design.hbm_stacks[:n]) * T.hbm_cap / GIB,
-        "spill_GiB": np.maximum(stored - np.asarray(design.hbm_stacks[:n]) * T.hbm_cap, 0.0) / GIB,
+        "stored_GiB": stored / GIB, "hbm_GiB": local_GiB,
+        "spill_GiB": np.maximum(stored / GIB - local_GiB, 0.0),
         "compute_s": compute, "busy_s": busy, "busy_share": busy / latency_s,
         "sent_MB": traffic.sum(axis=1) / 1e6, "received_MB": traffic.sum(axis=0) / 1e6})

@@ -4,7 +4,8 @@ One row per (unit, chiplet kind): what the unit is (model, kind, layers, tokens,
 bytes, visit probability, its precision (the study's; under ``search.precision`` a row per precision the
 unit may take) and the model's quality with that unit at it) and how it runs alone on one chiplet of that
 kind with the fewest HBM stacks
-of the study's HBM that hold it (at least one; DDR when the study has no HBM): time per step, its
+of the study's HBM that hold it (at least one; DDR when the study has no HBM; an SRAM-resident kind whose
+SRAM holds it: none, read from the SRAM, dse.model.hbm_placement.local_capacity): time per step, its
 roofline's three time terms and which bounds it, compute and memory utilisation, energy and mean power
 while it runs, and the best kind for the unit by latency and by energy. The time is the step model's own
 (dse.model.copy_cost.copy_roofline: each operator a kernel, compute and memory overlapped), repeated for
@@ -46,9 +47,12 @@ BOUNDS = ("compute", "memory", "overhead")
 
 @nb.njit(cache=True)
 def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
-    """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR): its
-    kernels' time, or its host's time to issue them if that is longer."""
+    """(time, DRAM bytes) of one copy of unit u on a chiplet of kind k, all in HBM (or all in DDR; an
+    SRAM-resident kind whose SRAM holds the unit: all in SRAM): its kernels' time, or its host's time to
+    issue them if that is longer."""
     b = T.unit_w_copy[u, 1] + T.unit_other_dram[u, k]
+    if T.kind_sram_bw[k] > 0.0 and T.unit_capacity[u] + T.unit_kv[u] <= T.kind_sram_cap[k]:
+        on_ddr, bw_hbm = False, T.kind_sram_bw[k]
     t = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0,
                                ChipletMemory(0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0),
                                kind_terms(T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, k, 1.0), T.op_ptr, T.op_time,
@@ -139,8 +143,12 @@ def _table(p: Prepared) -> pd.DataFrame:
     stacks = (np.maximum(1, np.ceil(held / hbm_cap)) if hbm_cap > 0 else np.zeros(U)).astype(np.int64)
     time_s, dram = _alone_all(T, stacks, float(hbm_bw), float(ddr_bw))
     efficiency = np.array([c.mem_efficiency for c in chiplets])
-    bw = np.where(stacks[:, None] > 0, stacks[:, None] * hbm_bw, ddr_bw) * efficiency[None, :]
-    energy = np.asarray(t.unit_energy_j, float)[:, :K] + dram * np.where(stacks[:, None] > 0, hbm_e, ddr_e)
+    # an SRAM-resident kind holds a unit its SRAM can: read from there, no HBM stack (as `_alone`)
+    in_sram = (T.kind_sram_bw[None, :] > 0) & (held[:, None] <= T.kind_sram_cap[None, :])
+    bw = np.where(in_sram, T.kind_sram_bw[None, :],
+                  np.where(stacks[:, None] > 0, stacks[:, None] * hbm_bw, ddr_bw)) * efficiency[None, :]
+    per_byte = np.where(in_sram, T.kind_sram_e[None, :], np.where(stacks[:, None] > 0, hbm_e, ddr_e))
+    energy = np.asarray(t.unit_energy_j, float)[:, :K] + dram * per_byte
     compute = flops[:, None] / peak
     memory = dram / bw
     overhead = np.maximum(time_s - np.maximum(compute, memory), 0.0)
@@ -162,7 +170,7 @@ def _table(p: Prepared) -> pd.DataFrame:
                for c, v in per_unit.items()}
     columns.update({
         "chiplet": np.tile(np.array([c.name for c in chiplets], dtype=object), U),
-        "hbm_stacks": np.repeat(stacks, K), "time_s": (time_s * repeat[:, None]).ravel(),
+        "hbm_stacks": np.where(in_sram, 0, stacks[:, None]).ravel(), "time_s": (time_s * repeat[:, None]).ravel(),
         "compute_s": (compute * repeat[:, None]).ravel(), "memory_s": (memory * repeat[:, None]).ravel(),
         "overhead_s": (overhead * repeat[:, None]).ravel(), "bound": np.asarray(BOUNDS, dtype=object)[bound.ravel()],
         "dram_bytes": (dram * repeat[:, None]).ravel(),

@@ -19,7 +19,8 @@ nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the n
 class ChipletMemory(NamedTuple):
     """The memory one chiplet's copies read from (Numba builds and reads it in the kernels)."""
 
-    hbm_Bps: float          # the chiplet's HBM bandwidth (its stacks'; 0 without HBM)
+    hbm_Bps: float          # the chiplet's local tier: its HBM stacks' bandwidth, else an SRAM-resident kind's
+                            # SRAM (`local_memory`); 0 with neither
     ddr_Bps: float          # the package's DDR bandwidth
     hbm_j_per_byte: float
     ddr_j_per_byte: float
@@ -41,6 +42,16 @@ class CopyCost(NamedTuple):
     ddr_bytes: float
     dram_j: float
     clock_j: float          # energy change from clocks under the power limit (<= 0)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def local_memory(stacks_i, hbm_bw, hbm_e, sram_bw_k, sram_e_k, ddr_bw, ddr_e):
+    """The `ChipletMemory` of a chiplet with ``stacks_i`` HBM stacks: its HBM over the package's DDR, or, with
+    none, an SRAM-resident kind's SRAM (``sram_bw_k`` > 0; 0 for other kinds: everything from DDR), as
+    dse.model.hbm_placement.local_capacity places its copies."""
+    if stacks_i > 0:
+        return ChipletMemory(stacks_i * hbm_bw, ddr_bw, hbm_e, ddr_e)
+    return ChipletMemory(sram_bw_k, ddr_bw, sram_e_k, ddr_e)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

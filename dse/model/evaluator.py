@@ -98,7 +98,7 @@ class Evaluator(PopulationEvaluator):
     def without_memory(self, d: DecodedDesigns) -> np.ndarray:
         """``[P, S]``: unit copies on each chiplet slot with no memory path (dse.model.memory_path)."""
         return copies_without_memory(d.kind, d.stacks, d.ddr, self.tables.ddr is not None, d.slots, d.ncopy,
-                                     self.needs_memory)
+                                     self.needs_memory, self.tables.kind_sram_Bps > 0)
 
     def memory_path_report(self, design: Design) -> dict[int, int]:
         """Chiplet slot -> unit copies there without a memory path, for the slots that have any (what the
@@ -132,9 +132,10 @@ class Evaluator(PopulationEvaluator):
         return map_rows(run, len(X), self.threads)
 
     def _largest_die(self, n: np.ndarray, kind: np.ndarray, stacks: np.ndarray) -> np.ndarray:
-        """Area of each design's largest die: chiplet kind plus the PHYs of its HBM stacks."""
+        """Area of each design's largest die: chiplet kind plus the PHYs of its HBM stacks (a wafer-scale die is
+        exempt from the reticle, arch.wafer: not counted)."""
         phy = self.tables.hbm.phy_area_mm2 if self.tables.hbm else 0.0
-        die = self.tables.kind_area_mm2[kind] + stacks * phy
+        die = np.where(self.tables.kind_wafer_kgd_usd[kind] > 0, 0.0, self.tables.kind_area_mm2[kind] + stacks * phy)
         in_package = np.arange(kind.shape[1])[None, :] < np.asarray(n)[:, None]
         return np.where(in_package, die, 0.0).max(axis=1)
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .hbm_placement import item_size
+from .hbm_placement import item_size, local_capacity
 
 nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the negative-index wrap-around
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
+def remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
           stored, slots2, count2, stored2, moved, moved_list):
     """Re-map the units of the failed chiplets ``dead[:n_dead]`` (flagged in ``is_dead``): their rows of
     ``slots2`` / ``count2`` and the whole of ``stored2`` become the mapping after the failure.
@@ -70,7 +70,8 @@ def remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncop
             best_free = -np.inf
             for i in range(n):
                 if not is_dead[nowrap(i)]:
-                    free = stacks[nowrap(i)] * hbm_cap - stored2[nowrap(i)]
+                    free = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])]) \
+                        - stored2[nowrap(i)]
                     if free > best_free:
                         best, best_free = i, free
             if best < 0:

@@ -37,7 +37,7 @@ def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set
         for x in range(n_dead):
             dead[x] = sets[k_set, x]
             is_dead[dead[x]] = True
-        n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split,
+        n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, T.kind_sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy, split,
                             stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list)
         expected = p99 = short = np.inf
         if ok:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, power_terms, sequence_wait_s
+from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
 from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
-from .hbm_placement import place_chiplet
+from .hbm_placement import local_capacity, place_chiplet
 from .perf_model import row_max
 from .scenarios import scenario_latency
 
@@ -82,6 +82,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase, edge_stage = (
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
+    sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
@@ -122,8 +123,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         for x in range(n_dead):
             dead[nowrap(x)] = sets[nowrap(k_set), nowrap(x)]
             is_dead[nowrap(dead[nowrap(x)])] = True
-        n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, n, dead, n_dead, is_dead, slots, ncopy, split, stacks,
-                            chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list)
+        n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy,
+                            split, stacks, chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list)
         if not ok:
             restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
             for x in range(n_dead):
@@ -157,7 +158,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         n_full = 0                  # chiplets whose placement is re-computed go first in a_list
         for x in range(n_a):
             i = a_list[nowrap(x)]
-            cap = stacks[nowrap(i)] * hbm_cap
+            cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
             if is_dead[nowrap(i)]:
                 overflow2[nowrap(i)] = 0.0
             elif placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
@@ -209,13 +210,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                                        link_bw)
             for r in range(c):
                 i = slots2[nowrap(u), nowrap(r)]
-                cap = stacks[nowrap(i)] * hbm_cap
+                cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
                 cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
                                    copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
+                                                sram_e[nowrap(k)], ddr_bw, ddr_e),
                                    kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
                                    op_w, op_o, op_prob, op_inv,
                                    power_terms(limit, floor, static_w, active_w, k), op_e)
@@ -240,7 +242,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 c = ncopy[nowrap(u)]
                 cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
                                    copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
-                                   ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                   local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
+                                                sram_e[nowrap(k)], ddr_bw, ddr_e),
                                    kind_terms(mem_eff, overhead, dispatch, k,
                                               0.0 if is_expert[nowrap(u)] else 1.0),
                                    op_ptr, op_time, op_w, op_o, op_prob, op_inv,

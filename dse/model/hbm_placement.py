@@ -18,6 +18,14 @@ nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the n
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def local_capacity(stacks_i, hbm_cap, sram_cap_k):
+    """Bytes a chiplet holds its copies in before they spill to DDR: its HBM stacks', or, with none attached,
+    an SRAM-resident kind's SRAM (``sram_cap_k``; 0 for other kinds: all their bytes in DDR). With HBM
+    attached, an SRAM-resident chiplet's SRAM buffers what streams from it, as any systolic chiplet's does."""
+    return stacks_i * hbm_cap if stacks_i > 0 else sram_cap_k
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def item_size(capacity_u, kv_u, c, split):
     """Bytes one of c copies (or shards) of a unit stores: weights and its share of the KV cache."""
     return (capacity_u / c if split else capacity_u) + kv_u / c
@@ -75,10 +83,11 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, unit_capacity, unit_kv, w_copy, other_dram,
+def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy, other_dram,
                  read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, buf_size, buf_read, buf_density,
                  buf_order, buf_spill):
-    """Every chiplet's copies into its HBM (``stacks[i]`` x ``hbm_cap``), densest first: indexes the copies
+    """Every chiplet's copies into its local tier (`local_capacity`: ``stacks[i]`` x ``hbm_cap``, or an
+    SRAM-resident kind's ``sram_cap`` without HBM), densest first: indexes the copies
     by chiplet (`index_items`), fills ``f``, each chiplet's bytes ``stored`` and its ``overflow`` to DDR.
     Returns the bytes spilled to DDR in all."""
     index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r)
@@ -89,7 +98,7 @@ def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, unit_capacity, u
         for y in range(a, b):
             u = item_u[nowrap(y)]
             total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
-        cap = stacks[nowrap(i)] * hbm_cap
+        cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
         if placement_is_trivial(cap, total):
             for y in range(a, b):
                 u = item_u[nowrap(y)]

@@ -2,8 +2,10 @@
 
 A copy reads its weights, KV cache and activations from its chiplet's own HBM stacks or from the
 package's DDR, which every chiplet reaches (dse.model.perf_model). The model has no other tier: no
-remote HBM of a neighbouring chiplet over the package network and no weights resident in SRAM. A
-copy that stores or moves DRAM bytes on a chiplet with no HBM stack, in a package with no DDR channel,
+remote HBM of a neighbouring chiplet over the package network. An SRAM-resident kind (arch.chiplet) without
+HBM holds its copies in its SRAM (dse.model.hbm_placement.local_capacity): its path is there, and what does
+not fit it, with no DDR below, is the design's capacity shortfall (infeasible, dse.model.objectives). A
+copy that stores or moves DRAM bytes on any other chiplet with no HBM stack, in a package with no DDR channel,
 has no memory path: the step model would stream its bytes at no bandwidth (a step of ~1e12 s), so such
 a copy is counted (``units_without_memory``, dse.model.metrics) and the design is infeasible
 (dse.model.objectives), not merely slow. A unit that neither stores nor moves DRAM bytes needs no path.
@@ -23,16 +25,19 @@ def needs_memory(t: EvalTables) -> np.ndarray:
 
 
 def copies_without_memory(kind: np.ndarray, stacks: np.ndarray, ddr: np.ndarray, has_ddr: bool, slots: np.ndarray,
-                          ncopy: np.ndarray, needs: np.ndarray) -> np.ndarray:
+                          ncopy: np.ndarray, needs: np.ndarray, resident: np.ndarray | None = None) -> np.ndarray:
     """``[P, S]``: per design and chiplet slot, the unit copies there that need memory (`needs_memory`)
     and have none: the slot has no HBM stack and the package no DDR channel (``has_ddr``: the study has
-    a DDR memory at all). Arrays as in dse.model.contract.DecodedDesigns."""
+    a DDR memory at all) and its kind is not SRAM-resident (``resident[k]``; None: no kind is). Arrays as in
+    dse.model.contract.DecodedDesigns."""
     P, S = kind.shape
     copies = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]          # [P, U, C] real copies
     slot = np.where(copies, slots, 0)
     p = np.arange(P)[:, None, None]
     ddr_ok = (np.asarray(ddr) > 0) & has_ddr
     no_path = (stacks[p, slot] <= 0) & ~ddr_ok[:, None, None]
+    if resident is not None:
+        no_path &= ~np.asarray(resident)[kind[p, slot]]
     need = needs[np.arange(needs.shape[0])[None, :, None], kind[p, slot]]
     bad = copies & no_path & need
     out = np.zeros((P, S), np.int64)

@@ -3,7 +3,7 @@ packages are one design: dse.system.evaluator computes them once for all its pac
 
 Silicon area = chiplet dies (with their HBM PHYs) + DDR PHYs; package area adds the HBM stacks'
 footprints; cost = Chiplet Actuary's assembled package (arch.packaging): known-good-die cost of each die
-(arch.kgd_cost, negative-binomial yield), HBM and DDR by capacity, the link technology's interposer or
+(arch.kgd_cost, negative-binomial yield; a wafer-scale die's by its spare cores, arch.wafer), HBM and DDR by capacity, the link technology's interposer or
 substrate, bumps, and what failed bonds throw away (per-die bonding yield of the link, noc/data/links.yaml);
 `cost_parts` gives those parts. Peak power = static + active + every PE busy + memories at full bandwidth;
 static power = the chiplets' leakage.
@@ -29,7 +29,10 @@ def cost_parts(T, n, kind, stacks, ddr):
     for i in range(n):
         die = T.kind_area[kind[i]] + stacks[i] * T.hbm_phy
         area += die
-        dies += kgd_cost(die, T.kind_wafer_cost[kind[i]], T.kind_d0[kind[i]], T.yield_alpha, T.wafer_diameter)
+        if T.kind_wafer_kgd[kind[i]] > 0.0:           # a wafer-scale die: yielded by its spare cores (arch.wafer)
+            dies += T.kind_wafer_kgd[kind[i]]
+        else:
+            dies += kgd_cost(die, T.kind_wafer_cost[kind[i]], T.kind_d0[kind[i]], T.yield_alpha, T.wafer_diameter)
         n_stacks += stacks[i]
     parts = package_cost_parts(dies, area, float(n), n_stacks * T.hbm_cost, n_stacks * T.hbm_footprint,
                                float(n_stacks), ddr * T.ddr_cost, T.packaging)
@@ -75,5 +78,6 @@ def package_arrays(T, n, kind, stacks, ddr):
     for p in range(n.shape[0]):
         one_package(T, n[p], kind[p], stacks[p], ddr[p], out[p])
         for i in range(n[p]):
-            out[p, F_MAX_DIE] = max(out[p, F_MAX_DIE], T.kind_area[kind[p, i]] + stacks[p, i] * T.hbm_phy)
+            if T.kind_wafer_kgd[kind[p, i]] <= 0.0:  # a wafer-scale die is exempt from the reticle (arch.wafer)
+                out[p, F_MAX_DIE] = max(out[p, F_MAX_DIE], T.kind_area[kind[p, i]] + stacks[p, i] * T.hbm_phy)
     return out

@@ -3,7 +3,8 @@
 Model, per stage s of the workload (repeated ``repeat_s`` times for identical layers):
 
 * Memory: each chiplet holds its units' copies: weights (a full copy per replica, 1/c per shard) and
-  KV cache (1/c per copy). Copies fill the chiplet's HBM densest first (bytes read per step per byte
+  KV cache (1/c per copy). Copies fill the chiplet's HBM (an SRAM-resident kind without HBM: its SRAM, at
+  the SRAM's bandwidth and energy; dse.model.hbm_placement.local_capacity) densest first (bytes read per step per byte
   stored; the fractional-knapsack optimum for DDR traffic, memory.placement) and the rest spills to
   the package's shared DDR, so hot experts sit in HBM and cold ones in DDR (dse.model.hbm_placement). Spill
   beyond the DDR's capacity is a capacity shortfall (a constraint violation); latency counts it as DDR-resident.
@@ -53,7 +54,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .copy_cost import ChipletMemory, copy_bytes, copy_roofline, host_issue_s, kind_terms, power_terms, sequence_wait_s
+from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design
@@ -181,6 +182,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase = (T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes,
                                                               T.edge_phase)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
+    sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
     pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
@@ -216,7 +218,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             f_prev[:, :] = f
 
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
-        spill = place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, unit_capacity, unit_kv, w_copy, other_dram,
+        spill = place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy,
+                             other_dram,
                              read_scale, chip_ptr, W.cursor, item_u, item_r, stored, overflow, f, buf_size, buf_read,
                              buf_density, buf_order, buf_spill)
         short = max(spill - ddr * T.ddr_cap, 0.0)
@@ -255,7 +258,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
                     cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
-                                       ChipletMemory(stacks[nowrap(i)] * hbm_bw, ddr_bw, hbm_e, ddr_e),
+                                       local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
+                                                    sram_e[nowrap(k)], ddr_bw, ddr_e),
                                        kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
                                        op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k), op_e)
                     t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j

@@ -203,7 +203,7 @@ def remapped_design(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W
         W.is_dead[dead[x]] = True
     W.count2[:] = ncopy
     W.slots2[:] = slots
-    n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, n, W.dead, dead.shape[0], W.is_dead, slots, ncopy,
+    n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, T.kind_sram_cap, kind, n, W.dead, dead.shape[0], W.is_dead, slots, ncopy,
                         split, stacks, W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved,
                         W.moved_list)
     new_slots, count = W.slots2.copy(), W.count2.copy()

@@ -85,6 +85,12 @@ class EvalTables:
     kind_dispatch_ahead: np.ndarray | None = None  # [K] the host issues ahead (else: a floor per operator)
     kind_sequence_s: np.ndarray | None = None  # [K] host work per sequence per step the device waits for
     sequences_per_step: float = 0.0           # sequences in a step (the workload's batch)
+    # SRAM-resident kinds (arch.SystolicChiplet.sram_Bps > 0): their SRAM is a chiplet's local tier when it has
+    # no HBM stack attached (dse.model.hbm_placement.local_capacity); 0 for every other kind
+    kind_sram_cap_bytes: np.ndarray | None = None   # [K]
+    kind_sram_Bps: np.ndarray | None = None         # [K]
+    kind_sram_j_per_byte: np.ndarray | None = None  # [K] read energy per byte of its SRAM banks
+    kind_wafer_kgd_usd: np.ndarray | None = None    # [K] known-good cost of a wafer-scale die (arch.wafer); 0: not one
     offload: object = None     # memory.offload.OffloadTiers: host / ssd tiers below the package, or None
     unit_precision: list[str] | None = None   # [U] each unit's precision when they differ (search.precision:
                                               # dse.model.unit_precision); None: all at workload.precision
@@ -230,7 +236,26 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
         kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool),
         kind_sequence_s=np.array([c.sequence_s for c in chiplets], dtype=float),
-        sequences_per_step=float(study.workload.batch), offload=study.hardware.offload())
+        sequences_per_step=float(study.workload.batch), offload=study.hardware.offload(), **_sram_fields(chiplets,
+                                                                                                        precision))
+
+
+def _resident(c) -> bool:
+    return isinstance(c, arch.SystolicChiplet) and c.sram_resident
+
+
+def _sram_fields(chiplets, precision: str) -> dict:
+    """Per kind: an SRAM-resident chiplet's SRAM capacity, bandwidth and read energy per byte (the bank's,
+    arch.technology.Node.sram_pj), 0 for other kinds; a wafer-scale die's known-good cost (arch.wafer)."""
+    res = [_resident(c) for c in chiplets]
+    wafer = [isinstance(c, arch.SystolicChiplet) and c.wafer_scale for c in chiplets]
+    return dict(
+        kind_sram_cap_bytes=np.array([c.sram_bytes if r else 0.0 for c, r in zip(chiplets, res)], dtype=float),
+        kind_sram_Bps=np.array([c.sram_Bps if r else 0.0 for c, r in zip(chiplets, res)], dtype=float),
+        kind_sram_j_per_byte=np.array([c.tech().sram_pj(c.sram_bank_kb) * 1e-12 if r else 0.0
+                                       for c, r in zip(chiplets, res)], dtype=float),
+        kind_wafer_kgd_usd=np.array([arch.chiplet_cost_usd(c, precision) if w else 0.0
+                                     for c, w in zip(chiplets, wafer)], dtype=float))
 
 
 #: operators a fused attention kernel runs after its first (``attn_score``): workloads.extract_transformer

@@ -19,6 +19,7 @@ import noc
 
 from ..model.objectives import OBJECTIVE_COLUMNS, OBJECTIVES
 from .breakdowns import Breakdowns
+from .expert_kinds import expert_kind_lines
 from .interactive import block as interactive_block, report_data
 from .knee import knee_index
 from ..serving.load_curve import load_curve
@@ -30,7 +31,6 @@ from .timeline_section import timeline_section
 from .verdict import design_verdict
 
 MAX_FRONT_ROWS = 50
-
 
 #: requests the report's load curve simulates at each of its rates
 LOAD_CURVE_REQUESTS = 2000
@@ -303,8 +303,8 @@ FILES_TEXT = """## Files in this folder
 
 def report_markdown(result, prepared, figures: dict[str, str], extra: list[str] = (),
                     breakdowns: Breakdowns | None = None) -> str:
-    """The report as markdown; ``figures`` maps figure names to paths relative to the report; ``extra``
-    lines (a serving study's load curve) follow the chosen designs."""
+    """The report as markdown; ``figures`` maps figure names to paths relative to the report; ``extra`` lines
+    (a serving study's load curve, where the experts land) follow the chosen designs."""
     s = result.study
     chosen = picks(result)
     where = "systems of chiplet packages" if s.system is not None else "chiplet packages"
@@ -374,7 +374,7 @@ def write_report(result, folder: str | Path, prepared=None, svg: bool = False) -
                                    LOAD_CURVE_REQUESTS)
     timeline_pngs, timeline_lines = timeline_section(result, prepared, folder)     # a runtime study's
     pngs.update(timeline_pngs)
-    extra = extra + timeline_lines
+    extra += timeline_lines + (expert_kind_lines(result, prepared, *next(iter(chosen.items()))) if chosen else [])
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
     md_text = report_markdown(result, prepared, figures, extra, breakdowns)
     (folder / "report.md").write_text(md_text)

@@ -36,7 +36,8 @@ def reason(name: str, value: float, metrics: pd.Series, study: Study, memory_slo
     if math.isnan(value):
         return f"{name}: not evaluable (NaN)"
     if name == "capacity_short_gib":
-        return (f"capacity short by {value:.3g} GiB: the design's bytes do not fit its HBM plus DDR"
+        return (f"capacity short by {value:.3g} GiB: the design's bytes do not fit its HBM (an SRAM-resident "
+                f"chiplet's SRAM) plus DDR"
                 if math.isfinite(value) else "capacity: the layout cannot be costed (no whole micro-batches)")
     if name == "unplaced_experts":
         return f"{int(value)} experts unplaced: one-to-one mapping needs a chiplet per expert"

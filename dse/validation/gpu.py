@@ -51,6 +51,10 @@ GPUS = {
 DATASHEET_MEMORY = {
     **{g["chiplet"]: dict(memory=g["memory"], stacks=g["stacks"], data_rate_gbps=g["data_rate_gbps"], source=name)
        for name, g in GPUS.items()},
+    # SRAM-resident parts: the tier below their SRAM (arch/data/chiplets.yaml); groq-lpu-like and
+    # cerebras-wse3-like have none on the package (MemoryX is external)
+    "sn40l-like": dict(memory="hbm3", stacks=4, data_rate_gbps=3.125, source="sn40l"),
+    "ipu-bow-like": dict(memory="ddr4", stacks=2, data_rate_gbps=3.2, source="ipu-bow"),
     "b200-like": dict(memory="hbm3e", stacks=8, data_rate_gbps=7.8, source="b200"),
     "mi300x-like": dict(memory="hbm3", stacks=8, data_rate_gbps=5.2, source="mi300x"),
     "tpu-v5e-like": dict(memory="hbm2e", stacks=2, data_rate_gbps=3.2, source="tpu-v5e"),

@@ -72,6 +72,14 @@ class ChipletSpec(StrictModel):
     pe_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     #: systolic: double (the next tile loads behind the current compute) or single
     weight_buffering: Literal["double", "single"] = "double"
+    #: systolic: SRAM bandwidth in TB/s; > 0 makes the SRAM a memory tier holding the units' weights and KV cache
+    #: where no HBM stack is attached (SRAM-resident: Groq, IPU, SN40L, WSE), spilling to DDR (docs/arch.md)
+    sram_tbps: NonNegativeFloat = 0.0
+    #: systolic: > 0 makes a wafer-scale die of this many cores (spares included): exempt from the reticle,
+    #: yielded by its spare cores (arch.wafer); it must be the package's only chiplet
+    wafer_cores: NonNegativeInt = 0
+    #: systolic, wafer-scale: the redundant cores a defect may take (fewer than wafer_cores)
+    spare_cores: NonNegativeInt = 0
     #: elementwise lanes of the vector unit (0: the kind's default)
     vector_lanes: NonNegativeInt = 0
     #: die-to-die PHYs on the die (area)

@@ -193,6 +193,19 @@ class HardwareSpec(StrictModel):
                              ssd=ssd.ssd if ssd else None, drives=ssd.drives if ssd else 0,
                              ssd_gib=ssd.capacity_gib if ssd else None)
 
+    def _wafer_alone(self) -> None:
+        """A wafer-scale chiplet (``wafer_cores`` > 0, arch.wafer) is a whole wafer: it cannot sit beside other
+        chiplets on one package, so a library with one needs a package of one slot (mesh 1 x 1); several
+        wafers are a ``system`` of packages."""
+        for i, spec in enumerate(self.chiplets):
+            if any(isinstance(c, arch.SystolicChiplet) and c.wafer_scale for c in spec.variants()):
+                mesh = self.package.mesh
+                if (mesh.rows[1], mesh.cols[1]) != (1, 1):
+                    raise invalid_at(("chiplets", i, "wafer_cores"),
+                                     f"chiplet {spec.chiplet_name!r} is a wafer-scale die (a whole wafer): it cannot "
+                                     f"be a chiplet among others; give package mesh rows 1 and cols 1 (several "
+                                     f"wafers: a system section)", spec.chiplet_name)
+
     def library(self) -> list[arch.Chiplet]:
         """Every chiplet kind the search may place: each entry, or each variant of its ``options``."""
         return [chiplet for spec in self.chiplets for chiplet in spec.variants()]
@@ -207,6 +220,7 @@ class HardwareSpec(StrictModel):
         if kinds > limits.LIBRARY.limit:
             raise invalid_at(("chiplets",), f"the chiplets and their options make {kinds:,} kinds; "
                            + limits.LIBRARY.message("the library holds"), len(self.chiplets))
+        self._wafer_alone()
         hbm = [m.kind for m in self.memory if m.is_hbm]
         ddr = [m.kind for m in self.memory if not m.is_hbm]
         if len(hbm) > 1 or len(ddr) > 1:

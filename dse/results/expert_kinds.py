@@ -1,0 +1,91 @@
+"""The report's section on where a design's experts land, and why (issue 55: which accelerator kinds suit
+which experts).
+
+For each routed expert of the balanced design: the chiplet kind(s) its copies sit on, and the three figures
+that decide it (dse.model.characterize, each unit alone on each kind): its **visit rate** (the probability
+a step runs it), its **bytes** (weights and KV cache it must hold) and its **arithmetic intensity** (FLOPs
+per byte it reads from memory per step, on the kind it landed on). Beside them, per kind of the library: its
+peak FLOP/s, the bandwidth its slot in the design reads at (its HBM stacks', an SRAM-resident kind's SRAM,
+or DDR; a kind the design does not use: dse.model.characterize's) and its ridge point, peak / bandwidth
+(Williams, Waterman & Patterson, CACM 2009): an expert whose intensity is below a kind's ridge is
+memory-bound there, so low-intensity experts gain most from a kind with bandwidth to spare (an
+SRAM-resident one, if they fit its SRAM), and high-intensity ones from peak FLOP/s. Shown only for a
+package study (no ``system`` section) with routed experts and more than one chiplet kind.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model.characterize import characterize
+from ..model.tables import UNIT_KINDS
+
+#: about the most experts the section lists: each kind's most visited, an equal share each
+MAX_ROWS = 24
+
+
+def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
+    """The section's markdown lines for design ``design_id`` (module docstring); [] where it does not apply."""
+    if prepared.study.system is not None:       # a system's packages hold slices of the model: not shown
+        return []
+    design = result.designs[design_id]
+    p = prepared.for_design(design)
+    kinds = [c.name for c in p.study.hardware.library()]
+    units = list(p.tables.unit_names)
+    expert = UNIT_KINDS.index("expert")
+    experts = [u for u, k in zip(units, p.tables.unit_kind) if k == expert] if len(kinds) > 1 else []
+    if not experts:
+        return []
+    table = characterize(p).set_index(["unit", "chiplet"])
+    rows = []
+    for unit in experts:
+        on = list(dict.fromkeys(design.chiplets[i] for i in design.placement.get(unit, [])))
+        if not on:
+            continue
+        here = table.loc[(unit, on[0])]
+        rows.append({"expert": unit, "on": ", ".join(on), "visit": float(here["visit_prob"]),
+                     "MB": float(here["weight_bytes"] + here["kv_bytes"]) / 1e6,
+                     "FLOP/B": float(here["flops"] / here["dram_bytes"]) if here["dram_bytes"] > 0 else np.inf,
+                     "bound": here["bound"], "fastest alone": here["best_by_latency"]})
+    if not rows:
+        return []
+    df = pd.DataFrame(rows).sort_values("visit", ascending=False, kind="stable")
+    shown = df.groupby("on", sort=False).head(max(MAX_ROWS // df["on"].nunique(), 1))   # every kind's hottest
+    lines = [f"## Where the experts land: `{design_id}` ({why})", "",
+             "Each routed expert's kind in this design, with what decides it: how often a step visits it, the "
+             "bytes it must hold and its FLOPs per byte read (on the kind it landed on). Below a kind's ridge "
+             "point an expert is memory-bound there.", "",
+             "| expert | on | visit rate | bytes [MB] | FLOP/B | bound there | fastest alone |",
+             "|---|---|---|---|---|---|---|"]
+    for r in shown.itertuples(index=False):
+        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]:,.1f} | {r[4]:,.1f} | {r[5]} | {r[6]} |")
+    if len(df) > len(shown):
+        lines.append(f"| ({len(df) - len(shown)} less visited experts not shown) | | | | | | |")
+    lines += ["", "| kind | peak [TFLOP/s] | bandwidth [TB/s] | ridge [FLOP/B] | experts here | mean visit rate |",
+              "|---|---|---|---|---|---|"]
+    ex = table.loc[[(u, k) for u in experts for k in kinds]]
+    bandwidth = _slot_bandwidth(p, design)
+    for k in kinds:
+        of_k = ex.xs(k, level="chiplet")
+        peak, bw = float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))
+        here = df[df["on"].str.split(", ").apply(lambda names, k=k: k in names)]
+        mean = f"{here['visit'].mean():.3f}" if len(here) else "-"
+        lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here)} | {mean} |")
+    return lines + [""]
+
+
+def _slot_bandwidth(p, design) -> dict[str, float]:
+    """Kind -> the bandwidth its first slot in ``design`` reads its units at (dse.model.copy_cost.local_memory:
+    its HBM stacks', else an SRAM-resident kind's SRAM, else the package's DDR), at the kind's
+    ``mem_efficiency``; kinds the design does not use are left out (the caller takes characterize's)."""
+    T = p.package_evaluator.kernel
+    names = list(p.tables.kind_names)
+    out: dict[str, float] = {}
+    for slot, name in enumerate(design.chiplets):
+        k = names.index(name)
+        if name in out:
+            continue
+        stacks = design.hbm_stacks[slot]
+        bw = stacks * T.hbm_bw if stacks > 0 else (T.kind_sram_bw[k] or design.ddr_channels * T.ddr_bw)
+        out[name] = float(bw * T.kind_mem_eff[k])
+    return out
