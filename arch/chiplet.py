@@ -123,6 +123,11 @@ class Chiplet:
         """Elementwise operations per second of the vector unit."""
         return float(self.lanes) * self.freq_hz
 
+    @property
+    def takes_hbm(self) -> bool:
+        """Whether HBM stacks can attach to the die (a kind without an HBM interface says False)."""
+        return True
+
 
 @dataclass(frozen=True, kw_only=True)
 class SystolicChiplet(Chiplet):
@@ -146,6 +151,7 @@ class SystolicChiplet(Chiplet):
     sram_Bps: float = 0.0              # > 0: SRAM-resident, the SRAM a memory tier at this bandwidth (module doc)
     wafer_cores: int = 0               # > 0: wafer-scale, this many cores on the wafer, spares included
     spare_cores: int = 0               # of them, the redundant ones a defect may take (arch.wafer)
+    hbm_phy: bool = True               # False: the die has no HBM interface (Groq LPU, IPU, WSE): no stack attaches
 
     def __post_init__(self):
         super().__post_init__()
@@ -166,6 +172,10 @@ class SystolicChiplet(Chiplet):
         _need(self.sram_Bps >= 0, self.name, "sram_tbps must be >= 0 (0: the SRAM only buffers the array)")
         _need(self.wafer_cores >= 0 and 0 <= self.spare_cores < max(self.wafer_cores, 1), self.name,
               "wafer_cores must be >= 0 and spare_cores in [0, wafer_cores)")
+
+    @property
+    def takes_hbm(self) -> bool:
+        return self.hbm_phy
 
     @property
     def sram_resident(self) -> bool:

@@ -48,3 +48,32 @@ def test_the_report_shows_where_each_expert_lands_and_why():
     over = Design(**{**design.to_dict(), "placement": placement})
     verdict = design_verdict(prepared.evaluator.evaluate_designs([over]).iloc[0], study)
     assert not verdict.feasible and "capacity short" in verdict.reasons[0]
+
+
+def test_no_hbm_stack_lands_on_a_kind_without_an_hbm_interface():
+    """groq-lpu-like has no HBM PHY (hbm_phy false): the search spreads a design's stacks over the slots whose
+    kind has one, so an LPU slot never reads from HBM (before: every slot got H // N, the LPU's included),
+    and a design file giving an LPU slot a stack is one error naming hbm_stacks."""
+    import numpy as np
+    import pytest
+
+    from dse.errors import StudyError
+    from dse.model.placement import spread_stacks
+    prepared = dse.prepare(dse.load_study(STUDY))
+    t, space = prepared.tables, prepared.space
+    lpu, h100 = t.kind_names.index("groq-lpu-like"), t.kind_names.index("h100-like")
+    assert not t.kind_hbm_phy[lpu] and t.kind_hbm_phy[h100]
+    x = np.array(space.lower, dtype=np.int64)
+    sl = space.slices
+    x[sl["rows"].start], x[sl["cols"].start], x[sl["hbm"].start] = 2, 2, 3
+    x[sl["kind"]] = [h100, lpu, h100, lpu] + [h100] * (sl["kind"].stop - sl["kind"].start - 4)
+    stacks = prepared.evaluator.decode(x[None, :]).stacks[0, :4]
+    assert list(stacks) == [2, 0, 1, 0] == spread_stacks(3, [h100, lpu, h100, lpu], t.kind_hbm_phy)
+    assert spread_stacks(4, [lpu] * 4, t.kind_hbm_phy) == [0, 0, 0, 0]
+    assert spread_stacks(5, [h100] * 4, t.kind_hbm_phy) == [5 // 4 + (i < 5 % 4) for i in range(4)]   # as before
+    units = list(t.unit_names)
+    bad = Design(rows=2, cols=2, chiplets=["h100-like", "groq-lpu-like", "h100-like", "h100-like"],
+                 hbm_stacks=[1, 1, 1, 1], ddr_channels=0, link="ucie-advanced", mapping="many-to-many",
+                 placement={u: [0] for u in units})
+    with pytest.raises(StudyError, match="no HBM interface"):
+        prepared.check_design(bad)

@@ -74,7 +74,7 @@ class Evaluator(PopulationEvaluator):
         return DecodedDesigns(*decode_population(
             self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start, sl["ddr"].start,
             sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
-            self.kernel.unit_is_expert, self.space.exclusive_experts))
+            self.kernel.unit_is_expert, self.space.exclusive_experts, self.tables.kind_hbm_phy))
 
     def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         (r0, r1), (c0, c1) = self.row_range, self.col_range

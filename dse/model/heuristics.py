@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from ..study.space import Space
 from ..study.spec import Study
+from .placement import spread_stacks
 from .tables import UNIT_KINDS, EvalTables
 
 EXPERT = UNIT_KINDS.index("expert")
@@ -177,9 +178,9 @@ def seed_vectors(study: Study, tables: EvalTables, space: Space) -> np.ndarray:
     seeds = []
     for rows, cols in sorted(shapes):
         n = rows * cols
-        stacks = [hbm // n + (1 if i < hbm % n else 0) for i in range(n)]
         for k in range(len(tables.kind_names)):
             kinds = [k] * n
+            stacks = spread_stacks(hbm, kinds, tables.kind_hbm_phy)
             seeds.append(encode(space, rows, cols, kinds, hbm, ddr,
                                 greedy_by_load(tables, n, kinds, stacks, copies), tables.unit_names))
             seeds.append(encode(space, rows, cols, kinds, hbm, ddr,

@@ -4,7 +4,9 @@
 * c copies (or shards) of a unit sit ``N // c`` slots apart, so they are always on distinct chiplets.
 * one-to-one: experts must not share a chiplet; a taken slot moves the expert to the next free slot,
   and experts left without a chiplet are counted (a constraint violation, not an exception).
-* HBM stacks are spread evenly, chiplet 0 first: ``H // N + (i < H % N)``.
+* HBM stacks are spread evenly over the M slots whose kind has an HBM interface (``kind_hbm_phy``), first
+  such slot first: ``H // M + (j < H % M)`` for the j-th; none where M = 0 (a package of Groq LPUs holds no
+  HBM whatever the gene says). Where every kind has one, M = N, the spread of old.
 """
 from __future__ import annotations
 
@@ -22,9 +24,20 @@ def modulo(x, n):
     return x % n
 
 
+def spread_stacks(hbm: int, kinds, kind_hbm_phy) -> list[int]:
+    """``hbm`` stacks over slots of ``kinds`` as `decode_population` spreads them (module docstring)."""
+    takes = [bool(kind_hbm_phy[k]) for k in kinds]
+    m = sum(takes)
+    out, j = [], 0
+    for t in takes:
+        out.append(hbm // m + (1 if j < hbm % m else 0) if t else 0)
+        j += t
+    return out
+
+
 @nb.njit(cache=True)
 def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies, max_slots, n_units, max_copies,
-                      unit_is_expert, exclusive_experts):
+                      unit_is_expert, exclusive_experts, kind_hbm_phy):
     P = X.shape[0]
     rows = np.empty(P, np.int64)
     cols = np.empty(P, np.int64)
@@ -43,8 +56,15 @@ def decode_population(X, o_rows, o_cols, o_kind, o_hbm, o_ddr, o_place, o_copies
         for s in range(max_slots):
             kind[p, s] = X[p, o_kind + s]
         h = X[p, o_hbm]
+        m = 0
         for s in range(n):
-            stacks[p, s] = h // n + (1 if s < h % n else 0)
+            if kind_hbm_phy[kind[p, s]]:
+                m += 1
+        j = 0
+        for s in range(n):
+            if kind_hbm_phy[kind[p, s]]:
+                stacks[p, s] = h // m + (1 if j < h % m else 0)
+                j += 1
         ddr[p] = X[p, o_ddr]
         taken[:] = False
         for c in range(1, max_copies + 1):

@@ -91,6 +91,7 @@ class EvalTables:
     kind_sram_Bps: np.ndarray | None = None         # [K]
     kind_sram_j_per_byte: np.ndarray | None = None  # [K] read energy per byte of its SRAM banks
     kind_wafer_kgd_usd: np.ndarray | None = None    # [K] known-good cost of a wafer-scale die (arch.wafer); 0: not one
+    kind_hbm_phy: np.ndarray | None = None          # [K] bool: the kind can attach HBM stacks (arch hbm_phy)
     offload: object = None     # memory.offload.OffloadTiers: host / ssd tiers below the package, or None
     unit_precision: list[str] | None = None   # [U] each unit's precision when they differ (search.precision:
                                               # dse.model.unit_precision); None: all at workload.precision
@@ -255,7 +256,8 @@ def _sram_fields(chiplets, precision: str) -> dict:
         kind_sram_j_per_byte=np.array([c.tech().sram_pj(c.sram_bank_kb) * 1e-12 if r else 0.0
                                        for c, r in zip(chiplets, res)], dtype=float),
         kind_wafer_kgd_usd=np.array([arch.chiplet_cost_usd(c, precision) if w else 0.0
-                                     for c, w in zip(chiplets, wafer)], dtype=float))
+                                     for c, w in zip(chiplets, wafer)], dtype=float),
+        kind_hbm_phy=np.array([c.takes_hbm for c in chiplets], dtype=np.bool_))
 
 
 #: operators a fused attention kernel runs after its first (``attn_score``): workloads.extract_transformer

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.heuristics import affinity_clustering, encode, greedy_by_load
+from ..model.placement import spread_stacks
 from ..runtime.mapping import ExpertGroups
 from ..runtime.policies.eplb import rebalance
 
@@ -68,7 +69,7 @@ def eplb_seed(prepared) -> np.ndarray:
     hbm = int(space.upper[space.slices["hbm"]][0])
     ddr = int(space.upper[space.slices["ddr"]][0])
     copies = int(space.upper[space.slices["copies"]].max())
-    stacks = [hbm // n + (1 if i < hbm % n else 0) for i in range(n)]
     kinds = [0] * n
+    stacks = spread_stacks(hbm, kinds, tables.kind_hbm_phy)
     placement = eplb_placement(tables, rows, cols, kinds, stacks, copies)
     return encode(space, rows, cols, kinds, hbm, ddr, placement, tables.unit_names)

@@ -170,6 +170,11 @@ def check_design(design: Design, study: Study, kind_names: list[str], unit_names
                          f"{', '.join(kind_names)}", key="chiplets", source=source)
     if len(design.hbm_stacks) != n or any(h < 0 for h in design.hbm_stacks):
         raise StudyError(f"needs {n} whole numbers >= 0, one per chiplet slot", key="hbm_stacks", source=source)
+    no_phy = {c.name for c in study.hardware.library() if not c.takes_hbm}
+    bad = [i for i, (k, h) in enumerate(zip(design.chiplets, design.hbm_stacks)) if h > 0 and k in no_phy]
+    if bad:
+        raise StudyError(f"slot {bad[0]} is a {design.chiplets[bad[0]]}, which has no HBM interface (hbm_phy "
+                         "false): give it 0 stacks", key="hbm_stacks", source=source)
     _check_counts(design, study, in_space, source)
     units = set(unit_names)
     extra = [u for u in design.placement if u not in units]

@@ -80,6 +80,8 @@ class ChipletSpec(StrictModel):
     wafer_cores: NonNegativeInt = 0
     #: systolic, wafer-scale: the redundant cores a defect may take (fewer than wafer_cores)
     spare_cores: NonNegativeInt = 0
+    #: systolic: false for a die with no HBM interface (Groq LPU, IPU, WSE): the search attaches no HBM stack to it
+    hbm_phy: bool = True
     #: elementwise lanes of the vector unit (0: the kind's default)
     vector_lanes: NonNegativeInt = 0
     #: die-to-die PHYs on the die (area)
