@@ -23,7 +23,7 @@ COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memor
           "power_limit_w", "voltage_floor", "idle_w")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
-                 "weight_buffering", "sram_tbps", "wafer_cores", "spare_cores", "hbm_phy"),
+                 "weight_buffering", "sram_tbps", "wafer_cores", "spare_cores", "hbm_phy", "macs_per_pe"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
             "max_efficiency", "precision_efficiency", "tile_overhead_us", "sfu_per_sm", "attention_overhead_us",
             "io_area_mm2", "sm_area_mm2", "l2_bytes_per_cycle", "split_kv"),
@@ -131,6 +131,11 @@ def build_chiplet(spec: dict) -> Chiplet:
             fields[key] = tuple(float(v) for v in value)
         elif key == "tensor_flops_per_sm_cycle":
             fields[key] = {str(k): float(v) for k, v in dict(value).items()}
+        elif key == "macs_per_pe":
+            if not isinstance(value, dict):
+                raise ArchError(f"chiplet {name!r}: macs_per_pe must map precisions to MACs per PE per cycle, "
+                                f"got {value!r}")
+            fields[key] = dict(value)
         elif key == "overrides":
             fields[key] = dict(value)
         else:

@@ -114,3 +114,31 @@ def test_an_sram_capacity_of_zero_is_one_line_naming_the_key(tmp_path, dse_cli):
     assert code == 2
     lines = [line for line in (out + err).splitlines() if line.strip()]
     assert len(lines) == 1 and "sram_mb" in lines[0], lines
+
+
+#: the nine presets issue 55 names
+ISSUE_55 = ("gaudi2-like", "gaudi3-like", "groq-lpu-like", "cerebras-wse3-like", "sn40l-like", "ipu-bow-like",
+            "trainium2-like", "tpu-v5p-like", "tpu-v6e-like")
+
+
+def test_dse_characterize_costs_every_unit_on_every_one_of_the_nine_presets(tmp_path, dse_cli):
+    # one study whose library holds all nine (mesh 1 x 1: the wafer-scale part is alone on its package): `dse
+    # characterize` gives each unit a row on each, at the preset's peak, with a positive time
+    import pandas as pd
+    study = tmp_path / "all.yaml"
+    chiplets = "".join(f"    - {{preset: {name}}}\n" for name in ISSUE_55)
+    study.write_text(
+        "name: all\nworkload: {model: gpt2, phase: decode, batch: 4, context: 512}\n"
+        f"hardware:\n  chiplets:\n{chiplets}"
+        "  memory:\n    - {kind: hbm3, stacks: [0, 4]}\n    - {kind: ddr5, channels: [0, 2]}\n"
+        "  package: {mesh: {rows: 1, cols: 1}, link: ucie-advanced}\n"
+        "search: {objectives: [latency, energy], population: 4, generations: 1}\n")
+    out = tmp_path / "table.csv"
+    code, stdout, err = dse_cli("characterize", str(study), "--out", str(out))
+    assert code == 0, stdout + err
+    table = pd.read_csv(out)
+    assert set(table["chiplet"]) == set(ISSUE_55)
+    per_kind = table.groupby("chiplet")
+    assert per_kind.size().nunique() == 1 and (table["time_s"] > 0).all()
+    for name in ISSUE_55:
+        assert (per_kind.get_group(name)["peak_flops"] == arch.preset(name).peak_flops("bf16")).all()

@@ -52,6 +52,19 @@ def test_peak_rate_and_sram_bandwidth_match_the_sources(name):
         assert 0.5 <= util <= 0.95, (name, util)
 
 
+def test_groq_int8_runs_at_its_published_four_times_fp16():
+    # 750 TOPS INT8 against 188 TFLOP/s FP16 (TechPowerUp, Feb 2024): macs_per_pe {int8: 4}, not the 2x that
+    # packing by bit width gave (376 TOPS); a systolic chiplet without the field still packs by width
+    groq = arch.preset("groq-lpu-like")
+    assert groq.peak_flops("int8") == pytest.approx(750e12, rel=0.03)
+    assert groq.peak_flops("int8") == pytest.approx(4 * groq.peak_flops("bf16"))
+    assert arch.preset("groq-lpu-like", macs_per_pe={}).peak_flops("int8") == pytest.approx(2 * 188e12, rel=0.03)
+    report = CliRunner().invoke(cli, ["gemm", "--chiplet", "groq-lpu-like", "--m", "4096", "--n", "4096",
+                                      "--k", "4096", "--precision", "int8", "--json"])
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.output)["peak_flops"] == pytest.approx(750e12, rel=0.03)
+
+
 def test_groq_draws_its_published_power_limit_on_a_large_gemm():
     # issue 48's check: the 300 W TSP card, through the 7 nm systolic energy per MAC scaled to 14 nm
     report = _gemm("groq-lpu-like")
@@ -145,7 +158,9 @@ def test_a_wafer_among_other_chiplets_is_one_line_naming_the_key(dse_cli, tmp_pa
 
 
 @pytest.mark.parametrize("field, key", [("sram_mb: 0", "sram_mb"), ("sram_tbps: -1", "sram_tbps"),
-                                        ("spare_cores: 980000", "spare_cores")])
+                                        ("spare_cores: 980000", "spare_cores"),
+                                        ("macs_per_pe: {int8: 0}", "macs_per_pe"),
+                                        ("macs_per_pe: {int9: 4}", "macs_per_pe")])
 def test_bad_sram_or_wafer_fields_are_one_line_naming_the_key(dse_cli, tmp_path, field, key):
     code, lines = _one_line(dse_cli, tmp_path, f"    - {{preset: cerebras-wse3-like, {field}}}\n",
                             "{rows: 1, cols: 1}")

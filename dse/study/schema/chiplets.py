@@ -70,6 +70,9 @@ class ChipletSpec(StrictModel):
     sram_bank_kb: PositiveFloat = 256.0
     #: systolic: the PE datapath's type (default: the workload's precision)
     pe_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    #: systolic: MACs per PE per cycle by precision where the datasheet's rate is not the bit-width ratio
+    #: (groq-lpu-like: {int8: 4}, 750 INT8 TOPS against 188 FP16 TFLOP/s)
+    macs_per_pe: dict[str, float] = Field(default_factory=dict)
     #: systolic: double (the next tile loads behind the current compute) or single
     weight_buffering: Literal["double", "single"] = "double"
     #: systolic: SRAM bandwidth in TB/s; > 0 makes the SRAM a memory tier holding the units' weights and KV cache
