@@ -11,11 +11,18 @@ or DDR; a kind the design does not use: dse.model.characterize's) and its ridge 
 memory-bound there, so low-intensity experts gain most from a kind with bandwidth to spare (an
 SRAM-resident one, if they fit its SRAM), and high-intensity ones from peak FLOP/s. Shown only for a
 package study (no ``system`` section) with routed experts and more than one chiplet kind.
+
+A training study (``workload.phase: train``) holds more per expert than its weights: its gradients and
+optimizer state, the training stack's bytes per parameter at the end of the backward pass under the study's
+ZeRO stage (dse.training.memory.state_bytes_per_param; one package, so no data-parallel ranks share them):
+the bytes column counts them, and the intensity is the forward pass's (backward runs at about the same).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from arch.technology import precision_bytes
 
 from ..model.characterize import characterize
 from ..model.tables import UNIT_KINDS
@@ -37,6 +44,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
     if not experts:
         return []
     table = characterize(p).set_index(["unit", "chiplet"])
+    held, held_note = _held_per_weight_byte(p.study)
     rows = []
     for unit in experts:
         on = list(dict.fromkeys(design.chiplets[i] for i in design.placement.get(unit, [])))
@@ -44,7 +52,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
             continue
         here = table.loc[(unit, on[0])]
         rows.append({"expert": unit, "on": ", ".join(on), "visit": float(here["visit_prob"]),
-                     "MB": float(here["weight_bytes"] + here["kv_bytes"]) / 1e6,
+                     "MB": float(here["weight_bytes"] * held + here["kv_bytes"]) / 1e6,
                      "FLOP/B": float(here["flops"] / here["dram_bytes"]) if here["dram_bytes"] > 0 else np.inf,
                      "bound": here["bound"], "fastest alone": here["best_by_latency"]})
     if not rows:
@@ -54,7 +62,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
     lines = [f"## Where the experts land: `{design_id}` ({why})", "",
              "Each routed expert's kind in this design, with what decides it: how often a step visits it, the "
              "bytes it must hold and its FLOPs per byte read (on the kind it landed on). Below a kind's ridge "
-             "point an expert is memory-bound there.", "",
+             "point an expert is memory-bound there." + held_note, "",
              "| expert | on | visit rate | bytes [MB] | FLOP/B | bound there | fastest alone |",
              "|---|---|---|---|---|---|---|"]
     for r in shown.itertuples(index=False):
@@ -72,6 +80,20 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
         mean = f"{here['visit'].mean():.3f}" if len(here) else "-"
         lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here)} | {mean} |")
     return lines + [""]
+
+
+def _held_per_weight_byte(study) -> tuple[float, str]:
+    """Bytes an expert holds per byte of its weights, and the sentence saying so: 1 when serving; in training,
+    the stack's weights, gradients and optimizer state per parameter (module docstring) over its weights'."""
+    if study.workload.phase != "train":
+        return 1.0, ""
+    from ..training.memory import state_bytes_per_param
+    from ..training.package import STACK
+    per_param = state_bytes_per_param(STACK, study.training.zero, 1)[1]
+    weight = precision_bytes(study.workload.precision)
+    return per_param / weight, (f" Training: the bytes count each expert's weights, gradients and optimizer "
+                                f"state, {per_param:g} bytes a parameter (ZeRO-{study.training.zero}, one "
+                                f"package), {per_param / weight:g} x its {weight:g}-byte weights.")
 
 
 def _slot_bandwidth(p, design) -> dict[str, float]:
