@@ -162,6 +162,9 @@ def moe_units(b: Builder, st, s: int, tag: str, first: int, count: int, an, rout
 BATCHED_FORMS = ("sum", "index_add")
 #: bytes of one assignment's index in PyTorch's gather and index_add_ (int64)
 INDEX_BYTES = 8.0
+#: bytes of a routing probability: plain PyTorch's MoE blocks take the softmax in float32 (HuggingFace's
+#: OlmoeSparseMoeBlock / MixtralSparseMoeBlock: ``F.softmax(router_logits, dim=1, dtype=torch.float)``)
+ROUTER_BYTES = 4.0
 
 
 def expert_capacity(tokens: float, experts: int, top_k: int) -> tuple[int, int]:
@@ -179,12 +182,16 @@ def _batched_moe(b: Builder, st, s: int, tag: str, first: int, count: int, an, r
     ffn_units: dict[str, float] = {}
     h, E, k = cfg.hidden, cfg.experts, cfg.top_k
     ab = b.abytes
+    # routing in float32 (HuggingFace's sparse MoE blocks: softmax(dtype=torch.float), top-k, renormalise,
+    # then the k weights cast to the activations' type, a kernel of its own: ``router_cast``)
+    f32 = ROUTER_BYTES / ab
     b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
-    b.vector(an, "router_softmax", T * E, 5, count, tokens=T)
-    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T, out_elements=T * k * (1 + 8 / ab),
-             weight_elements=E if cfg.router_bias else 0.0)
+    b.vector(an, "router_softmax", T * E, 5, count, tokens=T, out_elements=T * E * f32)
+    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T, reads_per_element=f32,
+             out_elements=T * k * (f32 + INDEX_BYTES / ab), weight_elements=E if cfg.router_bias else 0.0)
     if cfg.norm_topk_prob:
-        b.vector(an, "router_renorm", T * k, 2, count, tokens=T)
+        b.vector(an, "router_renorm", T * k, 2, count, tokens=T, reads_per_element=f32, out_elements=T * k * f32)
+    b.vector(an, "router_cast", T * k, 0, count, tokens=T, reads_per_element=f32)
     used, cap = expert_capacity(T, E, k)
     rows = T * k
     # gather: every token row read once from memory (its k copies hit the L2), T k rows written
