@@ -20,8 +20,10 @@ the expert GEMMs, by ``moe_form`` (default ``loop`` with ``elementwise: unfused`
 
 * ``sum`` and ``index_add`` (``moe_form``; batched experts as a plain PyTorch MoE without a fused kernel
   runs them: the experts' stacked weights multiplied by ``torch.bmm``, GShard's capacity-based dispatch,
-  Lepikhin et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own
-  (the renormalisation where the config asks, ``norm_topk_prob``); the T k assignments spread evenly over
+  Lepikhin et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own,
+  in float32 as HuggingFace's sparse MoE blocks (``F.softmax(router_logits, dim=1, dtype=torch.float)``;
+  transformers' modeling_olmoe.py / modeling_mixtral.py), the renormalisation where the config asks
+  (``norm_topk_prob``), and the k weights cast to the activations' type (``router_cast``); the T k assignments spread evenly over
   min(E, T k) experts, each padded to one common count ``cap = ceil(T k / min(E, T k))`` (the capacity at
   capacity factor 1); the gather of the T k rows (``sum``: ``repeat_interleave``, assignments in token
   order, each token row read once and written k times; ``index_add``: indexed by assignment, the same rows
