@@ -18,21 +18,21 @@ the expert GEMMs, by ``moe_form`` (default ``loop`` with ``elementwise: unfused`
   (``index_select``: n_e rows read and written), its FFN, the gate-weight scaling, and the scatter-add
   into the output (``index_add_``: n_e expert rows and n_e output rows read, n_e written).
 
-* ``sum`` and ``index_add`` (``moe_form``; batched experts as a plain PyTorch MoE without a fused kernel
-  runs them: the experts' stacked weights multiplied by ``torch.bmm``, GShard's capacity-based dispatch,
-  Lepikhin et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own,
-  in float32 as HuggingFace's sparse MoE blocks (``F.softmax(router_logits, dim=1, dtype=torch.float)``;
-  transformers' modeling_olmoe.py / modeling_mixtral.py), the renormalisation where the config asks
-  (``norm_topk_prob``), and the k weights cast to the activations' type (``router_cast``); the T k assignments spread evenly over
+* ``sum`` and ``index_add`` (``moe_form``; batched experts as a plain PyTorch MoE without a fused kernel runs
+  them: the experts' stacked weights multiplied by ``torch.bmm``, GShard's capacity-based dispatch, Lepikhin
+  et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own, in float32 as
+  HuggingFace's sparse MoE blocks (``F.softmax(router_logits, dim=1, dtype=torch.float)``; transformers'
+  modeling_olmoe.py / modeling_mixtral.py), the renormalisation where the config asks (``norm_topk_prob``),
+  and the k weights cast to the activations' type (``router_cast``); the T k assignments spread evenly over
   min(E, T k) experts, each padded to one common count ``cap = ceil(T k / min(E, T k))`` (the capacity at
-  capacity factor 1); the gather of the T k rows (``sum``: ``repeat_interleave``, assignments in token
-  order, each token row read once and written k times; ``index_add``: indexed by assignment, the same rows
-  plus the T k indices); the padding: a zeroed buffer of min(E, T k) x cap rows, the T k rows copied into
-  their slots (padded rows are computed by the GEMMs too), and after the experts the T k valid rows taken
-  back out; each expert's FFN at M = cap, one batched kernel per operator; the combine: the T k outputs scaled by
-  their weights, then either summed per token by one reduction (``sum``: T k h read, T h written) or
-  scattered into a zeroed output with ``index_add_`` (T k h read, one atomic add per element, each a
-  sector read-modify-write at the L2: `Builder.vector`'s ``atomics``); and the residual add.
+  capacity factor 1); the gather of the T k rows (``sum``: ``repeat_interleave``, assignments in token order,
+  each token row read once and written k times; ``index_add``: indexed by assignment, the same rows plus the T
+  k indices); the padding: a zeroed buffer of min(E, T k) x cap rows, the T k rows copied into their slots
+  (padded rows are computed by the GEMMs too), and after the experts the T k valid rows taken back out; each
+  expert's FFN at M = cap, one batched kernel per operator; the combine: the T k outputs scaled by their
+  weights, then either summed per token by one reduction (``sum``: T k h read, T h written) or scattered into
+  a zeroed output with ``index_add_`` (T k h read, one atomic add per element, each a sector read-modify-write
+  at the L2: `Builder.vector`'s ``atomics``); and the residual add.
 
 Per-expert tile quantisation (each expert's tokens rounded up to whole tiles at the token counts the
 routing distribution gives) is the chiplet's business: dse.model.expert_tiles.
