@@ -18,19 +18,21 @@ the expert GEMMs, by ``moe_form`` (default ``loop`` with ``elementwise: unfused`
   (``index_select``: n_e rows read and written), its FFN, the gate-weight scaling, and the scatter-add
   into the output (``index_add_``: n_e expert rows and n_e output rows read, n_e written).
 
-* ``sum`` and ``index_add`` (``moe_form``; batched experts as a plain PyTorch MoE without a fused kernel
-  runs them: the experts' stacked weights multiplied by ``torch.bmm``, GShard's capacity-based dispatch,
-  Lepikhin et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own
-  (the renormalisation where the config asks, ``norm_topk_prob``); the T k assignments spread evenly over
+* ``sum`` and ``index_add`` (``moe_form``; batched experts as a plain PyTorch MoE without a fused kernel runs
+  them: the experts' stacked weights multiplied by ``torch.bmm``, GShard's capacity-based dispatch, Lepikhin
+  et al., ICLR 2021, section 2.2): softmax over all E logits and top-k as kernels of their own, in float32 as
+  HuggingFace's sparse MoE blocks (``F.softmax(router_logits, dim=1, dtype=torch.float)``; transformers'
+  modeling_olmoe.py / modeling_mixtral.py), the renormalisation where the config asks (``norm_topk_prob``),
+  and the k weights cast to the activations' type (``router_cast``); the T k assignments spread evenly over
   min(E, T k) experts, each padded to one common count ``cap = ceil(T k / min(E, T k))`` (the capacity at
-  capacity factor 1); the gather of the T k rows (``sum``: ``repeat_interleave``, assignments in token
-  order, each token row read once and written k times; ``index_add``: indexed by assignment, the same rows
-  plus the T k indices); the padding: a zeroed buffer of min(E, T k) x cap rows, the T k rows copied into
-  their slots (padded rows are computed by the GEMMs too), and after the experts the T k valid rows taken
-  back out; each expert's FFN at M = cap, one batched kernel per operator; the combine: the T k outputs scaled by
-  their weights, then either summed per token by one reduction (``sum``: T k h read, T h written) or
-  scattered into a zeroed output with ``index_add_`` (T k h read, one atomic add per element, each a
-  sector read-modify-write at the L2: `Builder.vector`'s ``atomics``); and the residual add.
+  capacity factor 1); the gather of the T k rows (``sum``: ``repeat_interleave``, assignments in token order,
+  each token row read once and written k times; ``index_add``: indexed by assignment, the same rows plus the T
+  k indices); the padding: a zeroed buffer of min(E, T k) x cap rows, the T k rows copied into their slots
+  (padded rows are computed by the GEMMs too), and after the experts the T k valid rows taken back out; each
+  expert's FFN at M = cap, one batched kernel per operator; the combine: the T k outputs scaled by their
+  weights, then either summed per token by one reduction (``sum``: T k h read, T h written) or scattered into
+  a zeroed output with ``index_add_`` (T k h read, one atomic add per element, each a sector read-modify-write
+  at the L2: `Builder.vector`'s ``atomics``); and the residual add.
 
 Per-expert tile quantisation (each expert's tokens rounded up to whole tiles at the token counts the
 routing distribution gives) is the chiplet's business: dse.model.expert_tiles.
@@ -162,6 +164,9 @@ def moe_units(b: Builder, st, s: int, tag: str, first: int, count: int, an, rout
 BATCHED_FORMS = ("sum", "index_add")
 #: bytes of one assignment's index in PyTorch's gather and index_add_ (int64)
 INDEX_BYTES = 8.0
+#: bytes of a routing probability: plain PyTorch's MoE blocks take the softmax in float32 (HuggingFace's
+#: OlmoeSparseMoeBlock / MixtralSparseMoeBlock: ``F.softmax(router_logits, dim=1, dtype=torch.float)``)
+ROUTER_BYTES = 4.0
 
 
 def expert_capacity(tokens: float, experts: int, top_k: int) -> tuple[int, int]:
@@ -179,12 +184,16 @@ def _batched_moe(b: Builder, st, s: int, tag: str, first: int, count: int, an, r
     ffn_units: dict[str, float] = {}
     h, E, k = cfg.hidden, cfg.experts, cfg.top_k
     ab = b.abytes
+    # routing in float32 (HuggingFace's sparse MoE blocks: softmax(dtype=torch.float), top-k, renormalise,
+    # then the k weights cast to the activations' type, a kernel of its own: ``router_cast``)
+    f32 = ROUTER_BYTES / ab
     b.gemm(an, "router", T, h, E, count, tokens=T, split=False)
-    b.vector(an, "router_softmax", T * E, 5, count, tokens=T)
-    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T, out_elements=T * k * (1 + 8 / ab),
-             weight_elements=E if cfg.router_bias else 0.0)
+    b.vector(an, "router_softmax", T * E, 5, count, tokens=T, out_elements=T * E * f32)
+    b.vector(an, "router_topk", T * E, math.log2(max(E, 2)), count, tokens=T, reads_per_element=f32,
+             out_elements=T * k * (f32 + INDEX_BYTES / ab), weight_elements=E if cfg.router_bias else 0.0)
     if cfg.norm_topk_prob:
-        b.vector(an, "router_renorm", T * k, 2, count, tokens=T)
+        b.vector(an, "router_renorm", T * k, 2, count, tokens=T, reads_per_element=f32, out_elements=T * k * f32)
+    b.vector(an, "router_cast", T * k, 0, count, tokens=T, reads_per_element=f32)
     used, cap = expert_capacity(T, E, k)
     rows = T * k
     # gather: every token row read once from memory (its k copies hit the L2), T k rows written

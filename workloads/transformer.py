@@ -303,6 +303,18 @@ def _annotate(b: Builder, groups: list[tuple[int, int]]) -> None:
         d.setdefault("model", "")
 
 
+def _qk_norms_unfused(b, cfg, an, T: float, heads: int, kv_heads: int, count: int) -> None:
+    """The q and k norms as plain PyTorch runs them (``elementwise: unfused``): two RMSNorm modules
+    (HuggingFace's OlmoeAttention / Qwen3Attention: ``q_norm`` and ``k_norm``), each its normalisation and
+    its multiply by the weight as kernels of their own, as the layer's other norms (`norm_scale`)."""
+    hd = cfg.head_dim
+    full = cfg.qk_norm == "full"
+    for name, width in (("q_norm", heads * hd), ("k_norm", kv_heads * hd)):
+        b.vector(an, name, T * width, RMSNORM_FLOPS_PER_ELEMENT, count, weight_elements=width if full else hd,
+                 tokens=T, split=full)
+        b.vector(an, f"{name}_scale", T * width, 1, count, tokens=T)
+
+
 def _gqa_ops(b, cfg, an, st, count):
     """GQA's operators (module docstring); ``st.unfused``: RoPE and the KV cache write as plain PyTorch runs
     them (workloads.layers)."""
@@ -314,7 +326,9 @@ def _gqa_ops(b, cfg, an, st, count):
     qkv_width = (heads + 2 * kv_heads) * hd
     kv_elems = 2 * kv_heads * hd
     b.gemm(an, "qkv_proj", T, h, qkv_width, count, bias=cfg.qkv_bias, tokens=T, kv_write=T * kv_elems * kvbytes)
-    if cfg.qk_norm == "head":      # qwen3: RMSNorm over head_dim, weights shared by the heads
+    if cfg.qk_norm and st.unfused:
+        _qk_norms_unfused(b, cfg, an, T, heads, kv_heads, count)
+    elif cfg.qk_norm == "head":    # qwen3: RMSNorm over head_dim, weights shared by the heads
         b.vector(an, "qk_norm", T * (heads + kv_heads) * hd, RMSNORM_FLOPS_PER_ELEMENT, count,
                  weight_elements=2 * hd, tokens=T)
     elif cfg.qk_norm == "full":    # olmoe: RMSNorm over all query / key channels
