@@ -76,4 +76,4 @@ ENGINE_ONLY = RequestPath()
 #: vLLM v0.15.1's OpenAI server, fitted on the measured runs of dse/validation/data/serve_vllm_*.csv
 #: (dse.validation.serving_vllm.fit_path: every calibration stage's mean TTFT and E2E); the split of
 #: host_s between intake and streaming is not determined by them, and is put on the intake side
-VLLM_V1 = RequestPath(intake_s=6.15e-3, stream_s=0.0, async_scheduling=True, sequence_s=21e-6)
+VLLM_V1 = RequestPath(intake_s=7.6e-3, stream_s=0.0, async_scheduling=True, sequence_s=21e-6)

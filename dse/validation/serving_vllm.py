@@ -14,8 +14,10 @@ run, ``serve_vllm_stages.csv`` one row per load stage). Every stage is served as
   run, prefix caching on, the KV cache vLLM allocates at ``--gpu-memory-utilization``
   (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request;
   the GPUs as dse.validation.gpu models them (one ``h100-like`` / ``a100-like`` chiplet per GPU, NVLink,
-  tensor parallel over all; FlashAttention as vLLM runs it), their steps a dse.serving.StepTable;
-- **the request's path** around the engine: dse.serving.request_path.VLLM_V1 (fitted here, `fit_path`);
+  tensor parallel over all; FlashAttention as vLLM runs it; vLLM's decode a full CUDA graph, `STACK`),
+  their steps a dse.serving.StepTable;
+- **the request's path** around the engine: dse.serving.request_path.VLLM_V1 (fitted here: ``host_s`` by
+  `fit_path`, ``sequence_s``, the host's work per running sequence per step, by `fit_sequence`);
 - **the server's start-up** (`COLD_START_S`): a model with routed experts pays a one-off stall on the
   server's first step (the first stage only).
 
@@ -27,7 +29,8 @@ stages' ITL column is that formula over their own means to five digits, every st
 
 ``python -m dse.validation.serving_vllm [--write docs/validation.md]`` prints (and writes) the table;
 `cases` gives them to ``dse fidelity --suite serving-vllm``; ``--stages K`` keeps every K-th stage (a
-quick look), ``--fit`` refits the request path's terms.
+quick look), ``--fit`` refits the request path's terms (``sequence_s``, then ``host_s`` with VLLM_V1's
+``sequence_s``: commit the first before trusting the second).
 """
 from __future__ import annotations
 
