@@ -149,7 +149,8 @@ def test_fidelity_prints_the_suite_within_80_columns_with_its_fitted_term(monkey
     result = CliRunner().invoke(cli, ["fidelity", "--suite", "serving-vllm"])
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
-    assert "fitted: host_s 5.40 ms" in result.output and "calibration only" in result.output
+    assert "fitted: host_s 7.60 ms" in result.output and "calibration only" in result.output
+    assert "sequence_s 21.0 us" in result.output
 
 
 def test_cold_start_stalls_the_servers_first_step_once():
@@ -175,3 +176,61 @@ def test_client_itl_counts_the_clients_tokens():
     _, stages = sv.load()
     formula = (stages["e2e_mean_ms"] - stages["ttft_mean_ms"]) / (stages["output_len_measured_mean"] - 1.0)
     assert np.allclose(formula, stages["itl_mean_ms"], rtol=1e-4)
+
+
+def test_host_time_per_sequence_by_hand():
+    # sequence_s = 1 ms a sequence a step, every pass D (no async scheduling, no host_s). A alone
+    # (3 tokens): each step holds 1 sequence, D + 1 ms: first token at D + s, done at 3 (D + s). A and B
+    # sent together (3 tokens each): every step holds 2, D + 2 s; ITL is that step.
+    s = 0.001
+    path = RequestPath(sequence_s=s)
+    one = Requests(arrival_s=np.array([0.0]), prompt=np.array([16.0]), output=np.array([3.0]))
+    out = simulate(one, ConstantSteps(), scheduler="chunked", max_batch=8, path=path)
+    assert (out.first_token_s - out.arrival_s)[0] == pytest.approx(D + s)
+    assert (out.done_s - out.arrival_s)[0] == pytest.approx(3 * (D + s))
+    two = Requests(arrival_s=np.zeros(2), prompt=np.full(2, 16.0), output=np.full(2, 3.0))
+    out = simulate(two, ConstantSteps(), scheduler="chunked", max_batch=8, path=path)
+    assert (out.done_s - out.arrival_s) == pytest.approx([3 * (D + 2 * s)] * 2)
+    assert out.metrics()["mean_itl_ms"] == pytest.approx((D + 2 * s) * 1e3)
+    # the default path (the engine alone) adds nothing, as before
+    assert simulate(two, ConstantSteps(), scheduler="chunked", max_batch=8).done_s == pytest.approx([3 * D] * 2)
+    assert 0.0 <= VLLM_V1.sequence_s <= 100e-6
+
+
+def test_fit_sequence_by_hand():
+    # two stages modelled at 10 ms ITL with sequence_s = 0: one holding 20 sequences a step, one 50, the
+    # client counting every step's line (lines_per_step 1); measured 10.4 and 11.0 ms: 20 us a sequence
+    from dse.validation import serving_vllm as sv
+
+    rows = [{"figure": "itl_mean_ms", "measured_ms": m, "modelled_ms": 10.0, "running": n, "lines_per_step": 1.0}
+            for m, n in ((10.4, 20.0), (11.0, 50.0))]
+    assert sv.fit_sequence(rows) == pytest.approx(20e-6)
+    # a client counting fewer lines than steps (0.9: ITL over 9 lines of 10 steps) sees 1 / 0.9 of it
+    rows = [{**r, "measured_ms": 10.0 + (r["measured_ms"] - 10.0) / 0.9, "lines_per_step": 1 / 0.9} for r in rows]
+    assert sv.fit_sequence(rows) == pytest.approx(20e-6)
+
+
+def test_vllm_stack_runs_kernels_at_their_in_graph_time():
+    # the serving suite's GPUs run vLLM's full CUDA graphs: on the GH100 die each kernel at the H200's
+    # measured in-graph time, not re-fitted; the A100 keeps its preset (no in-graph figure measured)
+    from dse.validation import gpu
+    from dse.validation import serving_vllm as sv
+
+    in_graph = gpu.STACKS["pytorch-graphs"]["h200"]["kernel_overhead_us"]
+    assert gpu.STACKS["vllm"]["h100"]["kernel_overhead_us"] == in_graph
+    assert "a100" not in gpu.STACKS["vllm"]
+    run = {"experiment_id": "x", "model_hf_id": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100", "tp": 1}
+    study = gpu.case_study(sv.gpu_case(run))
+    assert study.hardware.chiplets[0].kernel_overhead_us == pytest.approx(3.38)
+
+
+def test_fit_sequence_secant_by_hand():
+    # a stage at 10 ms (sequence_s = 0) and 12 ms (sequence_s = 40 us: 20 sequences a step, but the
+    # loop draws more, 50 us of ITL per us of sequence_s), measured 11 ms: the secant gives 20 us, the
+    # first order (20 sequences x 1 line a step) 50 us
+    from dse.validation import serving_vllm as sv
+
+    at0 = [{"figure": "itl_mean_ms", "measured_ms": 11.0, "modelled_ms": 10.0, "running": 20.0, "lines_per_step": 1.0}]
+    at40 = [{**at0[0], "modelled_ms": 12.0}]
+    assert sv.fit_sequence(at0) == pytest.approx(50e-6)
+    assert sv.fit_sequence(at0, (40e-6, at40)) == pytest.approx(20e-6)

@@ -13,7 +13,8 @@ without chunking) prefills newly admitted prompts whole, in an iteration of thei
 otherwise it decodes every running sequence. An iteration's time and energy are one forward pass over
 its mixed batch (dse.serving.steps.mixed_step); a server's first iteration may also carry a one-off
 ``cold_start_s`` (start-up work on the first requests, e.g. kernels compiled on first use; its chips
-counted at idle power meanwhile).
+counted at idle power meanwhile), and every iteration ``sequence_s`` per sequence in it (the host's work
+per request and step, dse.serving.request_path; the chips at idle power meanwhile).
 """
 from __future__ import annotations
 
@@ -44,9 +45,10 @@ class Server:
 
     def __init__(self, r: Requests, steps, chunked: bool, max_batch: int, concurrency: int | None,
                  cache: KvCache, chunk_tokens: int, prefill_budget: int | None = None, lookahead: bool = False,
-                 cold_start_s: float = 0.0):
+                 cold_start_s: float = 0.0, sequence_s: float = 0.0):
         self.r, self.steps, self.chunked, self.cache, self.chunk = r, steps, chunked, cache, chunk_tokens
         self.cold_start_s = cold_start_s          # added to the server's first step (one-off start-up work)
+        self.sequence_s = sequence_s              # host time per sequence in a step (s), added to every step
         self.lookahead = lookahead                # async scheduling: a step is scheduled when the one before starts
         self.prefill_budget = prefill_budget      # continuous: max_num_batched_tokens of a prefill (None: all)
         self.fixed_s, self.fixed_j = pass_fixed(steps), pass_fixed(steps, joules=True)
@@ -187,6 +189,10 @@ class Server:
             self.t += self.cold_start_s
             self.energy += idle_energy_j(self.steps, self.cold_start_s)
             self.cold_start_s = 0.0
+        if self.sequence_s:                       # the host's work per sequence in the step, the GPU waiting
+            host = self.sequence_s * len(running)
+            self.t += host
+            self.energy += idle_energy_j(self.steps, host)
         self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j, per_token=self.per_token,
                                   fixed_s=self.fixed_s, full=self.full_s)
         self.computed[running] += tokens

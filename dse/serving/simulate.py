@@ -126,11 +126,12 @@ def serve_requests(requests: Requests, steps, scheduler: str, max_batch: int, ch
     from one run of requests to the next: what its prefix cache holds carries over). The request's
     path (dse.serving.request_path): it reaches the engine ``path.intake_s`` after it is sent, each of
     its tokens reaches the client ``path.stream_s`` after its step; times in the `Outcome` are the
-    client's (sent, first line, last line). ``cold_start_s``: seconds the server's first step takes
+    client's (sent, first line, last line); every step also takes ``path.sequence_s`` per sequence in it
+    (host work, dse.serving.request_path). ``cold_start_s``: seconds the server's first step takes
     beyond its pass (one-off start-up work; dse.serving.scheduler)."""
     engine = replace(requests, arrival_s=requests.arrival_s + path.intake_s) if path.intake_s else requests
     s = Server(engine, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens, prefill_budget,
-               lookahead=path.async_scheduling, cold_start_s=cold_start_s).run()
+               lookahead=path.async_scheduling, cold_start_s=cold_start_s, sequence_s=path.sequence_s).run()
     return Outcome(arrival_s=s.sent - path.intake_s, first_token_s=s.first + path.stream_s,
                    done_s=s.done + path.stream_s, output=requests.output,
                    itl_s=np.concatenate(s.itl) if s.itl else np.zeros(0), energy_j=s.energy,

@@ -14,8 +14,10 @@ run, ``serve_vllm_stages.csv`` one row per load stage). Every stage is served as
   run, prefix caching on, the KV cache vLLM allocates at ``--gpu-memory-utilization``
   (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request;
   the GPUs as dse.validation.gpu models them (one ``h100-like`` / ``a100-like`` chiplet per GPU, NVLink,
-  tensor parallel over all; FlashAttention as vLLM runs it), their steps a dse.serving.StepTable;
-- **the request's path** around the engine: dse.serving.request_path.VLLM_V1 (fitted here, `fit_path`);
+  tensor parallel over all; FlashAttention as vLLM runs it; vLLM's decode a full CUDA graph, `STACK`),
+  their steps a dse.serving.StepTable;
+- **the request's path** around the engine: dse.serving.request_path.VLLM_V1 (fitted here: ``host_s`` by
+  `fit_path`, ``sequence_s``, the host's work per running sequence per step, by `fit_sequence`);
 - **the server's start-up** (`COLD_START_S`): a model with routed experts pays a one-off stall on the
   server's first step (the first stage only).
 
@@ -27,7 +29,8 @@ stages' ITL column is that formula over their own means to five digits, every st
 
 ``python -m dse.validation.serving_vllm [--write docs/validation.md]`` prints (and writes) the table;
 `cases` gives them to ``dse fidelity --suite serving-vllm``; ``--stages K`` keeps every K-th stage (a
-quick look), ``--fit`` refits the request path's terms.
+quick look), ``--fit`` refits the request path's terms (``sequence_s``, then ``host_s`` with VLLM_V1's
+``sequence_s``: commit the first before trusting the second).
 """
 from __future__ import annotations
 
@@ -64,6 +67,9 @@ FIGURES = {"ttft_mean_ms": "mean TTFT", "ttft_p90_ms": "p90 TTFT", "ttft_p99_ms"
 HEADLINE = ("ttft_mean_ms", "itl_mean_ms", "e2e_mean_ms")
 #: vLLM's attention for the step model: FlashAttention, one kernel
 ATTENTION = "fused"
+#: vLLM's software stack for the step model (dse.validation.gpu.STACKS: a decode step replayed as one CUDA
+#: graph, each kernel at its in-graph time; issue 50: "graphs", the presets' kernels timed alone, before)
+STACK = "vllm"
 SEED = 0
 #: seconds a server of a model with routed experts stalls on its first step, once (vLLM runs
 #: mixture-of-experts layers through Triton's fused-MoE kernels, compiled on their first use for each
@@ -106,7 +112,7 @@ def gpu_case(run: dict) -> dict:
     """The run's GPUs as a dse.validation.gpu case (one server copy: ``tp`` GPUs)."""
     return {"id": run["experiment_id"], "model": preset(run["model_hf_id"]), "gpu": GPUS[run["gpu"]],
             "gpus": int(run["tp"]), "phase": "decode", "batch": 1, "context": 512, "precision": "bf16",
-            "stack": "graphs", "attention": ATTENTION}
+            "stack": STACK, "attention": ATTENTION}
 
 
 def utilization(run: dict) -> float:
@@ -187,14 +193,20 @@ def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = 
                                         path=path, cold_start_s=cold))
         ttft = np.concatenate([p.first_token_s - p.arrival_s for p in parts]) * 1e3
         e2e = np.concatenate([p.done_s - p.arrival_s for p in parts]) * 1e3
-        itl = client_itl(e2e, ttft, stage, np.concatenate([p.output for p in parts]))
+        outputs = np.concatenate([p.output for p in parts])
+        itl = client_itl(e2e, ttft, stage, outputs)
         start = float(max(p.done_s.max() for p in parts))
+        log = np.concatenate([p.iterations for p in parts])
+        # sequences a token's step held, averaged over the tokens (what sequence_s multiplies: `fit_sequence`)
+        running = float((log[:, 3] * log[:, 1]).sum() / max(log[:, 1].sum(), 1.0))
         out.append({"ttft_mean_ms": ttft.mean(), "ttft_p90_ms": np.percentile(ttft, 90),
                     "ttft_p99_ms": np.percentile(ttft, 99), "itl_mean_ms": itl.mean(), "e2e_mean_ms": e2e.mean(),
                     "e2e_p90_ms": np.percentile(e2e, 90), "e2e_p99_ms": np.percentile(e2e, 99),
                     "prefix_hit_rate": sum(c.hit_tokens - h for c, (h, _) in zip(caches, counts)) /
                     sum(c.query_tokens - q for c, (_, q) in zip(caches, counts)),
-                    "preemptions": int(sum(p.preemptions for p in parts))})
+                    "preemptions": int(sum(p.preemptions for p in parts)), "running": running,
+                    "lines_per_step": float(np.mean(client_itl(np.ones(len(e2e)), np.zeros(len(e2e)), stage,
+                                                               outputs) * (outputs - 1.0)))})
     return out
 
 
@@ -227,7 +239,8 @@ def table(every: int = 1, path=None, figures=FIGURES, runs: list[str] | None = N
                 rows.append({"id": f"{experiment_id}/{stage['stage_index']}", "figure": figure,
                              "measured_ms": float(stage[figure]), "modelled_ms": float(model[figure]),
                              "ratio": float(model[figure]) / float(stage[figure]), "set": "calibration",
-                             "hit_rate": model["prefix_hit_rate"], "preemptions": model["preemptions"]})
+                             "hit_rate": model["prefix_hit_rate"], "preemptions": model["preemptions"],
+                             "running": model["running"], "lines_per_step": model["lines_per_step"]})
     return rows
 
 
@@ -236,7 +249,7 @@ HOST_GRID = np.arange(0.0, 20.0001e-3, 0.05e-3)
 
 
 def fit_path(rows: list[dict] | None = None):
-    """dse.serving.request_path.VLLM_V1 with its one fitted term, ``host_s`` (client send + API server
+    """dse.serving.request_path.VLLM_V1 (its ``sequence_s`` kept) with ``host_s`` fitted (client send + API server
     intake + detokenisation and first streamed line, 0-20 ms), chosen on `HOST_GRID` to minimise the
     geometric-mean error of every stage's mean TTFT (the figure it moves: it adds to every TTFT and E2E
     alike, and E2E is seconds long). ``rows``: `table`'s rows served with host_s = 0 (default: served now)."""
@@ -249,12 +262,46 @@ def fit_path(rows: list[dict] | None = None):
     return replace(engine, intake_s=float(round(best, 5)))
 
 
+#: the values `fit_sequence` searches for sequence_s (s per sequence per step)
+SEQUENCE_GRID = np.arange(0.0, 100.0001e-6, 0.5e-6)
+
+
+def fit_sequence(rows: list[dict] | None = None, trial: tuple[float, list[dict]] | None = None) -> float:
+    """``sequence_s`` of dse.serving.request_path.VLLM_V1 (host time per sequence per step, 0-100 us),
+    chosen on `SEQUENCE_GRID` to minimise the geometric-mean error of every stage's mean ITL. ``rows``:
+    `table`'s mean-ITL rows served with sequence_s = 0; ``trial``: (s1, the same rows served with
+    sequence_s = s1). A step of n sequences lengthens by sequence_s x n, so, to first order, a stage's
+    client ITL by sequence_s x its ``running`` (the sequences a token's step held, averaged over the
+    tokens) x ``lines_per_step`` (a request's steps over the lines the client counts, `client_itl`'s).
+    A longer step also draws more sequences into each (Little's law: the loop gain, 10-20 % more at
+    100 sequences), so with ``trial`` each stage's ITL is the secant through its ITL at 0 and at s1.
+    Default: served at 0, s1 the first-order fit, served at s1, the secant's fit."""
+    from ..serving.request_path import VLLM_V1
+
+    def itl(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["figure"] == "itl_mean_ms"]
+
+    if rows is None:
+        rows = table(path=replace(VLLM_V1, sequence_s=0.0), figures=("itl_mean_ms",))
+        s1 = fit_sequence(rows)
+        return fit_sequence(rows, (s1, table(path=replace(VLLM_V1, sequence_s=s1), figures=("itl_mean_ms",))))
+    if trial is None or trial[0] <= 0:
+        points = [(r["measured_ms"], r["modelled_ms"], 1e3 * r["running"] * r["lines_per_step"]) for r in itl(rows)]
+    else:
+        s1, at = trial
+        points = [(r["measured_ms"], r["modelled_ms"], (q["modelled_ms"] - r["modelled_ms"]) / s1)
+                  for r, q in zip(itl(rows), itl(at))]
+    best = min(SEQUENCE_GRID, key=lambda s: geomean_error((m + s * k) / x for x, m, k in points))
+    return float(round(best, 7))
+
+
 def fitted() -> list[str]:
     """The request path's terms as `dse fidelity` prints them (the fitted one's value, unit, range and
     the rows that determine it)."""
     from ..serving.request_path import VLLM_V1
 
     return [*VLLM_V1.describe(), "host_s is determined by every stage's mean TTFT (fit_path)",
+            "sequence_s by every stage's mean ITL (fit_sequence)",
             f"cold_start_s {COLD_START_S:.2f} s (set from Lambda's Mixtral runs, not fitted here; range "
             "0-10 s: a one-off stall on the first step of a server with routed experts)"]
 
@@ -300,6 +347,7 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--fit" in argv:
+        print(fit_sequence())
         print(fit_path())
         return 0
     every = 1
