@@ -92,3 +92,51 @@ def test_distinct_orders_a_failures_mapping_after_its_intact_one():
     assert sorted(order, key=lambda k: near((0, k, None), planned)) == order
     assert order.index(3) == order.index(0) + 1 and order.index(2) == order.index(1) + 1
     assert [keep[j][1] for j in index] == [0, 1, 2, 3]             # each item finds its own row
+
+
+def test_a_relabelling_is_one_gather_equal_to_the_scatter():
+    """A popularity relabels a mapping as one gather of its rows (`Relabel.source`, once per popularity),
+    and every design's own mapping at many popularities at once (`DesignMappings.relabelled_all`): equal,
+    bit for bit, to the definition (unit ``units[g][perm[i]]`` takes what ``units[g][i]`` holds). Fails on
+    the code before: `Relabel` had no ``source``."""
+    from dse.runtime.mapping import ExpertGroups, Relabel
+    from dse.runtime.popularity import Popularity
+
+    groups = ExpertGroups(names=[["L.e0", "L.e1", "L.e2"], ["M.e0", "M.e1"]],
+                          q=[np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4])], weight_bytes=[np.ones(3), np.ones(2)],
+                          units=[np.arange(1, 4), np.arange(5, 7)])
+    relabel = Relabel(groups)
+    rng = np.random.default_rng(4)
+    slots, ncopy = rng.integers(0, 9, size=(8, 3)), rng.integers(1, 4, size=8)
+    for perm in (Popularity([np.array([2, 0, 1]), np.array([1, 0])]), groups.identity()):
+        want_s, want_n = slots.copy(), ncopy.copy()
+        dst = np.concatenate([u[p] for u, p in zip(groups.units, perm)])
+        want_s[dst], want_n[dst] = slots[groups.flat_units], ncopy[groups.flat_units]
+        got_s, got_n = relabel(slots, ncopy, perm)
+        assert np.array_equal(got_s, want_s) and np.array_equal(got_n, want_n)
+        assert relabel.source(perm, 8) is relabel.source(Popularity(list(perm)), 8)       # once per value
+
+
+def test_move_pricing_arrays_are_shared_by_value(timeline_prepared, timeline_design):
+    """What moves are priced with (`MigrationModel.kernel_arrays`) depends on the design's mesh, HBM stacks
+    and DDR only: two designs equal in those, sharing a memo, share the arrays (computed once), and they
+    equal a lone model's; a design with other HBM stacks gets its own. Fails on the code before: each
+    model computed its own."""
+    import dataclasses
+
+    from dse.runtime.migration import MigrationModel
+
+    p, design = timeline_prepared, timeline_design
+    memo: dict = {}
+    other = dataclasses.replace(design, chiplets=list(reversed(design.chiplets)))
+    a = MigrationModel(p.tables, p.study.hardware.package, design, 1.0, memo).kernel_arrays()
+    b = MigrationModel(p.tables, p.study.hardware.package, other, 1.0, memo).kernel_arrays()
+    alone = MigrationModel(p.tables, p.study.hardware.package, design).kernel_arrays()
+    assert all(x is y for x, y in zip(a, b))
+    for x, y in zip(a, alone):
+        assert np.array_equal(x, y)
+    stacks = list(design.hbm_stacks)
+    stacks[int(np.argmax(stacks))] -= 1
+    fewer = dataclasses.replace(design, hbm_stacks=stacks)
+    c = MigrationModel(p.tables, p.study.hardware.package, fewer, 1.0, memo).kernel_arrays()
+    assert c[1] is not a[1] and not np.array_equal(c[1], a[1])

@@ -143,8 +143,10 @@ class DesignRun:
                     failed = frozenset(failed - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) * (1.0 - run.keep)
                 key = SegmentKey(run.version, perm, failed, now.links, now.stacks)
-                eff, selected = self.segment(key, run, w, now)
-                out.segment(w, b - a, b - a - lost, offered, out.key(key, eff, selected), now)
+                index = out.index(key)          # a key seen before keeps its mapping: none derived
+                if index is None:
+                    index = out.key(key, *self.segment(key, run, w, now))
+                out.segment(w, b - a, b - a - lost, offered, index, now)
             out.window(w, move, self.imbalance(run, key, w) if p.detail else np.nan)
         return self.build()
 
