@@ -140,3 +140,41 @@ def test_move_pricing_arrays_are_shared_by_value(timeline_prepared, timeline_des
     fewer = dataclasses.replace(design, hbm_stacks=stacks)
     c = MigrationModel(p.tables, p.study.hardware.package, fewer, 1.0, memo).kernel_arrays()
     assert c[1] is not a[1] and not np.array_equal(c[1], a[1])
+
+
+def test_a_calm_threshold_decides_alike_without_being_asked(timeline_prepared, timeline_design):
+    """``threshold`` with nothing down and its counters within the bound (`calm`, the imbalance once per
+    placement and popularity) is not asked: its segment table equals, field for field, the one built
+    asking it every window (`calm` off), under a random walk with a failure and its repair, while it is
+    asked fewer times. Fails on the code before: the planner asked it every window."""
+    from dse.runtime.plan import Planner
+    from dse.runtime.policies.threshold import ThresholdPolicy
+    from dse.runtime.scenario import scenario_from_dict
+
+    class Counted(ThresholdPolicy):
+        asked = 0
+
+        def decide(self, state):
+            type(self).asked += 1
+            return super().decide(state)
+
+    class Plain(Counted):
+        calm = None
+        asked = 0
+
+    p, design = timeline_prepared, timeline_design
+    sc = scenario_from_dict({"horizon_s": 1800, "window_s": 60, "popularity": {"drift": "random_walk",
+                             "rate_per_s": 0.01, "seed": 3},
+                             "failures": {"events": [{"t_s": 610, "chiplet": 1, "repair_s": 300}]}})
+    tables = []
+    for policy in (Counted(bound=1.1), Plain(bound=1.1)):
+        planner = Planner(p.package_evaluator, p.tables, p.study.hardware.package, p.study.mapping.max_replicas,
+                          sc, policy, p.study.workload.phase, compact=True, detail=False)
+        tables.append(planner.plan(design)[0])
+    fast, plain = tables
+    assert Counted.asked < Plain.asked and sum(m.moves for m in plain.moves) > 0
+    assert fast.keys == plain.keys
+    for name in ("selected", "window", "length_s", "serve_s", "offered_tps", "key", "down", "move_bytes",
+                 "move_energy_j"):
+        assert np.array_equal(getattr(fast, name), getattr(plain, name), equal_nan=True), name
+    assert fast.moves == plain.moves
