@@ -92,3 +92,89 @@ def test_distinct_orders_a_failures_mapping_after_its_intact_one():
     assert sorted(order, key=lambda k: near((0, k, None), planned)) == order
     assert order.index(3) == order.index(0) + 1 and order.index(2) == order.index(1) + 1
     assert [keep[j][1] for j in index] == [0, 1, 2, 3]             # each item finds its own row
+
+
+def test_a_relabelling_is_one_gather_equal_to_the_scatter():
+    """A popularity relabels a mapping as one gather of its rows (`Relabel.source`, once per popularity),
+    and every design's own mapping at many popularities at once (`DesignMappings.relabelled_all`): equal,
+    bit for bit, to the definition (unit ``units[g][perm[i]]`` takes what ``units[g][i]`` holds). Fails on
+    the code before: `Relabel` had no ``source``."""
+    from dse.runtime.mapping import ExpertGroups, Relabel
+    from dse.runtime.popularity import Popularity
+
+    groups = ExpertGroups(names=[["L.e0", "L.e1", "L.e2"], ["M.e0", "M.e1"]],
+                          q=[np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4])], weight_bytes=[np.ones(3), np.ones(2)],
+                          units=[np.arange(1, 4), np.arange(5, 7)])
+    relabel = Relabel(groups)
+    rng = np.random.default_rng(4)
+    slots, ncopy = rng.integers(0, 9, size=(8, 3)), rng.integers(1, 4, size=8)
+    for perm in (Popularity([np.array([2, 0, 1]), np.array([1, 0])]), groups.identity()):
+        want_s, want_n = slots.copy(), ncopy.copy()
+        dst = np.concatenate([u[p] for u, p in zip(groups.units, perm)])
+        want_s[dst], want_n[dst] = slots[groups.flat_units], ncopy[groups.flat_units]
+        got_s, got_n = relabel(slots, ncopy, perm)
+        assert np.array_equal(got_s, want_s) and np.array_equal(got_n, want_n)
+        assert relabel.source(perm, 8) is relabel.source(Popularity(list(perm)), 8)       # once per value
+
+
+def test_move_pricing_arrays_are_shared_by_value(timeline_prepared, timeline_design):
+    """What moves are priced with (`MigrationModel.kernel_arrays`) depends on the design's mesh, HBM stacks
+    and DDR only: two designs equal in those, sharing a memo, share the arrays (computed once), and they
+    equal a lone model's; a design with other HBM stacks gets its own. Fails on the code before: each
+    model computed its own."""
+    import dataclasses
+
+    from dse.runtime.migration import MigrationModel
+
+    p, design = timeline_prepared, timeline_design
+    memo: dict = {}
+    other = dataclasses.replace(design, chiplets=list(reversed(design.chiplets)))
+    a = MigrationModel(p.tables, p.study.hardware.package, design, 1.0, memo).kernel_arrays()
+    b = MigrationModel(p.tables, p.study.hardware.package, other, 1.0, memo).kernel_arrays()
+    alone = MigrationModel(p.tables, p.study.hardware.package, design).kernel_arrays()
+    assert all(x is y for x, y in zip(a, b))
+    for x, y in zip(a, alone):
+        assert np.array_equal(x, y)
+    stacks = list(design.hbm_stacks)
+    stacks[int(np.argmax(stacks))] -= 1
+    fewer = dataclasses.replace(design, hbm_stacks=stacks)
+    c = MigrationModel(p.tables, p.study.hardware.package, fewer, 1.0, memo).kernel_arrays()
+    assert c[1] is not a[1] and not np.array_equal(c[1], a[1])
+
+
+def test_a_calm_threshold_decides_alike_without_being_asked(timeline_prepared, timeline_design):
+    """``threshold`` with nothing down and its counters within the bound (`calm`, the imbalance once per
+    placement and popularity) is not asked: its segment table equals, field for field, the one built
+    asking it every window (`calm` off), under a random walk with a failure and its repair, while it is
+    asked fewer times. Fails on the code before: the planner asked it every window."""
+    from dse.runtime.plan import Planner
+    from dse.runtime.policies.threshold import ThresholdPolicy
+    from dse.runtime.scenario import scenario_from_dict
+
+    class Counted(ThresholdPolicy):
+        asked = 0
+
+        def decide(self, state):
+            type(self).asked += 1
+            return super().decide(state)
+
+    class Plain(Counted):
+        calm = None
+        asked = 0
+
+    p, design = timeline_prepared, timeline_design
+    sc = scenario_from_dict({"horizon_s": 1800, "window_s": 60, "popularity": {"drift": "random_walk",
+                             "rate_per_s": 0.01, "seed": 3},
+                             "failures": {"events": [{"t_s": 610, "chiplet": 1, "repair_s": 300}]}})
+    tables = []
+    for policy in (Counted(bound=1.1), Plain(bound=1.1)):
+        planner = Planner(p.package_evaluator, p.tables, p.study.hardware.package, p.study.mapping.max_replicas,
+                          sc, policy, p.study.workload.phase, compact=True, detail=False)
+        tables.append(planner.plan(design)[0])
+    fast, plain = tables
+    assert Counted.asked < Plain.asked and sum(m.moves for m in plain.moves) > 0
+    assert fast.keys == plain.keys
+    for name in ("selected", "window", "length_s", "serve_s", "offered_tps", "key", "down", "move_bytes",
+                 "move_energy_j"):
+        assert np.array_equal(getattr(fast, name), getattr(plain, name), equal_nan=True), name
+    assert fast.moves == plain.moves

@@ -119,19 +119,24 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
             seen[content] = len(keep)
             keep.append(item)
         index.append(seen[content])
-    order = sorted(range(len(keep)), key=lambda j: near(keep[j], planned))
+    tails: dict = {}                # `near`'s tail once per segment key (designs share their keys)
+    order = sorted(range(len(keep)), key=lambda j: near(keep[j], planned, tails))
     position = np.empty(len(keep), np.int64)
     position[order] = np.arange(len(keep))
     return [keep[j] for j in order], position[index].tolist() if index else []
 
 
-def near(item: tuple, planned: list[Planned]) -> tuple:
+def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tuple:
     """The order of `distinct`'s segments: design, mapping version, popularity, then the chiplets, links
-    and stacks down (their sorted tuples: a failure's mappings after the intact one)."""
+    and stacks down (their sorted tuples: a failure's mappings after the intact one); ``tails``: the
+    tails already built, by key."""
     i, k, _ = item
     key = planned[i].table.keys[k]
-    return (i, key.version, bytes(key.popularity), len(key.failed), tuple(sorted(key.failed)),
-            tuple(sorted(key.links)), tuple(sorted(key.stacks)))
+    tails = {} if tails is None else tails
+    if key not in tails:
+        tails[key] = (key.version, bytes(key.popularity), len(key.failed), tuple(sorted(key.failed)),
+                      tuple(sorted(key.links)), tuple(sorted(key.stacks)))
+    return (i, *tails[key])
 
 
 def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:

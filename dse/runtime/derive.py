@@ -102,11 +102,6 @@ class DesignMappings:
         """The design's own mapping relabelled to each popularity of ``perms`` at once (row k for
         ``perms[k]``): slots ``[K, U, C]``, copies ``[K, U]``."""
         home, relabel = self.home, self.planner.relabel
-        slots = np.repeat(home.slots[None], len(perms), axis=0)
-        ncopy = np.repeat(home.ncopy[None], len(perms), axis=0)
-        if perms:
-            dst = np.stack([relabel.dst(p) for p in perms])
-            row = np.arange(len(perms))[:, None]
-            slots[row, dst] = home.slots[relabel.src][None]
-            ncopy[row, dst] = home.ncopy[relabel.src][None]
-        return slots, ncopy
+        n = len(home.ncopy)
+        rows = np.stack([relabel.source(p, n) for p in perms]) if perms else np.zeros((0, n), np.int64)
+        return home.slots[rows], home.ncopy[rows]

@@ -85,6 +85,7 @@ class Relabel:
         self.groups = groups
         self.src = groups.flat_units
         self.memo: dict[Popularity, np.ndarray] = {}
+        self.rows: dict[tuple, np.ndarray] = {}
 
     def dst(self, perm: Popularity) -> np.ndarray:
         if perm not in self.memo:
@@ -92,11 +93,19 @@ class Relabel:
                 else np.zeros(0, np.int64)
         return self.memo[perm]
 
+    def source(self, perm: Popularity, n_units: int) -> np.ndarray:
+        """The relabelling of ``n_units`` rows as one gather: row ``u`` of the result is row
+        ``source(perm, n)[u]`` of the mapping (``src`` at ``dst``, every other unit its own), once per
+        popularity."""
+        if (perm, n_units) not in self.rows:
+            rows = np.arange(n_units)
+            rows[self.dst(perm)] = self.src
+            self.rows[perm, n_units] = rows
+        return self.rows[perm, n_units]
+
     def __call__(self, slots: np.ndarray, ncopy: np.ndarray, perm: Popularity) -> tuple[np.ndarray, np.ndarray]:
-        dst = self.dst(perm)
-        s2, n2 = slots.copy(), ncopy.copy()
-        s2[dst], n2[dst] = slots[self.src], ncopy[self.src]
-        return s2, n2
+        rows = self.source(perm, len(ncopy))
+        return slots[rows], ncopy[rows]
 
 
 class SegmentKey(NamedTuple):

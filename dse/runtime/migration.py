@@ -161,16 +161,26 @@ class MigrationModel:
     def kernel_arrays(self, links: frozenset = frozenset()) -> tuple:
         """What `dse.runtime.move_price` prices with, after the moves and the failed chiplets: each unit's
         bytes, `tables_of`, `memories`, the routes' CSR arrays (`routes_after` with ``links`` down) and
-        their links' bandwidths, the scale (once per model and set of links down)."""
+        their links' bandwidths, the scale (once per model and set of links down, and remembered in the
+        shared ``memo`` by what they depend on: the designs of a population that share a mesh, HBM stacks and
+        DDR share them)."""
         if ("kernel", links) not in self.per_byte:
-            t, e, hops = self.tables_of(links)
-            which, mem_bw = self.memories()
-            routes = self.routes_after(links) if links else self.routes
-            self.per_byte["kernel", links] = (
-                np.asarray(self.tables.unit_capacity_bytes, float), t, e, hops, which, mem_bw,
-                np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), int(routes.n),
-                np.asarray(routes.topology.link_bw_Bps, float), float(self.scale))
+            d = self.design
+            key = ("kernel", d.rows, d.cols, tuple(d.hbm_stacks), d.ddr_channels, self.scale, links)
+            if key not in self.memo:
+                self.memo[key] = self.priced_arrays(links)
+            self.per_byte["kernel", links] = self.memo[key]
         return self.per_byte["kernel", links]
+
+    def priced_arrays(self, links: frozenset) -> tuple:
+        """`kernel_arrays` computed (this design's, with ``links`` down)."""
+        t, e, hops = self.tables_of(links)
+        which, mem_bw = self.memories()
+        routes = self.routes_after(links) if links else self.routes
+        return (
+            np.asarray(self.tables.unit_capacity_bytes, float), t, e, hops, which, mem_bw,
+            np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), int(routes.n),
+            np.asarray(routes.topology.link_bw_Bps, float), float(self.scale))
 
     def failed_mask(self, failed: frozenset[int]) -> np.ndarray:
         """``failed`` as a mask over the chiplets ``[S]``."""

@@ -102,6 +102,7 @@ class DesignRun:
         self.out = SegmentBuilder(sc.starts(), sc.lengths())
         self.segments: dict[SegmentKey, tuple] = {}     # key -> (its mapping, share served)
         self.balance: dict[SegmentKey, float] = {}      # key (its version: the mapping serving) -> imbalance
+        self.seen_at: dict[tuple, float] = {}           # (placement count, popularity) -> imbalance seen
 
     def down(self, now) -> frozenset[int]:
         return chips_down(now, self.design.ddr_channels, self.design.hbm_stacks)
@@ -143,8 +144,10 @@ class DesignRun:
                     failed = frozenset(failed - run.replaced)
                 lost = max(0.0, min(b, run.move_end) - max(a, run.move_start)) * (1.0 - run.keep)
                 key = SegmentKey(run.version, perm, failed, now.links, now.stacks)
-                eff, selected = self.segment(key, run, w, now)
-                out.segment(w, b - a, b - a - lost, offered, out.key(key, eff, selected), now)
+                index = out.index(key)          # a key seen before keeps its mapping: none derived
+                if index is None:
+                    index = out.key(key, *self.segment(key, run, w, now))
+                out.segment(w, b - a, b - a - lost, offered, index, now)
             out.window(w, move, self.imbalance(run, key, w) if p.detail else np.nan)
         return self.build()
 
@@ -204,6 +207,15 @@ class DesignRun:
         self.out.rest(t, bounds[first], bounds[end], spared, range(first, end), NO_MOVE)
         return end
 
+    def seen(self, run: RunState, w: int) -> float:
+        """The imbalance the counters show at window ``w``'s start for the placement in force (observed
+        over the last window), once per placement and popularity."""
+        perm = self.p.view.perms[max(w - 1, 0)]
+        if (run.placements, perm) not in self.seen_at:
+            self.seen_at[run.placements, perm] = placement_imbalance(run.placement, self.p.groups, perm,
+                                                                     self.design.rows * self.design.cols)
+        return self.seen_at[run.placements, perm]
+
     def imbalance(self, run: RunState, key: SegmentKey, w: int) -> float:
         """The imbalance the window's last segment (``key``) shows (dse.runtime.imbalance), once per key."""
         if key not in self.balance:
@@ -223,6 +235,9 @@ class DesignRun:
         if p.policy.waits(w, t0, run.last_change):
             if not failed:
                 run.rerolled = set()
+            return NO_MOVE
+        if not failed and p.policy.calm is not None and p.policy.calm(self.seen(run, w), t0, run.last_change):
+            run.rerolled = set()        # nothing down and the counters calm: the policy would decide nothing
             return NO_MOVE
         free = {s: t for s, t in roles.items() if s not in failed and s not in run.rerolled}
         state = PolicyState(w, t0, self.design, run.placement, home, failed, p.view.perms[max(w - 1, 0)],

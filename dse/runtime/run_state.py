@@ -27,6 +27,7 @@ class RunState:
     keep: float = 1.0               # serving's throughput share while the move runs (0: a stall)
     last_change: float = -np.inf
     version: int = 0                # counts the mappings that have served
+    placements: int = 0             # counts the policy's placements (a move's start: a new one)
     rerolled: set = field(default_factory=set)      # reconfigurable slots that took a failed chiplet's role
 
     def __post_init__(self):
@@ -41,6 +42,7 @@ class RunState:
         self.move_start = t0
         self.move_end = t0 + time_s
         self.placement = placement
+        self.placements += 1
         self.spares -= len(revive)
         self.pending_revive = revive
         if self.stall:

@@ -107,6 +107,10 @@ class SegmentBuilder:
                 self.pending.append((self.keys[key], at))
         return self.keys[key]
 
+    def index(self, key) -> int | None:
+        """The index of ``key`` when added (else None)."""
+        return self.keys.get(key)
+
     def down(self, down: Down) -> int:
         if down not in self.downs:
             self.downs[down] = len(self.downs)

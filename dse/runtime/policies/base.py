@@ -17,9 +17,12 @@ from ..popularity import Popularity
 class Policy:
     """What the planner (dse.runtime.plan) asks of a policy: `decide` at each window's start, and `quiet`,
     a policy's test that with no chiplet down it would decide nothing for ``(placement, home)`` (None: no
-    such test; the planner then asks `decide` every window)."""
+    such test; the planner then asks `decide` every window), and `calm`, a policy's test that with no
+    chiplet down it would decide nothing at window start ``t_s`` given the imbalance its counters show for
+    the placement in force (dse.runtime.imbalance) and its last change (None: no such test)."""
 
     quiet = None
+    calm = None
 
     def decide(self, state: "PolicyState") -> "Decision | None":
         raise NotImplementedError

@@ -21,6 +21,10 @@ class ThresholdPolicy(Policy):
     def waits(self, window: int, t_s: float, last_change_s: float) -> bool:
         return window == 0
 
+    def calm(self, seen: float, t_s: float, last_change_s: float) -> bool:
+        """With no chiplet down (`decide`'s survivors are the placement itself): nothing to decide."""
+        return not (seen > self.bound and t_s - last_change_s >= self.every_s - 1e-9)
+
     def decide(self, state: PolicyState) -> Decision | None:
         base = survivors_placement(state)
         if base is None or state.window == 0:
