@@ -156,3 +156,17 @@ def test_olmoe_steps_against_the_measured_h200():
         add, plain = rows[f"olmoe-c{c}-index_add"], rows[f"olmoe-c{c}-sum"]
         extra = (add["modelled"] - plain["modelled"]) / (add["measured"] - plain["measured"])
         assert 0.8 < extra < 1.2, (c, extra)
+
+
+def test_the_docs_kernel_table_is_what_the_tool_prints():
+    """docs/workloads.md's per-kernel cost of the OLMoE steps is tools/moe_step_kernels.py's output today."""
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("moe_step_kernels", root / "tools" / "moe_step_kernels.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    doc = (root / "docs" / "workloads.md").read_text().splitlines()
+    table = tool.table_lines()
+    start = doc.index(table[0])
+    assert doc[start:start + len(table)] == table

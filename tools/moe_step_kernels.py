@@ -55,19 +55,24 @@ def kernel_ms(context: int, form: str) -> tuple[float, dict[str, float]]:
     return 1e3 * h200.step_figures(case)[0], out
 
 
-def main() -> None:
+def table_lines() -> list[str]:
+    """The markdown table of docs/workloads.md (*MoE forms*), a line each."""
     cols = [(c, f) for f in ("sum", "index_add") for c in (512, 2048)]
     figures = {col: kernel_ms(*col) for col in cols}
-    print("| kernel | " + " | ".join(f"{f} {c} (ms)" for c, f in cols) + " |")
-    print("|---|" + "---:|" * len(cols))
+    lines = ["| kernel | " + " | ".join(f"{f} {c} (ms)" for c, f in cols) + " |", "|---|" + "---:|" * len(cols)]
     for name in MOE_KERNELS:
-        print(f"| {name} | " + " | ".join(f"{figures[col][1].get(name, 0.0):.3f}" for col in cols) + " |")
+        lines.append(f"| {name} | " + " | ".join(f"{figures[col][1].get(name, 0.0):.3f}" for col in cols) + " |")
     rest = {col: sum(v for k, v in figures[col][1].items() if k not in MOE_KERNELS) for col in cols}
-    print("| the rest (norms, attention side, embedding, LM head) | "
-          + " | ".join(f"{rest[col]:.3f}" for col in cols) + " |")
-    print("| power-limited clock (step - kernels) | "
-          + " | ".join(f"{figures[col][0] - sum(figures[col][1].values()):.3f}" for col in cols) + " |")
-    print("| step | " + " | ".join(f"{figures[col][0]:.3f}" for col in cols) + " |")
+    lines.append("| the rest (norms, attention side, embedding, LM head) | "
+                 + " | ".join(f"{rest[col]:.3f}" for col in cols) + " |")
+    lines.append("| power-limited clock (step - kernels) | "
+                 + " | ".join(f"{figures[col][0] - sum(figures[col][1].values()):.3f}" for col in cols) + " |")
+    lines.append("| step | " + " | ".join(f"{figures[col][0]:.3f}" for col in cols) + " |")
+    return lines
+
+
+def main() -> None:
+    print("\n".join(table_lines()))
 
 
 if __name__ == "__main__":
