@@ -21,16 +21,20 @@ class ThresholdPolicy(Policy):
     def waits(self, window: int, t_s: float, last_change_s: float) -> bool:
         return window == 0
 
+    def due(self, seen: float, t_s: float, last_change_s: float) -> bool:
+        """A rebalance is due: the imbalance ``seen`` beyond ``bound`` and ``every_s`` passed since the last."""
+        return seen > self.bound and t_s - last_change_s >= self.every_s - 1e-9
+
     def calm(self, seen: float, t_s: float, last_change_s: float) -> bool:
         """With no chiplet down (`decide`'s survivors are the placement itself): nothing to decide."""
-        return not (seen > self.bound and t_s - last_change_s >= self.every_s - 1e-9)
+        return not self.due(seen, t_s, last_change_s)
 
     def decide(self, state: PolicyState) -> Decision | None:
         base = survivors_placement(state)
         if base is None or state.window == 0:
             return None
         seen = placement_imbalance(base, state.groups, state.observed, state.chiplets)
-        if seen > self.bound and state.t_s - state.last_change_s >= self.every_s - 1e-9:
+        if self.due(seen, state.t_s, state.last_change_s):
             return Decision(rebalance_placement(base, state.home, state.groups, state.observed, state.failed,
                                                 state.max_copies, self.bound))
         return Decision(base) if base is not state.placement else None
