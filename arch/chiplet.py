@@ -132,6 +132,12 @@ class Chiplet:
 @dataclass(frozen=True, kw_only=True)
 class SystolicChiplet(Chiplet):
     """``arrays`` identical R x C arrays share the work of a GEMM by splitting N (the ifmap is broadcast).
+    With ``grid_rows`` > 1 they form a grid of ``grid_rows`` x ``arrays / grid_rows`` arrays (a core mesh, as a
+    wafer's): the grid's columns split N, its rows split the dataflow's row dimension (K under ws and is, whose
+    partial sums are then summed down the grid's columns; M under os), so every array holds a block of the
+    stationary operand. ``array_link_words`` > 0 joins neighbouring arrays by links of that many PE words per
+    cycle each way: inputs pass array to array along a grid row and partial sums down a column, one hop a
+    cycle, and no link may carry more than that rate (arch.costing); 0 feeds every array from the shared SRAM.
 
     ``pe_precision`` is the PE datapath (default: the workload's precision). Narrower operands pack
     ``bits(pe) / bits(operand)`` MACs into one PE per cycle; wider ones are an error.
@@ -154,6 +160,8 @@ class SystolicChiplet(Chiplet):
     hbm_phy: bool = True               # False: the die has no HBM interface (Groq LPU, IPU, WSE): no stack attaches
     macs_per_pe: dict = field(default_factory=dict)   # {precision: MACs per PE per cycle} where the datasheet's
                                                       # rate is not the bit-width ratio (`pack`)
+    grid_rows: int = 1                 # the arrays form a grid_rows x (arrays / grid_rows) grid (class doc)
+    array_link_words: float = 0.0      # > 0: PE words per cycle each way between neighbouring arrays of the grid
 
     def __post_init__(self):
         super().__post_init__()
@@ -161,6 +169,11 @@ class SystolicChiplet(Chiplet):
               f"unknown dataflow {self.dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
         _need(self.rows >= 1 and self.cols >= 1 and self.arrays >= 1, self.name,
               f"array must be at least 1 x 1 (and arrays >= 1), got {self.rows} x {self.cols} x {self.arrays}")
+        _need(isinstance(self.grid_rows, int) and self.grid_rows >= 1 and self.arrays % self.grid_rows == 0,
+              self.name, f"arrays: a grid [rows, cols] of arrays or a count, got {self.grid_rows} rows of {self.arrays}")
+        _need(isinstance(self.array_link_words, (int, float)) and not isinstance(self.array_link_words, bool)
+              and self.array_link_words >= 0, self.name,
+              f"array_link_words must be >= 0 (0: arrays fed from the shared SRAM), got {self.array_link_words!r}")
         _need(self.sram_bytes > 0, self.name, "SRAM size must be positive")
         _need(len(self.sram_split) == 3 and all(s > 0 for s in self.sram_split)
               and abs(sum(self.sram_split) - 1.0) < 1e-6, self.name,
@@ -192,6 +205,11 @@ class SystolicChiplet(Chiplet):
     @property
     def wafer_scale(self) -> bool:
         return self.wafer_cores > 0
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(rows, cols) of the grid of arrays; (1, arrays) for arrays splitting N alone."""
+        return self.grid_rows, self.arrays // self.grid_rows
 
     def default_lanes(self) -> int:
         return self.cols * self.arrays

@@ -4,8 +4,9 @@ The table does not depend on where operators are mapped, so a study computes it 
 evaluation becomes lookups. Per operator row and chiplet:
 
 * matrix operators (``engine == "matrix"``, ``batch`` GEMMs of M x K by K x N) run on the chiplet's
-  matrix engine: systolic arrays (arch.systolic; the N columns split over the chiplet's arrays, stall
-  free: DRAM bandwidth is the study's business), GPU tensor cores (arch.gpu), CPU SIMD (arch.cpu);
+  matrix engine: systolic arrays (arch.systolic; the N columns split over the chiplet's arrays, or a grid
+  of arrays splitting N and K, arch.grid; stall free: DRAM bandwidth is the study's business), GPU tensor
+  cores (arch.gpu), CPU SIMD (arch.cpu);
   a reconfigurable chiplet uses whichever of its two modes finishes first after paying the switch;
 * vector operators take ``max(flops, elements) / lanes`` cycles on the elementwise unit, on a GPU never
   less than their operands' bytes plus their atomics' sector traffic (``atomic_bytes``: each scalar atomic
@@ -25,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from . import energy
+from . import energy, grid
 from .chiplet import Chiplet, CpuChiplet, GpuChiplet, ReconfigurableChiplet, SystolicChiplet
 from .cpu import simulate_cpu
 from .errors import ArchError
@@ -85,23 +86,31 @@ def on_chip_bytes(ch: Chiplet) -> float:
 
 
 def _systolic(ch: SystolicChiplet, M, N, K, batch, precision) -> MatrixCost:
+    """Each array of the grid (arch.grid) runs its block of the GEMM; the grid's links add their fill and
+    bound the time by their traffic. DRAM: every array reads its own weight block; the inputs are read once
+    per grid row (broadcast along it); outputs once per grid column when its rows sum partial sums (ws, is),
+    else once per array."""
     word = ch.pe_bits(precision) / 8.0
     out_b = precision_bytes(precision)
     s_if, s_fi, s_of = ch.sram_words(precision)
-    n_arr = np.ceil(N / ch.arrays)
-    r = simulate(M, n_arr, K, ch.rows, ch.cols, DATAFLOW_CODE[ch.dataflow], pack=ch.pack(precision),
+    code, pack, (g_r, g_c) = DATAFLOW_CODE[ch.dataflow], ch.pack(precision), ch.grid
+    m_a, n_a, k_a = grid.block(M, N, K, ch.grid, code, pack)
+    r = simulate(m_a, n_a, k_a, ch.rows, ch.cols, code, pack=pack,
                  sram_ifmap_words=s_if, sram_filter_words=s_fi, sram_ofmap_words=s_of)[:, 0, :]
     arrays = float(ch.arrays)
     sram = batch * (arrays * (r[:, SRAM_IF] + r[:, SRAM_FI]) * word + arrays * (r[:, SRAM_OFW] + r[:, SRAM_OFR]) * out_b)
     macs = M * N * K * batch
     cycles = r[:, S_CYCLES]
     if ch.weight_buffering == "double":
-        cycles = double_buffered_cycles(M, n_arr, K, ch.rows, ch.cols, DATAFLOW_CODE[ch.dataflow], ch.pack(precision))
+        cycles = double_buffered_cycles(m_a, n_a, k_a, ch.rows, ch.cols, code, pack)
+    fill, link = grid.link_cycles(M, N, K, ch.grid, code, pack, ch.array_link_words)
+    cycles = np.maximum(cycles, link) + fill
+    writers = float(g_c) if (g_r > 1 and code != 0) else arrays
     return MatrixCost(time_s=cycles * batch / ch.freq_hz,
                       energy_j=energy.systolic_energy_j(ch, macs, sram, precision), sram_bytes=sram,
-                      dram_a_bytes=batch * r[:, DRAM_IF] * word,           # broadcast to every array once
+                      dram_a_bytes=batch * g_r * r[:, DRAM_IF] * word,     # broadcast along each grid row
                       dram_b_bytes=batch * arrays * r[:, DRAM_FI] * word,
-                      dram_c_bytes=batch * arrays * (r[:, DRAM_OFW] + r[:, DRAM_OFR]) * out_b,
+                      dram_c_bytes=batch * writers * (r[:, DRAM_OFW] + r[:, DRAM_OFR]) * out_b,
                       mode=np.full(len(M), -1))
 
 

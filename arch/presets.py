@@ -2,7 +2,8 @@
 
 A mapping names a ``kind`` and that kind's fields, or a ``preset`` (``arch/data/chiplets.yaml``)
 whose fields the rest of the mapping overrides. Friendly units: ``freq_ghz``, ``sram_mb`` / ``l2_mb`` /
-``llc_mb`` (MiB), ``sram_tbps`` (TB/s), ``smem_kb_per_sm``, ``array: [rows, cols]``, ``reconfig_us`` / ``reconfig_uj``.
+``llc_mb`` (MiB), ``sram_tbps`` (TB/s), ``smem_kb_per_sm``, ``array: [rows, cols]``, ``arrays: n`` or a grid
+``[rows, cols]`` of arrays, ``reconfig_us`` / ``reconfig_uj``.
 Unknown keys are an ArchError naming the key and the ones the kind allows.
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ COMMON = ("name", "kind", "node", "freq_ghz", "vector_lanes", "d2d_phys", "memor
           "power_limit_w", "voltage_floor", "idle_w")
 KIND_FIELDS = {
     "systolic": ("array", "arrays", "dataflow", "sram_mb", "sram_split", "sram_bank_kb", "pe_precision",
-                 "weight_buffering", "sram_tbps", "wafer_cores", "spare_cores", "hbm_phy", "macs_per_pe"),
+                 "weight_buffering", "sram_tbps", "wafer_cores", "spare_cores", "hbm_phy", "macs_per_pe",
+                 "array_link_words"),
     "gpu": ("sms", "die_sms", "tensor_flops_per_sm_cycle", "l2_mb", "smem_kb_per_sm", "fp32_lanes_per_sm",
             "max_efficiency", "precision_efficiency", "tile_overhead_us", "sfu_per_sm", "attention_overhead_us",
             "io_area_mm2", "sm_area_mm2", "l2_bytes_per_cycle", "split_kv"),
@@ -115,6 +117,9 @@ def build_chiplet(spec: dict) -> Chiplet:
             fields[target] = float(value) * factor
         elif key == "array":
             fields["rows"], fields["cols"] = _array(f"chiplet {name!r}: array", value)
+        elif key == "arrays" and isinstance(value, (list, tuple)):
+            g_r, g_c = _array(f"chiplet {name!r}: arrays", value)
+            fields["arrays"], fields["grid_rows"] = g_r * g_c, g_r
         elif key == "modes":
             if not isinstance(value, (list, tuple)):
                 raise ArchError(f"chiplet {name!r}: modes must be a list of two modes")

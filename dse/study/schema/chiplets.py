@@ -62,8 +62,12 @@ class ChipletSpec(StrictModel):
     node: str = "7nm"
     #: a chiplet preset (arch/data/chiplets.yaml); fields given beside it change the preset
     preset: str = ""
-    #: systolic: identical arrays sharing a GEMM's N
-    arrays: PositiveInt = 1
+    #: systolic: identical arrays sharing a GEMM's N, or a grid [rows, cols] of them whose rows also split K
+    #: (ws, is; M under os), each array holding a block of the weights (a wafer's core mesh; arch.grid)
+    arrays: PositiveInt | Tuple(tuple[PositiveInt, PositiveInt]) = 1
+    #: systolic: PE words per cycle each way between neighbouring arrays of the grid (0: every array fed from the
+    #: shared SRAM); inputs pass along a grid row, partial sums down a column, one hop a cycle (arch.grid)
+    array_link_words: NonNegativeFloat = 0.0
     #: systolic: ifmap, filter and ofmap shares of the SRAM (sum 1)
     sram_split: Tuple(tuple[PositiveFloat, PositiveFloat, PositiveFloat]) = (3 / 7, 3 / 7, 1 / 7)
     #: systolic: SRAM bank size in KiB (sets the energy per SRAM access)
