@@ -8,7 +8,9 @@
   then each unit, in order of the bytes it exchanges with units already placed, joins the chiplet that
   minimises (work already there in its stage + hops from its heaviest placed partner x its own work).
 
-Both work on one package (mesh, chiplet kinds, HBM stacks) and return a placement ``unit -> slots``;
+Both work on one package (mesh, chiplet kinds, HBM stacks) and return a placement ``unit -> slots``; their
+loops over units are compiled (`_lpt`, `_grow`: a step per unit, 15,000 for DeepSeek-V3 per layer, took
+seconds in Python, with the same placements);
 `seed_vectors` turns a few of them into gene vectors of the study's space. Each keeps its last few placements
 (`remembered`): the EPLB-style seed (dse.search.baseline) starts from the ones `seed_vectors` made.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import functools
 import heapq
 
+import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
@@ -65,31 +68,48 @@ def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], c
     """LPT list scheduling per stage with HBM room as a tie-breaker (see module docstring)."""
     work = _unit_work(t, kinds)
     capacity = np.array(stacks, float) * (t.hbm.capacity_bytes if t.hbm else 0.0)
-    used = np.zeros(n)
-    placement: dict[str, list[int]] = {}
-    hot = set()
+    hot = np.zeros(t.n_units, np.bool_)
     if copies > 1:
         experts = np.where(t.unit_kind == EXPERT)[0]
-        hot = set(experts[np.argsort(-t.unit_selection[experts])][: max(1, len(experts) // 4)].tolist())
-    stored = _stored(t)
-    for stage in np.unique(t.unit_stage):
-        load = np.zeros(n)
-        units = np.where(t.unit_stage == stage)[0]
-        for u in units[np.argsort(-work[units], kind="stable")].tolist():
-            wanted = min(2 if u in hot else 1, n)
-            chosen: list[int] = []
-            for _ in range(wanted):
-                room = capacity - used >= stored[u]
-                key = np.where(room, 0.0, 1.0) * 1e30 + load      # lightest chiplet with room, else lightest
-                if chosen:
-                    key[chosen] = np.inf
-                i = int(key.argmin())
-                chosen.append(i)
-            for i in chosen:
-                load[i] += work[u] / len(chosen)
-                used[i] += stored[u]
-            placement[t.unit_names[u]] = chosen
-    return placement
+        hot[experts[np.argsort(-t.unit_selection[experts])][: max(1, len(experts) // 4)]] = True
+    order = [units[np.argsort(-work[units], kind="stable")]
+             for units in (np.where(t.unit_stage == stage)[0] for stage in np.unique(t.unit_stage))]
+    order = np.concatenate(order).astype(np.int64) if order else np.zeros(0, np.int64)
+    stage = t.unit_stage[order]
+    new_stage = np.concatenate([[True], stage[1:] != stage[:-1]]) if len(order) else np.zeros(0, np.bool_)
+    chosen = _lpt(order, new_stage, work, _stored(t).astype(float), capacity, hot, n).tolist()
+    names = t.unit_names
+    return {names[u]: [i for i in chosen[u] if i >= 0] for u in order.tolist()}
+
+
+@nb.njit(cache=True)
+def _lpt(order, new_stage, work, stored, capacity, hot, n):
+    """`greedy_by_load`'s loop: units in ``order`` (stage by stage, ``new_stage`` marking each stage's first,
+    largest work first), each to the chiplet lightest in its stage among those with HBM room for it (else the
+    lightest), a ``hot`` one to two; returns each unit's chiplets ``[U, 2]`` (-1: none)."""
+    chosen = np.full((len(work), 2), -1, np.int64)
+    used = np.zeros(n)
+    load = np.zeros(n)
+    for j in range(len(order)):
+        u = order[j]
+        if new_stage[j]:
+            load[:] = 0.0
+        wanted = min(2 if hot[u] else 1, n)
+        for c in range(wanted):
+            best, best_key = -1, 0.0
+            for i in range(n):
+                if c == 1 and chosen[u, 0] == i:
+                    key = np.inf
+                else:
+                    key = (0.0 if capacity[i] - used[i] >= stored[u] else 1.0) * 1e30 + load[i]
+                if best < 0 or key < best_key:
+                    best, best_key = i, key
+            chosen[u, c] = best
+        for c in range(wanted):
+            i = chosen[u, c]
+            load[i] += work[u] / wanted
+            used[i] += stored[u]
+    return chosen
 
 
 @remembered
@@ -106,43 +126,54 @@ def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -
     traffic = (traffic + traffic.T).tocsr()
     traffic.sum_duplicates()
     traffic.sort_indices()
-    ptr, nbr, val = traffic.indptr.tolist(), traffic.indices.tolist(), traffic.data.tolist()
-    work = _unit_work(t, kinds).tolist()
+    work = _unit_work(t, kinds)
     r, c = np.divmod(np.arange(n), cols)
     hops = (np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])).astype(float)
-    load = np.zeros((int(t.unit_stage.max()) + 1, n))
-    stage = t.unit_stage.tolist()
-    slot = [-1] * U                                 # Python lists: the loop below touches them one unit at a time
     centre = int(np.argmin(hops.sum(axis=1)))
-    pull = [0.0] * U
     first = int(np.argmax(np.asarray(traffic.sum(axis=1)).ravel()))
-    heap: list = []          # (-pull, unit) of pulled units: the most pulled, lowest index first
-    unpulled = 0             # below it every unit is placed: the next unit no one pulls, in index order
+    slot = _grow(traffic.indptr.astype(np.int64), traffic.indices.astype(np.int64), traffic.data.astype(float),
+                 work.astype(float), hops, t.unit_stage.astype(np.int64), int(t.unit_stage.max()) + 1, first, centre)
+    return {name: [i] for name, i in zip(list(t.unit_names), slot.tolist())}
 
-    def place(u: int, i: int) -> None:
-        slot[u] = i
+
+@nb.njit(cache=True)
+def _grow(ptr, nbr, val, work, hops, stage, n_stages, first, centre):
+    """`affinity_clustering`'s loop over the CSR traffic (``ptr``, ``nbr``, ``val``): each unit's chiplet."""
+    U, n = len(work), hops.shape[0]
+    slot = np.full(U, -1, np.int64)
+    load = np.zeros((n_stages, n))
+    pull = np.zeros(U)
+    heap = [(0.0, np.int64(-1))]     # (-pull, unit) of pulled units: the most pulled, lowest index first
+    heap.pop()
+    unpulled = 0             # below it every unit is placed: the next unit no one pulls, in index order
+    u, i = first, centre
+    for _ in range(U):
+        slot[u] = i                                  # place u on i
         load[stage[u], i] += work[u]
         for x in range(ptr[u], ptr[u + 1]):
             v = nbr[x]
             if slot[v] < 0:
                 pull[v] += val[x]
                 heapq.heappush(heap, (-pull[v], v))
-
-    place(first, centre)
-    for _ in range(U - 1):
-        while heap and (heap[0][0] >= 0.0 or slot[heap[0][1]] >= 0 or -heap[0][0] != pull[heap[0][1]]):
+        # the next unit
+        while len(heap) and (heap[0][0] >= 0.0 or slot[heap[0][1]] >= 0 or -heap[0][0] != pull[heap[0][1]]):
             heapq.heappop(heap)                      # placed already, a stale pull, or no pull at all
-        if heap:
+        if len(heap):
             u = heapq.heappop(heap)[1]
-            partners = [(val[x], -nbr[x]) for x in range(ptr[u], ptr[u + 1]) if slot[nbr[x]] >= 0]
-            anchor = slot[-max(partners)[1]]
+            best_val, best_neg = -np.inf, 0
+            for x in range(ptr[u], ptr[u + 1]):      # its heaviest placed partner, the lowest index of ties
+                if slot[nbr[x]] >= 0 and (val[x] > best_val or (val[x] == best_val and -nbr[x] > best_neg)):
+                    best_val, best_neg = val[x], -nbr[x]
+            anchor = slot[-best_neg]
         else:                                        # every unplaced unit has zero pull: lowest index first
-            while slot[unpulled] >= 0:
+            while unpulled < U and slot[unpulled] >= 0:
                 unpulled += 1
+            if unpulled == U:
+                break
             u, anchor = unpulled, centre
         # one hop further away is worth it only to save more than the unit's own work in waiting
-        place(u, int((load[stage[u]] + hops[anchor] * work[u]).argmin()))
-    return {name: [i] for name, i in zip(list(t.unit_names), slot)}
+        i = np.argmin(load[stage[u]] + hops[anchor] * work[u])
+    return slot
 
 
 def encode(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: int,

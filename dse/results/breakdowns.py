@@ -6,7 +6,8 @@ busy time, traffic in and out) and the chiplet-to-chiplet traffic (dse.model.tra
 that link loads are routed from. Each walks every unit of the design (15,000 for DeepSeek-V3 per
 layer), so `Breakdowns` keeps them by design and hands out the same numbers to every figure and table.
 Busy shares are busy time over a step (``busy_s / latency_s``): the table is kept once and its share
-column taken over the step each caller gives.
+column taken over the step each caller gives. The units' attribute table (dse.model.characterize), which
+the roofline and the experts' section both read, is kept once per prepared study too.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.breakdown import chiplet_table
+from ..model.characterize import characterize
 from ..model.traffic import chiplet_traffic
 from ..study.space import Design
 
@@ -27,6 +29,7 @@ class Breakdowns:
         self._tables: dict[int, tuple[Design, pd.DataFrame]] = {}
         self._traffic: dict[int, tuple[Design, np.ndarray]] = {}
         self._kinds: dict[int, tuple[object, dict[str, str]]] = {}
+        self._attributes: dict[tuple, tuple[tuple, pd.DataFrame]] = {}
 
     def chiplets(self, design: Design, latency_s: float) -> pd.DataFrame:
         """`chiplet_table` of ``design`` with busy shares over a step of ``latency_s``."""
@@ -51,3 +54,14 @@ class Breakdowns:
             graph = tables.workload.graph
             self._kinds[key] = (tables, {u: graph.nodes[u]["kind"] for u in tables.unit_names})
         return self._kinds[key][1]
+
+    def attributes(self, prepared) -> pd.DataFrame:
+        """`characterize` of ``prepared`` (the report's, or the package it costs a design with), computed once
+        for every prepared study holding the same tables, package model, study and variants (what
+        `characterize` reads: the report's and its package's are two objects over the same ones), so the
+        roofline and the experts' section read the same table."""
+        held = (prepared.tables, prepared.package_evaluator, prepared.study, *prepared.variants)
+        key = tuple(map(id, held))
+        if key not in self._attributes:
+            self._attributes[key] = (held, characterize(prepared))
+        return self._attributes[key][1]

@@ -31,8 +31,12 @@ from ..model.tables import UNIT_KINDS
 MAX_ROWS = 24
 
 
-def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
-    """The section's markdown lines for design ``design_id`` (module docstring); [] where it does not apply."""
+def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=None) -> list[str]:
+    """The section's markdown lines for design ``design_id`` (module docstring); [] where it does not apply.
+    ``breakdowns``: the report's (dse.results.breakdowns), whose attribute table the roofline shares.
+
+    Each expert's row is read from the attribute table by position, on arrays: DeepSeek-V3 per layer has
+    about 15,000 experts, and a lookup per expert in a table indexed by (unit, kind) took seconds."""
     if prepared.study.system is not None:       # a system's packages hold slices of the model: not shown
         return []
     design = result.designs[design_id]
@@ -43,21 +47,30 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
     experts = [u for u, k in zip(units, p.tables.unit_kind) if k == expert] if len(kinds) > 1 else []
     if not experts:
         return []
-    table = characterize(p).set_index(["unit", "chiplet"])
+    table = breakdowns.attributes(p) if breakdowns is not None else characterize(p)
+    at = {}                     # (unit, kind) -> its first row (a unit has one per precision it may take)
+    for i, key in enumerate(zip(table["unit"], table["chiplet"])):
+        at.setdefault(key, i)
     held, held_note = _held_per_weight_byte(p.study)
-    rows = []
+    names, on_names, first = [], [], []
     for unit in experts:
         on = list(dict.fromkeys(design.chiplets[i] for i in design.placement.get(unit, [])))
         if not on:
             continue
-        here = table.loc[(unit, on[0])]
-        rows.append({"expert": unit, "on": ", ".join(on), "visit": float(here["visit_prob"]),
-                     "MB": float(here["weight_bytes"] * held + here["kv_bytes"]) / 1e6,
-                     "FLOP/B": float(here["flops"] / here["dram_bytes"]) if here["dram_bytes"] > 0 else np.inf,
-                     "bound": here["bound"], "fastest alone": here["best_by_latency"]})
-    if not rows:
+        names.append(unit)
+        on_names.append(", ".join(on))
+        first.append(at[(unit, on[0])])
+    if not names:
         return []
-    df = pd.DataFrame(rows).sort_values("visit", ascending=False, kind="stable")
+    here = table.iloc[first]
+    weight, kv = here["weight_bytes"].to_numpy(), here["kv_bytes"].to_numpy()
+    flops, dram = here["flops"].to_numpy(), here["dram_bytes"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(dram > 0, flops / np.where(dram > 0, dram, 1), np.inf)
+    df = pd.DataFrame({"expert": names, "on": on_names, "visit": here["visit_prob"].to_numpy(float),
+                       "MB": (weight * held + kv).astype(float) / 1e6, "FLOP/B": intensity.astype(float),
+                       "bound": here["bound"].to_numpy(), "fastest alone": here["best_by_latency"].to_numpy()})
+    df = df.sort_values("visit", ascending=False, kind="stable")
     shown = df.groupby("on", sort=False).head(max(MAX_ROWS // df["on"].nunique(), 1))   # every kind's hottest
     lines = [f"## Where the experts land: `{design_id}` ({why})", "",
              "Each routed expert's kind in this design, with what decides it: how often a step visits it, the "
@@ -71,14 +84,14 @@ def expert_kind_lines(result, prepared, design_id: str, why: str) -> list[str]:
         lines.append(f"| ({len(df) - len(shown)} less visited experts not shown) | | | | | | |")
     lines += ["", "| kind | peak [TFLOP/s] | bandwidth [TB/s] | ridge [FLOP/B] | experts here | mean visit rate |",
               "|---|---|---|---|---|---|"]
-    ex = table.loc[[(u, k) for u in experts for k in kinds]]
     bandwidth = _slot_bandwidth(p, design)
+    on_sets = [set(on.split(", ")) for on in df["on"]]
     for k in kinds:
-        of_k = ex.xs(k, level="chiplet")
+        of_k = table.iloc[[at[(u, k)] for u in experts]]
         peak, bw = float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))
-        here = df[df["on"].str.split(", ").apply(lambda names, k=k: k in names)]
-        mean = f"{here['visit'].mean():.3f}" if len(here) else "-"
-        lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here)} | {mean} |")
+        here_k = df[[k in names_on for names_on in on_sets]]
+        mean = f"{here_k['visit'].mean():.3f}" if len(here_k) else "-"
+        lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here_k)} | {mean} |")
     return lines + [""]
 
 

@@ -20,7 +20,6 @@ from matplotlib.patches import FancyArrow, FancyArrowPatch, Rectangle
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from ..model.characterize import characterize
 from ..model.objectives import OBJECTIVES
 from ..model.traffic import link_loads, link_utilisation
 from ..study.space import Design
@@ -413,7 +412,7 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
                 fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
                                      title=f"{title} {design_id}", breakdowns=breakdowns)
             written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
-        written["roofline"] = save(plot_roofline(characterize(prepared)), folder, "roofline", svg)[0]
+        written["roofline"] = save(plot_roofline(breakdowns.attributes(prepared)), folder, "roofline", svg)[0]
     return written
 
 

@@ -374,7 +374,7 @@ def write_report(result, folder: str | Path, prepared=None, svg: bool = False) -
                                    LOAD_CURVE_REQUESTS)
     timeline_pngs, timeline_lines = timeline_section(result, prepared, folder)     # a runtime study's
     pngs.update(timeline_pngs)
-    extra += timeline_lines + (expert_kind_lines(result, prepared, *next(iter(chosen.items()))) if chosen else [])
+    extra += timeline_lines + (expert_kind_lines(result, prepared, *list(chosen.items())[0], breakdowns) if chosen else [])
     figures = {name: str(path.relative_to(folder)) for name, path in pngs.items()}
     md_text = report_markdown(result, prepared, figures, extra, breakdowns)
     (folder / "report.md").write_text(md_text)

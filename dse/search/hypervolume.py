@@ -18,7 +18,10 @@ design keeping nothing after a failure still counts.) The reference thus depends
 every algorithm and seed of a study is measured in the same box. A one-package decode or prefill study
 whose objectives are all intact metrics (`INTACT_OBJECTIVES`) evaluates its sample without the failure
 pass: those metrics and the constraints are the intact design's either way (only the fault columns,
-``fault_tolerance_frac`` and its kin, come from the failures), so the reference point is the same.
+``fault_tolerance_frac`` and its kin, come from the failures), so the reference point is the same. For the
+same reason, such a study with a fault objective evaluates its sample intact first and gives the failure
+pass to the feasible designs only, the pool's (a third of DeepSeek-V3 fault tolerance's sample is
+infeasible; issue 52): the same pool, so the same reference point.
 """
 from __future__ import annotations
 
@@ -69,11 +72,29 @@ def from_cost(objective: str, cost):
     return cost
 
 
+def _plain(study: Study) -> bool:
+    """A one-package decode or prefill study: its constraints read the intact design's metrics only."""
+    return study.system is None and study.runtime is None and study.workload.phase in ("decode", "prefill")
+
+
 def needs_faults(study: Study) -> bool:
     """Whether the reference point's sample needs the failure pass (module docstring): a system, a
     serving, training or runtime study, or an objective outside `INTACT_OBJECTIVES`."""
-    plain = study.system is None and study.runtime is None and study.workload.phase in ("decode", "prefill")
-    return not (plain and set(study.search.objectives) <= INTACT_OBJECTIVES)
+    return not (_plain(study) and set(study.search.objectives) <= INTACT_OBJECTIVES)
+
+
+def sample_metrics(study: Study, evaluator, X: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """The metrics of the reference point's sample ``X`` that its pool reads, and which designs are feasible:
+    with the failure pass where `needs_faults`; for a plain study (`_plain`) only its feasible designs get it
+    (module docstring), the intact pass having told them apart; without any, every design gets it."""
+    faults = needs_faults(study)
+    if not (faults and _plain(study)):
+        metrics = evaluator(X, with_faults=faults)
+        return metrics, (constraint_matrix(metrics, study) <= 0).all(axis=1)
+    feasible = (constraint_matrix(evaluator(X, with_faults=False), study) <= 0).all(axis=1)
+    if not feasible.any():
+        return evaluator(X, with_faults=True), feasible
+    return evaluator(X[feasible], with_faults=True), np.ones(int(feasible.sum()), bool)
 
 
 def reference_point(study: Study, evaluator) -> dict[str, float]:
@@ -85,9 +106,8 @@ def reference_point(study: Study, evaluator) -> dict[str, float]:
         space = evaluator.space
         rng = np.random.default_rng(ANCHOR_SEED)
         X = rng.integers(space.lower, np.asarray(space.upper) + 1, size=(ANCHOR_SIZE, space.n_var))
-        metrics = evaluator(X, with_faults=needs_faults(study))
+        metrics, feasible = sample_metrics(study, evaluator, X)
         C = costs(metrics, s.objectives)
-        feasible = (constraint_matrix(metrics, study) <= 0).all(axis=1)
         pool = C[feasible] if feasible.any() else C
         pool = pool[np.isfinite(pool).all(axis=1)]
         if not len(pool):

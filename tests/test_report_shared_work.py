@@ -1,0 +1,156 @@
+"""Issue 52: the report's work done once and on arrays, with the same content. The experts' section reads its
+rows by position (the same lines as a lookup per expert in a (unit, kind)-indexed table), the units'
+attribute table is computed once for the roofline and that section (dse.results.breakdowns), and ``dse run``
+keeps the objects alive after its imports and preparation out of the garbage collector's full passes while
+it runs, and gives them back after."""
+from __future__ import annotations
+
+import gc
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dse
+import dse.cli.run_cmd as run_cmd
+import dse.results.breakdowns as breakdowns_module
+from dse.model.characterize import characterize
+from dse.model.tables import UNIT_KINDS
+from dse.results.breakdowns import Breakdowns
+from dse.results.expert_kinds import MAX_ROWS, _held_per_weight_byte, _slot_bandwidth, expert_kind_lines
+from dse.study.space import Design
+
+STUDY = "studies/moe_heterogeneous_accelerators.yaml"
+
+
+def _lookup_per_expert(result, prepared, design_id: str, why: str) -> list[str]:
+    """The section as it was written before (a `.loc` per expert in a (unit, kind)-indexed table)."""
+    design = result.designs[design_id]
+    p = prepared.for_design(design)
+    kinds = [c.name for c in p.study.hardware.library()]
+    units = list(p.tables.unit_names)
+    expert = UNIT_KINDS.index("expert")
+    experts = [u for u, k in zip(units, p.tables.unit_kind) if k == expert]
+    table = characterize(p).set_index(["unit", "chiplet"])
+    held, held_note = _held_per_weight_byte(p.study)
+    rows = []
+    for unit in experts:
+        on = list(dict.fromkeys(design.chiplets[i] for i in design.placement.get(unit, [])))
+        if not on:
+            continue
+        here = table.loc[(unit, on[0])]
+        rows.append({"expert": unit, "on": ", ".join(on), "visit": float(here["visit_prob"]),
+                     "MB": float(here["weight_bytes"] * held + here["kv_bytes"]) / 1e6,
+                     "FLOP/B": float(here["flops"] / here["dram_bytes"]) if here["dram_bytes"] > 0 else np.inf,
+                     "bound": here["bound"], "fastest alone": here["best_by_latency"]})
+    df = pd.DataFrame(rows).sort_values("visit", ascending=False, kind="stable")
+    shown = df.groupby("on", sort=False).head(max(MAX_ROWS // df["on"].nunique(), 1))
+    lines = [f"## Where the experts land: `{design_id}` ({why})", "",
+             "Each routed expert's kind in this design, with what decides it: how often a step visits it, the "
+             "bytes it must hold and its FLOPs per byte read (on the kind it landed on). Below a kind's ridge "
+             "point an expert is memory-bound there." + held_note, "",
+             "| expert | on | visit rate | bytes [MB] | FLOP/B | bound there | fastest alone |",
+             "|---|---|---|---|---|---|---|"]
+    for r in shown.itertuples(index=False):
+        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]:,.1f} | {r[4]:,.1f} | {r[5]} | {r[6]} |")
+    if len(df) > len(shown):
+        lines.append(f"| ({len(df) - len(shown)} less visited experts not shown) | | | | | | |")
+    lines += ["", "| kind | peak [TFLOP/s] | bandwidth [TB/s] | ridge [FLOP/B] | experts here | mean visit rate |",
+              "|---|---|---|---|---|---|"]
+    ex = table.loc[[(u, k) for u in experts for k in kinds]]
+    bandwidth = _slot_bandwidth(p, design)
+    for k in kinds:
+        of_k = ex.xs(k, level="chiplet")
+        peak, bw = float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))
+        here = df[df["on"].str.split(", ").apply(lambda names, k=k: k in names)]
+        mean = f"{here['visit'].mean():.3f}" if len(here) else "-"
+        lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here)} | {mean} |")
+    return lines + [""]
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return dse.prepare(dse.load_study(STUDY))
+
+
+def _random_design(prepared, seed: int) -> Design:
+    """2 x 2 of the study's kinds, every unit on one or two random slots (copies on two kinds too)."""
+    rng = np.random.default_rng(seed)
+    units = list(prepared.tables.unit_names)
+    placement = {u: sorted(set(rng.integers(0, 4, size=int(rng.integers(1, 3))).tolist())) for u in units}
+    return Design(rows=2, cols=2, chiplets=["h100-like", "groq-lpu-like", "tpu-v6e-like", "groq-lpu-like"],
+                  hbm_stacks=[4, 0, 4, 0], ddr_channels=2, link="ucie-advanced", mapping="many-to-many",
+                  placement=placement)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_experts_section_reads_its_rows_on_arrays_with_the_same_lines(prepared, seed):
+    result = SimpleNamespace(designs={"d0": _random_design(prepared, seed)})
+    expected = _lookup_per_expert(result, prepared, "d0", "hand-made")
+    assert expert_kind_lines(result, prepared, "d0", "hand-made") == expected
+    assert expert_kind_lines(result, prepared, "d0", "hand-made", breakdowns=Breakdowns(prepared)) == expected
+
+
+def test_the_attribute_table_is_computed_once_for_the_report(prepared, monkeypatch):
+    calls = []
+
+    def counted(p):
+        calls.append(p)
+        return characterize(p)
+    monkeypatch.setattr(breakdowns_module, "characterize", counted)
+    shared = Breakdowns(prepared)
+    result = SimpleNamespace(designs={"d0": _random_design(prepared, 0)})
+    table = shared.attributes(prepared)                          # the roofline's
+    assert expert_kind_lines(result, prepared, "d0", "hand-made", breakdowns=shared)
+    assert shared.attributes(prepared) is table and len(calls) == 1
+
+
+def test_dse_run_keeps_its_long_lived_objects_out_of_full_collections_and_gives_them_back(tmp_path, monkeypatch,
+                                                                                          tiny_path, dse_cli):
+    before = gc.get_freeze_count()
+    seen = []
+    inner = run_cmd.write_results
+
+    def write(*args, **kwargs):
+        seen.append(gc.get_freeze_count())
+        return inner(*args, **kwargs)
+    monkeypatch.setattr(run_cmd, "write_results", write)
+    code, _, err = dse_cli("run", tiny_path, "--out", tmp_path / "r", "--quiet")
+    assert code == 0, err
+    assert seen and seen[0] > before          # the prepared study's objects among them
+    assert gc.get_freeze_count() == before
+
+
+def test_the_reference_points_sample_gets_the_failure_pass_for_its_feasible_designs_only(tiny_dict):
+    """A plain study with a fault objective: the sample's infeasible designs (told apart by the intact pass)
+    skip the failure pass, and the reference point is the one of the whole sample evaluated with it."""
+    from dse.model.objectives import constraint_matrix, non_dominated
+    from dse.search import hypervolume as hv
+    tiny_dict["search"]["objectives"] = ["latency", "energy", "area", "fault_tolerance"]
+    tiny_dict["constraints"] = {"area_mm2": 60.0}
+    study = dse.Study.from_dict(tiny_dict)
+    evaluator = dse.prepare(study).evaluator
+    space = evaluator.space
+    X = np.random.default_rng(hv.ANCHOR_SEED).integers(space.lower, np.asarray(space.upper) + 1,
+                                                       size=(hv.ANCHOR_SIZE, space.n_var))
+    whole = evaluator(X, with_faults=True)
+    feasible = (constraint_matrix(whole, study) <= 0).all(axis=1)
+    assert 0 < feasible.sum() < len(X)
+    pool = hv.costs(whole, study.search.objectives)[feasible]
+    pool = pool[np.isfinite(pool).all(axis=1)]
+    worst_front, worst = pool[non_dominated(pool)].max(axis=0), pool.max(axis=0)
+    want = {}
+    for j, o in enumerate(study.search.objectives):
+        cost = hv.MARGIN * (worst_front[j] if worst_front[j] > 0 else worst[j])
+        want[o] = float(hv.from_cost(o, cost if cost > 0 else 1.0))
+    rows = []
+
+    class Counting:
+        space = evaluator.space
+
+        def __call__(self, X, with_faults=True):
+            rows.append((len(X), with_faults))
+            return evaluator(X, with_faults=with_faults)
+    assert hv.reference_point(study, Counting()) == want
+    assert rows == [(len(X), False), (int(feasible.sum()), True)]
