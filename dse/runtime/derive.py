@@ -38,6 +38,10 @@ class DesignMappings:
         self.memo: dict = {}
 
     def stacks(self, down: Down) -> np.ndarray:
+        """The HBM stacks per chiplet left with ``down``'s lost (the design's own array, never changed, when
+        none is lost)."""
+        if not down.stacks:
+            return self.base.stacks[0]
         stacks = self.base.stacks[0].copy()
         for c, k in down.stacks:
             stacks[c] -= k
