@@ -178,3 +178,20 @@ def test_a_calm_threshold_decides_alike_without_being_asked(timeline_prepared, t
                  "move_energy_j"):
         assert np.array_equal(getattr(fast, name), getattr(plain, name), equal_nan=True), name
     assert fast.moves == plain.moves
+
+
+def test_a_failure_remapping_runs_the_memory_step_only(timeline_prepared):
+    """`Evaluator.remapped_arrays` re-maps a failed chiplet's units from the intact design's HBM placement
+    alone (dse.model.hbm_placement.place_design), not from a whole intact pass: the workspace's per-stage
+    figures stay as they were (poisoned here), and the re-mapping equals the one after a full pass. Fails
+    on the code before: the re-mapping ran the intact pass (dse.model.perf_model.base_pass) first."""
+    ev = timeline_prepared.package_evaluator
+    d = ev.decode(timeline_prepared.space.seeds[:1])
+    full = ev.remapped_arrays(d, [1])                       # a fresh workspace
+    w = ev.workspace(d.slots.shape[2])
+    w.ct[:] = np.nan
+    w.stage_t[:] = np.nan
+    ok, slots, ncopy = ev.remapped_arrays(d, [1], w)
+    assert np.isnan(w.ct).all() and np.isnan(w.stage_t).all()
+    assert ok == full[0] and np.array_equal(slots, full[1]) and np.array_equal(ncopy, full[2])
+    assert not np.array_equal(slots, d.slots[0])            # chiplet 1 held something

@@ -198,9 +198,8 @@ class Evaluator(PopulationEvaluator):
         unit found a chiplet, slots ``[U, C]``, copies ``[U]``); ``workspace``: the caller's `workspace` of
         ``d``'s copies to reuse (one thread), else a fresh one."""
         n = int(d.rows[0] * d.cols[0])
-        ok, new_slots, count = remapped_design(self.kernel, self.routes, self._shapes(d.rows[:1], d.cols[:1])[0], n,
-                                               np.array(sorted(set(failed)), np.int64), d.kind[0], d.stacks[0],
-                                               d.ddr[0], d.slots[0], d.ncopy[0], self.space.split,
+        ok, new_slots, count = remapped_design(self.kernel, n, np.array(sorted(set(failed)), np.int64), d.kind[0],
+                                               d.stacks[0], d.slots[0], d.ncopy[0], self.space.split,
                                                workspace or self.workspace(d.slots.shape[2]))
         return bool(ok), new_slots, count
 

@@ -14,6 +14,7 @@ import numpy as np
 from .failure_remap import remap, restore
 from .failure_routes import rerouted_failures
 from .failures import failures_latency
+from .hbm_placement import place_design
 from .metrics import (M_ALL_SERVED, M_AREA, M_COST, M_DRAM, M_E_COMPUTE, M_E_DRAM, M_E_NET, M_E_STATIC, M_ENERGY,
                       M_FAULT_TOLERANCE, M_LATENCY, M_LATENCY_P99, M_MC_RETAINED, M_MC_SURVIVAL, M_NET,
                       M_PACKAGE_AREA, M_POWER, M_SHORT, M_THROUGHPUT, M_UNPLACED, M_WORST_RETAINED, N_KERNEL_METRICS)
@@ -194,10 +195,14 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
 
 
 @nb.njit(cache=True)
-def remapped_design(T, R, sh, n, dead, kind, stacks, ddr, slots, ncopy, split, W):
+def remapped_design(T, n, dead, kind, stacks, slots, ncopy, split, W):
     """(whether every unit found a chiplet, slots, copy counts) of a design after the chiplets ``dead`` fail
-    (dse.model.failure_remap.remap); ``W`` holds the intact design again afterwards."""
-    base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
+    (dse.model.failure_remap.remap); ``W`` holds the intact design's mapping again afterwards. The re-mapping
+    reads the intact design's HBM placement only (each chiplet's copies and bytes stored: `place_design`,
+    the memory step of the intact pass), not its stage figures, so only that step runs."""
+    place_design(n, kind, stacks, slots, ncopy, split, T.hbm_cap, T.kind_sram_cap, T.unit_capacity, T.unit_kv,
+                 T.unit_w_copy, T.unit_other_dram, T.unit_read_scale, W.chip_ptr, W.cursor, W.item_u, W.item_r,
+                 W.stored, W.overflow, W.f, W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill)
     W.dead[: dead.shape[0]] = dead
     for x in range(dead.shape[0]):
         W.is_dead[dead[x]] = True

@@ -108,13 +108,16 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
     (dse.model.perf_model.base_passes, ``incremental``)."""
     seen: dict[tuple, int] = {}
     bases: dict[int, bytes] = {}
+    narrow: dict = {}               # slots as int16 where every chiplet index fits (fewer bytes to hash)
     keep, index = [], []
     for item in items:
         i, _, m = item
         if i not in bases:
             base = planned[i].base
             bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
-        content = (bases[i], m.slots.shape, m.slots.tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(), m.links)
+            narrow[i] = short if int((base.rows * base.cols).max()) < 2 ** 15 else same
+        content = (bases[i], m.slots.shape, narrow[i](m.slots).tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(),
+                   m.links)
         if content not in seen:
             seen[content] = len(keep)
             keep.append(item)
@@ -124,6 +127,14 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
     position = np.empty(len(keep), np.int64)
     position[order] = np.arange(len(keep))
     return [keep[j] for j in order], position[index].tolist() if index else []
+
+
+def short(slots: np.ndarray) -> np.ndarray:
+    return slots.astype(np.int16)
+
+
+def same(slots: np.ndarray) -> np.ndarray:
+    return slots
 
 
 def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tuple:

@@ -38,6 +38,10 @@ class DesignMappings:
         self.memo: dict = {}
 
     def stacks(self, down: Down) -> np.ndarray:
+        """The HBM stacks per chiplet left with ``down``'s lost (the design's own array, never changed, when
+        none is lost)."""
+        if not down.stacks:
+            return self.base.stacks[0]
         stacks = self.base.stacks[0].copy()
         for c, k in down.stacks:
             stacks[c] -= k
@@ -60,8 +64,7 @@ class DesignMappings:
             return SegmentMapping(*p.relabel(slots, ncopy, perm), stacks, down.links), 1.0
         key = ("remap", version, failed, down.stacks)
         if key not in self.memo:
-            one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
-            self.memo[key] = p.ev.remapped_arrays(one, sorted(failed), p.workspace(slots.shape[1]))
+            self.memo[key] = self.remapped(slots, ncopy, stacks, failed)
         ok, new_slots, new_ncopy = self.memo[key]
         if not ok:
             return None, 0.0
@@ -72,12 +75,21 @@ class DesignMappings:
         lost = 1.0 if orphan is None else (float(q_unit[orphan].sum() / q_unit.sum()) if q_unit.sum() else 0.0)
         return SegmentMapping(*p.relabel(new_slots, new_ncopy, perm), stacks, down.links), 1.0 - lost
 
+    def remapped(self, slots: np.ndarray, ncopy: np.ndarray, stacks: np.ndarray, failed: frozenset) -> tuple:
+        """`Evaluator.remapped_arrays` of the design with mapping ``slots`` / ``ncopy`` on HBM ``stacks``
+        after the chiplets ``failed`` die, once per value of these (a segment's re-mapping and the policy's
+        of the same placement are one)."""
+        key = ("remapped", slots.shape, slots.tobytes(), ncopy.tobytes(), stacks.tobytes(), failed)
+        if key not in self.memo:
+            p = self.planner
+            one = self.base._replace(slots=slots[None], ncopy=ncopy[None], stacks=stacks[None])
+            self.memo[key] = p.ev.remapped_arrays(one, sorted(failed), p.workspace(slots.shape[1]))
+        return self.memo[key]
+
     def remap(self, placement: Placement, failed: frozenset) -> Placement | None:
         """``placement`` after the chiplets ``failed`` die (`Evaluator.remapped_arrays` on the design's own
-        HBM stacks); None when nothing survives. The policies' re-mapping."""
-        p = self.planner
-        one = self.base._replace(slots=placement.slots[None], ncopy=placement.ncopy[None])
-        ok, slots, ncopy = p.ev.remapped_arrays(one, sorted(failed), p.workspace(placement.slots.shape[1]))
+        HBM stacks, `remapped`); None when nothing survives. The policies' re-mapping."""
+        ok, slots, ncopy = self.remapped(placement.slots, placement.ncopy, self.base.stacks[0], failed)
         return Placement(slots.copy(), ncopy.copy()) if ok else None
 
     def own(self, items: list) -> tuple[list, list]:
