@@ -18,14 +18,15 @@ import dse.results.breakdowns as breakdowns_module
 from dse.model.characterize import characterize
 from dse.model.tables import UNIT_KINDS
 from dse.results.breakdowns import Breakdowns
-from dse.results.expert_kinds import MAX_ROWS, _held_per_weight_byte, _slot_bandwidth, expert_kind_lines
+from dse.results.expert_kinds import _held_per_weight_byte, _slot_bandwidth, expert_kind_lines, section_lines
 from dse.study.space import Design
 
 STUDY = "studies/moe_heterogeneous_accelerators.yaml"
 
 
 def _lookup_per_expert(result, prepared, design_id: str, why: str) -> list[str]:
-    """The section as it was written before (a `.loc` per expert in a (unit, kind)-indexed table)."""
+    """The section's rows gathered as they were before (a `.loc` per expert in a (unit, kind)-indexed table),
+    written by the same `section_lines`."""
     design = result.designs[design_id]
     p = prepared.for_design(design)
     kinds = [c.name for c in p.study.hardware.library()]
@@ -44,29 +45,13 @@ def _lookup_per_expert(result, prepared, design_id: str, why: str) -> list[str]:
                      "MB": float(here["weight_bytes"] * held + here["kv_bytes"]) / 1e6,
                      "FLOP/B": float(here["flops"] / here["dram_bytes"]) if here["dram_bytes"] > 0 else np.inf,
                      "bound": here["bound"], "fastest alone": here["best_by_latency"]})
-    df = pd.DataFrame(rows).sort_values("visit", ascending=False, kind="stable")
-    shown = df.groupby("on", sort=False).head(max(MAX_ROWS // df["on"].nunique(), 1))
-    lines = [f"## Where the experts land: `{design_id}` ({why})", "",
-             "Each routed expert's kind in this design, with what decides it: how often a step visits it, the "
-             "bytes it must hold and its FLOPs per byte read (on the kind it landed on). Below a kind's ridge "
-             "point an expert is memory-bound there." + held_note, "",
-             "| expert | on | visit rate | bytes [MB] | FLOP/B | bound there | fastest alone |",
-             "|---|---|---|---|---|---|---|"]
-    for r in shown.itertuples(index=False):
-        lines.append(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]:,.1f} | {r[4]:,.1f} | {r[5]} | {r[6]} |")
-    if len(df) > len(shown):
-        lines.append(f"| ({len(df) - len(shown)} less visited experts not shown) | | | | | | |")
-    lines += ["", "| kind | peak [TFLOP/s] | bandwidth [TB/s] | ridge [FLOP/B] | experts here | mean visit rate |",
-              "|---|---|---|---|---|---|"]
     ex = table.loc[[(u, k) for u in experts for k in kinds]]
     bandwidth = _slot_bandwidth(p, design)
+    figures = []
     for k in kinds:
         of_k = ex.xs(k, level="chiplet")
-        peak, bw = float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))
-        here = df[df["on"].str.split(", ").apply(lambda names, k=k: k in names)]
-        mean = f"{here['visit'].mean():.3f}" if len(here) else "-"
-        lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here)} | {mean} |")
-    return lines + [""]
+        figures.append((k, float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))))
+    return section_lines(design_id, why, held_note, pd.DataFrame(rows), figures)
 
 
 @pytest.fixture(scope="module")

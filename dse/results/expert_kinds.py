@@ -70,6 +70,18 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
     df = pd.DataFrame({"expert": names, "on": on_names, "visit": here["visit_prob"].to_numpy(float),
                        "MB": (weight * held + kv).astype(float) / 1e6, "FLOP/B": intensity.astype(float),
                        "bound": here["bound"].to_numpy(), "fastest alone": here["best_by_latency"].to_numpy()})
+    bandwidth = _slot_bandwidth(p, design)
+    figures = []
+    for k in kinds:
+        of_k = table.iloc[[at[(u, k)] for u in experts]]
+        figures.append((k, float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))))
+    return section_lines(design_id, why, held_note, df, figures)
+
+
+def section_lines(design_id: str, why: str, held_note: str, df: pd.DataFrame, figures: list[tuple]) -> list[str]:
+    """The section's markdown from its experts' table ``df`` (columns expert, on: the kinds it sits on joined by
+    ", ", visit, MB, FLOP/B, bound, fastest alone; one row per placed expert) and each kind's (name, peak FLOP/s,
+    bandwidth B/s): every kind's most visited experts (`MAX_ROWS` in all), then the kinds' ridge points."""
     df = df.sort_values("visit", ascending=False, kind="stable")
     shown = df.groupby("on", sort=False).head(max(MAX_ROWS // df["on"].nunique(), 1))   # every kind's hottest
     lines = [f"## Where the experts land: `{design_id}` ({why})", "",
@@ -84,11 +96,8 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
         lines.append(f"| ({len(df) - len(shown)} less visited experts not shown) | | | | | | |")
     lines += ["", "| kind | peak [TFLOP/s] | bandwidth [TB/s] | ridge [FLOP/B] | experts here | mean visit rate |",
               "|---|---|---|---|---|---|"]
-    bandwidth = _slot_bandwidth(p, design)
     on_sets = [set(on.split(", ")) for on in df["on"]]
-    for k in kinds:
-        of_k = table.iloc[[at[(u, k)] for u in experts]]
-        peak, bw = float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))
+    for k, peak, bw in figures:
         here_k = df[[k in names_on for names_on in on_sets]]
         mean = f"{here_k['visit'].mean():.3f}" if len(here_k) else "-"
         lines.append(f"| {k} | {peak / 1e12:,.0f} | {bw / 1e12:,.2f} | {peak / bw:,.0f} | {len(here_k)} | {mean} |")
