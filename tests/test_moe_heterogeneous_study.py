@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from moe_helpers import KINDS, experts_of, two_lpu_design
+
 import dse
-from dse.model.tables import UNIT_KINDS
 from dse.results.expert_kinds import expert_kind_lines
 from dse.results.verdict import design_verdict
 from dse.study.space import Design
@@ -17,19 +18,9 @@ STUDY = "studies/moe_heterogeneous_accelerators.yaml"
 def test_the_report_shows_where_each_expert_lands_and_why():
     study = dse.load_study(STUDY)
     prepared = dse.prepare(study)
-    t = prepared.tables
-    units = list(t.unit_names)
-    experts = [u for u, k in zip(units, t.unit_kind) if k == UNIT_KINDS.index("expert")]
+    experts, kinds = experts_of(prepared), KINDS
     assert len(experts) == 64
-    # 2 x 2: an H100-like and a TPU v6e-like with HBM, two Groq LPU-likes with none (their SRAM holds one
-    # expert of 201 MB each); the rest of the model on the HBM chiplets
-    kinds = ["h100-like", "groq-lpu-like", "tpu-v6e-like", "groq-lpu-like"]
-    placement = {u: [0] for u in units}
-    for i, u in enumerate(experts[:-2]):
-        placement[u] = [2 * (i % 2)]
-    placement[experts[-2]], placement[experts[-1]] = [1], [3]
-    design = Design(rows=2, cols=2, chiplets=kinds, hbm_stacks=[4, 0, 4, 0], ddr_channels=0, link="ucie-advanced",
-                    mapping="many-to-many", placement=placement)
+    design = two_lpu_design(prepared, ddr_channels=0)       # the LPUs' SRAM holds one expert each
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     assert design_verdict(metrics, study).feasible, design_verdict(metrics, study).reasons
     lines = expert_kind_lines(SimpleNamespace(designs={"d0": design}), prepared, "d0", "hand-made")
@@ -43,8 +34,7 @@ def test_the_report_shows_where_each_expert_lands_and_why():
              if r.startswith("| ") and r.split("|")[1].strip() in kinds}
     assert ridge["groq-lpu-like"] < 10 < ridge["h100-like"]
     # a design whose LPU holds more than its SRAM (three experts, 603 MB) with no DDR is refused
-    placement[experts[0]] = [1]
-    placement[experts[1]] = [1]
+    placement = {**design.placement, experts[0]: [1], experts[1]: [1]}
     over = Design(**{**design.to_dict(), "placement": placement})
     verdict = design_verdict(prepared.evaluator.evaluate_designs([over]).iloc[0], study)
     assert not verdict.feasible and "capacity short" in verdict.reasons[0]

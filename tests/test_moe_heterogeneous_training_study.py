@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from moe_helpers import KINDS, experts_of, two_lpu_design
+
 import dse
-from dse.model.tables import UNIT_KINDS
 from dse.results.expert_kinds import expert_kind_lines
 from dse.results.verdict import design_verdict
 from dse.study.space import Design
@@ -27,17 +28,9 @@ def test_the_training_report_shows_where_each_expert_lands_with_training_bytes()
     assert study.workload.phase == "train" and study.system is None       # one package: the section applies
     assert {c.name for c in study.hardware.library()} == {"h100-like", "groq-lpu-like", "tpu-v6e-like"}
     prepared = dse.prepare(study)
-    t = prepared.tables
-    units = list(t.unit_names)
-    experts = [u for u, k in zip(units, t.unit_kind) if k == UNIT_KINDS.index("expert")]
+    experts, kinds = experts_of(prepared), KINDS
     assert len(experts) == 64
-    kinds = ["h100-like", "groq-lpu-like", "tpu-v6e-like", "groq-lpu-like"]
-    placement = {u: [0] for u in units}
-    for i, u in enumerate(experts[:-2]):
-        placement[u] = [2 * (i % 2)]
-    placement[experts[-2]], placement[experts[-1]] = [1], [3]
-    design = Design(rows=2, cols=2, chiplets=kinds, hbm_stacks=[4, 0, 4, 0], ddr_channels=8, link="ucie-advanced",
-                    mapping="many-to-many", placement=placement)
+    design = two_lpu_design(prepared, ddr_channels=8)
     metrics = prepared.evaluator.evaluate_designs([design]).iloc[0]
     assert design_verdict(metrics, study).feasible, design_verdict(metrics, study).reasons
     assert metrics["iteration_s"] > 0 and 0 < metrics["mfu"] < 1
@@ -50,8 +43,7 @@ def test_the_training_report_shows_where_each_expert_lands_with_training_bytes()
     # training holds 9x an expert's bf16 weights (2 + 4 + 12 bytes a parameter, megatron-core's accounting):
     # against the serving study's section of the same expert on the same kind
     serving = dse.prepare(dse.load_study(SERVING))
-    served = Design(rows=2, cols=2, chiplets=kinds, hbm_stacks=[4, 0, 4, 0], ddr_channels=0,
-                    link="ucie-advanced", mapping="many-to-many", placement=placement)
+    served = Design(**{**design.to_dict(), "ddr_channels": 0})
     served_rows = _rows(expert_kind_lines(SimpleNamespace(designs={"d0": served}), serving, "d0", "hand-made"))
     e = experts[-1]
     assert float(rows[e][4].replace(",", "")) == pytest.approx(9 * float(served_rows[e][4].replace(",", "")),
