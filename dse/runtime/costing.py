@@ -115,7 +115,7 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
         if i not in bases:
             base = planned[i].base
             bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
-            narrow[i] = short if int((base.rows * base.cols).max()) < 2 ** 15 else same
+            narrow[i] = _as_int16 if int((base.rows * base.cols).max()) < 2 ** 15 else _as_given
         content = (bases[i], m.slots.shape, narrow[i](m.slots).tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(),
                    m.links)
         if content not in seen:
@@ -129,11 +129,13 @@ def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
     return [keep[j] for j in order], position[index].tolist() if index else []
 
 
-def short(slots: np.ndarray) -> np.ndarray:
+def _as_int16(slots: np.ndarray) -> np.ndarray:
+    """`distinct`'s key of a mapping's slots where every chiplet index of the design fits in int16."""
     return slots.astype(np.int16)
 
 
-def same(slots: np.ndarray) -> np.ndarray:
+def _as_given(slots: np.ndarray) -> np.ndarray:
+    """`distinct`'s key of a mapping's slots where some chiplet index does not fit in int16."""
     return slots
 
 
