@@ -30,7 +30,7 @@ def test_a_copy_reads_each_tier_at_its_own_bandwidth():
     assert two.time_s == pytest.approx(b * f / 100e9 + b * (1 - f) / 1.6e12, rel=1e-12)   # g = 0: two tiers
 
 
-def _prepare(ddr_channels: int):
+def _prepare(ddr_channels: int, cols: int = 1, objectives: tuple = ("latency", "energy")):
     import dse
     memory = [{"kind": "hbm3", "stacks": [1, 1], "overrides": {"capacity_gib": 1.0, "data_rate_gbps": 3.125}}]
     if ddr_channels:
@@ -40,17 +40,18 @@ def _prepare(ddr_channels: int):
         # SN40L's 0.52 GB SRAM + one 1 GiB HBM stack
         "name": "tiers", "workload": {"model": "gpt2", "phase": "decode", "batch": 64, "context": 1024},
         "hardware": {"chiplets": [{"preset": "sn40l-like"}], "memory": memory,
-                     "package": {"mesh": {"rows": 1, "cols": 1}, "link": "ucie-advanced"}},
-        "mapping": {"kind": "many-to-many", "max_replicas": 1},
-        "search": {"objectives": ["latency", "energy"], "population": 4, "generations": 1}})
+                     "package": {"mesh": {"rows": 1, "cols": cols}, "link": "ucie-advanced"}},
+        "mapping": {"kind": "many-to-many", "max_replicas": cols},
+        "search": {"objectives": list(objectives), "population": 4, "generations": 1}})
     return study, dse.prepare(study)
 
 
-def _design(prepared, ddr_channels: int):
+def _design(prepared, ddr_channels: int, cols: int = 1):
     from dse.study.space import Design
     units = prepared.tables.unit_names
-    return Design(rows=1, cols=1, chiplets=["sn40l-like"], hbm_stacks=[1], ddr_channels=ddr_channels,
-                  link="ucie-advanced", mapping="many-to-many", placement={u: [0] for u in units})
+    return Design(rows=1, cols=cols, chiplets=["sn40l-like"] * cols, hbm_stacks=[1] * cols,
+                  ddr_channels=ddr_channels, link="ucie-advanced", mapping="many-to-many",
+                  placement={u: list(range(cols)) for u in units})
 
 
 def test_sn40l_fills_sram_then_hbm_then_ddr_densest_first():
@@ -89,3 +90,14 @@ def test_without_ddr_the_shortfall_is_beyond_sram_plus_hbm():
     verdict = design_verdict(metrics, study)
     assert not verdict.feasible and "capacity short" in verdict.reasons[0]
     assert metrics["capacity_short_bytes"] == pytest.approx(short, rel=1e-9)
+
+
+def test_a_failure_leaves_what_the_survivor_serves_alone():
+    # two SN40Ls each holding every unit: with three tiers every failure is evaluated in full
+    # (dse.model.population_kernel.in_full); losing either leaves the one-chiplet design's step time
+    _, two = _prepare(2, cols=2, objectives=("latency", "fault_tolerance"))
+    both = two.evaluator.evaluate_designs([_design(two, 2, cols=2)]).iloc[0]
+    _, one = _prepare(2)
+    alone = one.evaluator.evaluate_designs([_design(one, 2)]).iloc[0]
+    assert both["latency_s"] < alone["latency_s"]
+    assert both["latency_s"] / both["fault_tolerance_frac"] == pytest.approx(alone["latency_s"], rel=1e-9)
