@@ -55,7 +55,7 @@ def test_gemm_and_the_step_model_cost_one_kernel_alike():
         inv = 0.0 if mc.steps is None else 1.0 / float(mc.steps[0])
         static_w, active_w = arch.static_power_w(ch), arch.active_power_w(ch)
         e_op = float(mc.energy_j[0])
-        cost = copy_roofline(0, 0, 1, 1.0, dram, 0.0, ChipletMemory(bw, 1.0, j_per_byte, 0.0),
+        cost = copy_roofline(0, 0, 1, 1.0, dram, 0.0, 0.0, ChipletMemory(bw, 1.0, j_per_byte, 0.0, 0.0, 0.0),
                              (ch.mem_efficiency, ch.kernel_overhead_s, ch.dispatch_s),
                              np.array([0, 1]), np.array([[float(mc.time_s[0])]]), np.array([dram]),
                              np.zeros((1, 1)), np.ones(1), np.array([[inv]]),

@@ -159,3 +159,29 @@ def test_spill_order_is_the_stable_densest_first_order(n):
             free -= take
     assert spill.tolist() == want.tolist()
     assert overflow == pytest.approx(float((want * size).sum()), rel=1e-12)
+
+
+def test_two_local_tiers_are_two_cuts_of_one_density_order():
+    """The premise of the three-tier design (docs/arch.md, "Three tiers"): filling an SRAM of S
+    bytes, then an HBM of H, then DDR, densest first, gives each item SRAM fraction 1 - spill(S) and DDR
+    fraction spill(S + H), two one-tier spills of the same stable order (so the step model's one-tier
+    `spill_first_n` suffices, called twice), and HBM the rest."""
+    from memory import place_by_density, spill_by_density
+    rng = np.random.default_rng(55)
+    for _ in range(50):
+        n = int(rng.integers(1, 80))                    # both sorts: insertion and merge (MERGE_MIN)
+        size = rng.uniform(0, 10, n) * (rng.random(n) > 0.1)
+        read = rng.uniform(0, 5, n)
+        read[rng.random(n) < 0.3] = read[0]            # ties in density
+        size[rng.random(n) < 0.3] = size[0]
+        sram, hbm = (float(x) for x in rng.uniform(0, size.sum() * 0.6, 2))
+        expected = place_by_density(size, read, np.array([sram, hbm]))
+        cut = {}
+        for cap in (sram, sram + hbm):
+            spill = np.zeros(n)
+            spill_by_density(size, read, cap, np.zeros(n), np.zeros(n, np.int64), spill)
+            cut[cap] = spill
+        held = size > 0
+        assert np.allclose(1.0 - cut[sram][held], expected[held, 0], atol=1e-12)
+        assert np.allclose(cut[sram + hbm][held], expected[held, 2], atol=1e-12)
+        assert np.allclose((cut[sram] - cut[sram + hbm])[held], expected[held, 1], atol=1e-12)

@@ -115,7 +115,7 @@ def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
     held: list[list[str]] = [[] for _ in range(n)]
     stacks = np.asarray(design.hbm_stacks[:n])      # the local tier: HBM, or a resident kind's SRAM without it
     kinds = np.array([tables.kind_names.index(c) for c in design.chiplets[:n]], dtype=np.int64)
-    local_GiB = np.where(stacks > 0, stacks * T.hbm_cap, T.kind_sram_cap[kinds]) / GIB
+    local_GiB = np.where(stacks > 0, stacks * T.hbm_cap + T.kind_sram_cap[kinds], T.kind_sram_cap[kinds]) / GIB
     for u in tables.unit_names:                     # one pass over the units, in their order
         for i in dict.fromkeys(design.placement[u]):
             held[i].append(u)

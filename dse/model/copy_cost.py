@@ -24,6 +24,8 @@ class ChipletMemory(NamedTuple):
     ddr_Bps: float          # the package's DDR bandwidth
     hbm_j_per_byte: float
     ddr_j_per_byte: float
+    sram_Bps: float         # an SRAM-resident kind's SRAM in front of its HBM stacks (three tiers); 0 otherwise
+    sram_j_per_byte: float
 
 
 class PowerTerms(NamedTuple):
@@ -46,12 +48,13 @@ class CopyCost(NamedTuple):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def local_memory(stacks_i, hbm_bw, hbm_e, sram_bw_k, sram_e_k, ddr_bw, ddr_e):
-    """The `ChipletMemory` of a chiplet with ``stacks_i`` HBM stacks: its HBM over the package's DDR, or, with
-    none, an SRAM-resident kind's SRAM (``sram_bw_k`` > 0; 0 for other kinds: everything from DDR), as
-    dse.model.hbm_placement.local_capacity places its copies."""
+    """The `ChipletMemory` of a chiplet with ``stacks_i`` HBM stacks: its HBM over the package's DDR (and an
+    SRAM-resident kind's SRAM in front of the HBM: three tiers), or, with none, an SRAM-resident kind's SRAM
+    (``sram_bw_k`` > 0; 0 for other kinds: everything from DDR), as dse.model.hbm_placement.local_capacity
+    places its copies."""
     if stacks_i > 0:
-        return ChipletMemory(stacks_i * hbm_bw, ddr_bw, hbm_e, ddr_e)
-    return ChipletMemory(sram_bw_k, ddr_bw, sram_e_k, ddr_e)
+        return ChipletMemory(stacks_i * hbm_bw, ddr_bw, hbm_e, ddr_e, sram_bw_k, sram_e_k)
+    return ChipletMemory(sram_bw_k, ddr_bw, sram_e_k, ddr_e, 0.0, 0.0)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -75,11 +78,13 @@ def power_terms(limit, floor, static_w, active_w, k):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, op_w, op_o, op_prob, op_inv,
+def copy_roofline(u, k, c, w_ratio, bytes_, f, g, memory, kind_k, op_ptr, op_time, op_w, op_o, op_prob, op_inv,
                   power_k, op_e):
     """`CopyCost` (time, DDR bytes, DRAM energy, energy change from clocks under the power limit) of one of c copies of
     unit u on a chiplet of kind k, moving ``bytes_`` of which a fraction f from DDR (all of them when the
-    chiplet has no HBM).
+    chiplet has no HBM), g from an SRAM-resident kind's SRAM in front of its HBM (0 unless three tiers;
+    dse.model.hbm_placement.place_chiplet) and the rest from the local tier: each tier's bytes at its own
+    bandwidth, their times summed (f / B_ddr + g / B_sram + (1 - f - g) / B_hbm per byte).
 
     ``memory``: the `ChipletMemory` it reads from;
     ``kind_k``: the kind's `kind_terms`; ``power_k``: its `power_terms`. Each operator of the unit runs as one
@@ -93,11 +98,22 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, 
     limit_k, floor_k, static_k, active_k = power_k.limit_w, power_k.floor, power_k.static_w, power_k.active_w
     if memory.hbm_Bps <= 0.0:
         f = 1.0
+        g = 0.0
     x = f / memory.ddr_Bps
     if f < 1.0:
-        x += (1.0 - f) / memory.hbm_Bps
+        if g > 0.0:                 # three tiers (the terms below are the two-tier ones when g is 0)
+            x += g / memory.sram_Bps
+            if f + g < 1.0:
+                x += (1.0 - f - g) / memory.hbm_Bps
+        else:
+            x += (1.0 - f) / memory.hbm_Bps
     x /= mem_eff_k
     j_per_byte = f * memory.ddr_j_per_byte + (1.0 - f) * memory.hbm_j_per_byte
+    local_j = bytes_ * (1.0 - f) * memory.hbm_j_per_byte
+    if g > 0.0:
+        h = max(1.0 - f - g, 0.0)
+        j_per_byte = f * memory.ddr_j_per_byte + g * memory.sram_j_per_byte + h * memory.hbm_j_per_byte
+        local_j = bytes_ * h * memory.hbm_j_per_byte + bytes_ * g * memory.sram_j_per_byte
     t = 0.0
     de = 0.0
     for i in range(op_ptr[nowrap(u)], op_ptr[nowrap(u + 1)]):
@@ -109,7 +125,7 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, memory, kind_k, op_ptr, op_time, 
         if s < 1.0:
             v = max(s, floor_k)
             de += op_prob[nowrap(i)] * (e_op * (v * v - 1.0) + active_k * ti * (s * v * v - 1.0))
-    return CopyCost(t, bytes_ * f, bytes_ * (1.0 - f) * memory.hbm_j_per_byte + bytes_ * f * memory.ddr_j_per_byte, de)
+    return CopyCost(t, bytes_ * f, local_j + bytes_ * f * memory.ddr_j_per_byte, de)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

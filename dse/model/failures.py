@@ -95,6 +95,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     ct, ht, sd, stage_t, comm, loads, edge_lat = W.ct, W.ht, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
+    no_sram = W.f_sram[:0]      # two tiers: with SRAM in front of HBM every failure runs in full (population_kernel)
     chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
@@ -166,9 +167,9 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             else:
                 n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
                                          buf_u, buf_r)
-                _, overflow2[nowrap(i)] = place_chiplet(cap, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2, split,
-                                                unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
-                                                buf_read, buf_density, buf_order, buf_spill, f2)
+                _, overflow2[nowrap(i)] = place_chiplet(cap, 0.0, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2,
+                                                split, unit_capacity, unit_kv, w_copy, other_dram, read_scale,
+                                                buf_size, buf_read, buf_density, buf_order, buf_spill, f2, no_sram)
                 a_list[nowrap(x)] = a_list[nowrap(n_full)]
                 a_list[nowrap(n_full)] = i
                 n_full += 1
@@ -215,7 +216,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
                 k = kind[nowrap(i)]
                 cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)], 0.0,
                                    local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
                                                 sram_e[nowrap(k)], ddr_bw, ddr_e),
                                    kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
@@ -241,7 +242,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                                      bk_sd, bk_stage_t, grouping, lq, bk_lq)
                 c = ncopy[nowrap(u)]
                 cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)],
+                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)], 0.0,
                                    local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
                                                 sram_e[nowrap(k)], ddr_bw, ddr_e),
                                    kind_terms(mem_eff, overhead, dispatch, k,

@@ -27,8 +27,9 @@ KernelTables = namedtuple("KernelTables", [
     "unit_w_ratio", "op_ptr", "op_time", "op_w", "op_o", "op_prob", "op_inv", "kind_mem_eff", "kind_overhead",
     "kind_dispatch", "kind_issue", "unit_launches", "hosts", "kind_seq", "sequences", "unit_group_lq",
     "stage_group_kernels", "op_e", "kind_limit", "kind_floor", "kind_idle_extra",
-    # SRAM-resident kinds' SRAM as the local tier (dse.model.hbm_placement.local_capacity), wafer-scale dies' cost
-    "kind_sram_cap", "kind_sram_bw", "kind_sram_e", "kind_wafer_kgd",
+    # SRAM-resident kinds' SRAM as the local tier (dse.model.hbm_placement.local_capacity), wafer-scale dies' cost;
+    # ``sram_over_hbm``: some such kind can attach HBM, its SRAM then a tier in front of it (three tiers)
+    "kind_sram_cap", "kind_sram_bw", "kind_sram_e", "kind_wafer_kgd", "sram_over_hbm",
     # tiers below the package (dse.model.offload; ``offload`` False: none, every figure 0)
     "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e"])
 
@@ -121,6 +122,8 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         unit_launches=np.diff(np.concatenate([[0.0], np.cumsum(t.op_prob)])[t.op_ptr]), **group_tables(t),
         kind_sram_cap=t.kind_sram_cap_bytes, kind_sram_bw=t.kind_sram_Bps, kind_sram_e=t.kind_sram_j_per_byte,
         kind_wafer_kgd=t.kind_wafer_kgd_usd,
+        sram_over_hbm=bool(hbm is not None and t.kind_hbm_phy is not None
+                           and np.any((t.kind_sram_Bps > 0) & t.kind_hbm_phy)),
         **_offload_fields(t.offload))
 
 

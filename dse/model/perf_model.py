@@ -207,12 +207,14 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     host_busy, hosts = W.host_busy, T.hosts
     offload, f_host, f_ssd = T.offload, W.f_host, W.f_ssd
     f_prev, moved, dirty = W.f2, W.moved, W.dirty       # incremental: the previous design's HBM fractions
+    f_sram = W.f_sram
+    three = f_sram.shape[nowrap(0)] > 0                 # SRAM in front of HBM somewhere: no incremental costing
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
         pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
         same = False
-        if incremental and not offload:
+        if incremental and not offload and not three:
             same = same_package(d, shapes, sizes, kinds, stacks_all, ddrs)
         if same:
             f_prev[:, :] = f
@@ -220,8 +222,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
         spill = place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy,
                              other_dram,
-                             read_scale, chip_ptr, W.cursor, item_u, item_r, stored, overflow, f, buf_size, buf_read,
-                             buf_density, buf_order, buf_spill)
+                             read_scale, chip_ptr, W.cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size,
+                             buf_read, buf_density, buf_order, buf_spill)
         short = max(spill - ddr * T.ddr_cap, 0.0)
         if offload:       # host DRAM and SSD below the DDR (dse.model.offload)
             short = place_below(n, kind, chip_ptr, item_u, item_r, ncopy, split, unit_capacity, unit_kv, w_copy,
@@ -258,6 +260,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     k = kind[nowrap(i)]
                     b = copy_bytes(w_copy, other_dram, u, c, k)
                     cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                       f_sram[nowrap(u), nowrap(r)] if three else 0.0,
                                        local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
                                                     sram_e[nowrap(k)], ddr_bw, ddr_e),
                                        kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,

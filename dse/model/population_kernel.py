@@ -49,8 +49,9 @@ def single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 @nb.njit(cache=True, inline="always")
 def in_full(offload, routes, n_sets, sh):
-    """With host or SSD tiers (dse.model.offload) every failure is evaluated in full on the design's own
-    routes (dse.model.failure_routes), not by deltas: the deltas re-place only the touched chiplets' HBM."""
+    """With host or SSD tiers (dse.model.offload), or an SRAM-resident kind's SRAM in front of HBM (three tiers,
+    dse.model.hbm_placement), every failure is evaluated in full on the design's own routes
+    (dse.model.failure_routes), not by deltas: the deltas re-place only the touched chiplets' HBM."""
     if offload:
         for k in range(n_sets):
             if routes[k] < 0:
@@ -76,11 +77,12 @@ def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen,
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
-    in_full(T.offload, routes, singles + samples, sh)
+    in_full(T.offload or W.f_sram.shape[0] > 0, routes, singles + samples, sh)
     if singles + samples > 0:
         failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
                          W, after, short, screen)
-    if T.offload or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:     # (Monte Carlo sets reroute only then too)
+    if T.offload or W.f_sram.shape[0] > 0 or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:   # (Monte Carlo sets
+                                                                                          # reroute only then too)
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
     kept_sum = 0.0
@@ -185,7 +187,7 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     base = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     out[k, 0], out[k, 1] = base[LATENCY], base[SHORT]
     after = np.empty((k, 3))
-    in_full(T.offload, routes, k, sh)
+    in_full(T.offload or W.f_sram.shape[0] > 0, routes, k, sh)
     failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
                      False)
     rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)
@@ -202,7 +204,8 @@ def remapped_design(T, n, dead, kind, stacks, slots, ncopy, split, W):
     the memory step of the intact pass), not its stage figures, so only that step runs."""
     place_design(n, kind, stacks, slots, ncopy, split, T.hbm_cap, T.kind_sram_cap, T.unit_capacity, T.unit_kv,
                  T.unit_w_copy, T.unit_other_dram, T.unit_read_scale, W.chip_ptr, W.cursor, W.item_u, W.item_r,
-                 W.stored, W.overflow, W.f, W.buf_size, W.buf_read, W.buf_density, W.buf_order, W.buf_spill)
+                 W.stored, W.overflow, W.f, W.f_sram, W.buf_size, W.buf_read, W.buf_density, W.buf_order,
+                 W.buf_spill)
     W.dead[: dead.shape[0]] = dead
     for x in range(dead.shape[0]):
         W.is_dead[dead[x]] = True

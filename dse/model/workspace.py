@@ -22,7 +22,10 @@ Workspace = namedtuple("Workspace", [
     # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
     "pair_amt", "pair_seen", "pair_list",
     # fractions of each copy in host DRAM and on SSD (dse.model.offload; no rows without those tiers)
-    "f_host", "f_ssd"])
+    "f_host", "f_ssd",
+    # fraction of each copy in an SRAM-resident chiplet's SRAM in front of its HBM (dse.model.hbm_placement;
+    # no rows unless such a kind can attach HBM: KernelTables.sram_over_hbm)
+    "f_sram"])
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -50,4 +53,5 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         lq=f(S, max_chips), bk_lq=f(S, max_chips),
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
-        f_host=f(U if T.offload else 0, max_copies), f_ssd=f(U if T.offload else 0, max_copies))
+        f_host=f(U if T.offload else 0, max_copies), f_ssd=f(U if T.offload else 0, max_copies),
+        f_sram=f(U if T.sram_over_hbm else 0, max_copies))
