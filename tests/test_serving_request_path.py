@@ -234,3 +234,38 @@ def test_fit_sequence_secant_by_hand():
     at40 = [{**at0[0], "modelled_ms": 12.0}]
     assert sv.fit_sequence(at0) == pytest.approx(50e-6)
     assert sv.fit_sequence(at0, (40e-6, at40)) == pytest.approx(20e-6)
+
+
+class RoutedConstantSteps(ConstantSteps):
+    """ConstantSteps of a model with routed experts (its data-parallel ranks step together)."""
+    routed = True
+
+
+def test_data_parallel_ranks_of_a_mixture_of_experts_step_together():
+    from dse.serving.simulate import serve_data_parallel
+
+    # two ranks, requests dealt in turn. A (rank 0, 5 tokens) sent at 0; B (rank 1, 2 tokens) at 0.5 D.
+    # In lockstep rank 1, with nothing scheduled, runs a dummy pass with A's first step [0, D): B joins
+    # the next step, first token at 2 D (TTFT 1.5 D); a rank of its own serves B at once (TTFT D)
+    r = Requests(arrival_s=np.array([0.0, 0.5 * D]), prompt=np.full(2, 16.0), output=np.array([5.0, 2.0]))
+    caches = lambda: [KvCache(1e6), KvCache(1e6)]                                  # noqa: E731
+    a, b = serve_data_parallel(r, RoutedConstantSteps(), "chunked", 8, 512, caches())
+    assert (a.first_token_s - a.arrival_s)[0] == pytest.approx(D)
+    assert (b.first_token_s - b.arrival_s)[0] == pytest.approx(1.5 * D)
+    assert (b.done_s - b.arrival_s)[0] == pytest.approx(2.5 * D)
+    a, b = serve_data_parallel(r, ConstantSteps(), "chunked", 8, 512, caches())    # dense: independent
+    assert (b.first_token_s - b.arrival_s)[0] == pytest.approx(D)
+    # the step is the slowest rank's: sequence_s = 1 ms, three requests of 3 tokens at 0, rank 0 holding
+    # two (steps of D + 2 s), rank 1 one (D + s alone, D + 2 s in lockstep)
+    s, path = 0.001, RequestPath(sequence_s=0.001)
+    three = Requests(arrival_s=np.zeros(3), prompt=np.full(3, 16.0), output=np.full(3, 3.0))
+    a, b = serve_data_parallel(three, RoutedConstantSteps(), "chunked", 8, 512, caches(), path)
+    assert a.done_s == pytest.approx([3 * (D + 2 * s)] * 2) and b.done_s == pytest.approx([3 * (D + 2 * s)])
+    a, b = serve_data_parallel(three, RoutedConstantSteps(), "chunked", 8, 512, caches(), path, lockstep=False)
+    assert b.done_s == pytest.approx([3 * (D + s)])
+    # a start-up stall (3 D) on the first step: rank 1's dummy pass pays it alongside rank 0's first step,
+    # once; B joins the step after, at 4 D (TTFT 4.5 D), and no rank stalls again
+    a, b = serve_data_parallel(r, RoutedConstantSteps(), "chunked", 8, 512, caches(), cold_start_s=3 * D)
+    assert (a.first_token_s - a.arrival_s)[0] == pytest.approx(4 * D)
+    assert (b.first_token_s - b.arrival_s)[0] == pytest.approx(4.5 * D)
+    assert (a.done_s - a.first_token_s)[0] == pytest.approx(4 * D)

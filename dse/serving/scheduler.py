@@ -80,12 +80,7 @@ class Server:
         order = np.argsort(r.arrival_s, kind="stable")
         nxt = finished = 0
         while finished < n:
-            # with lookahead (vLLM's async scheduling) the step about to run was scheduled when the one
-            # before it started: it holds the requests that had arrived by then
-            horizon = self.step_start if self.lookahead and len(self.running) else self.t
-            while nxt < n and r.arrival_s[order[nxt]] <= horizon:
-                self.waiting.append(int(order[nxt]))
-                nxt += 1
+            nxt = self.arrive(order, nxt)
             if not len(self.running) and not self.waiting:
                 if nxt < n and r.arrival_s[order[nxt]] > self.t:
                     self.energy += idle_energy_j(self.steps, float(r.arrival_s[order[nxt]]) - self.t)
@@ -93,6 +88,21 @@ class Server:
                 continue
             finished += self.iteration()
         return self
+
+    def arrive(self, order: np.ndarray, nxt: int) -> int:
+        """Queue the requests (``order``: by arrival, from the ``nxt``-th) that the next step sees; the
+        index of the first left out. With lookahead (vLLM's async scheduling) the step about to run was
+        scheduled when the one before it started: it holds the requests that had arrived by then."""
+        horizon = self.step_start if self.lookahead and len(self.running) else self.t
+        arrival, n = self.r.arrival_s, len(self.r)
+        while nxt < n and arrival[order[nxt]] <= horizon:
+            self.waiting.append(int(order[nxt]))
+            nxt += 1
+        return nxt
+
+    def busy(self) -> bool:
+        """Whether a sequence runs or a request waits."""
+        return bool(len(self.running) or self.waiting)
 
     def _tokens(self, running: np.ndarray) -> np.ndarray:
         """Tokens each running sequence computes this iteration: one for a decode, the next chunk of a
@@ -155,6 +165,11 @@ class Server:
 
     def iteration(self) -> int:
         """One iteration (module docstring); the requests it finished."""
+        return self._step(*self.schedule())
+
+    def schedule(self) -> tuple[np.ndarray, np.ndarray]:
+        """The next iteration's sequences and the tokens each computes (module docstring): the running
+        sequences first (preempting while their blocks do not fit), then the waiting admitted."""
         preempted = self.preemptions
         if self.chunked:
             tokens = self._fit()
@@ -171,20 +186,64 @@ class Server:
                 tokens = self._fit()
                 running = self.running
         self.running = np.concatenate([self.running, np.array(admitted, np.int64)])
-        return self._step(running, tokens)
+        return running, tokens
 
-    def _step(self, running: np.ndarray, tokens: np.ndarray) -> int:
-        """Run the pass over ``running`` computing ``tokens`` each; hand out its tokens; the requests done."""
-        r = self.r
+    def plan(self, running: np.ndarray, tokens: np.ndarray) -> tuple:
+        """(the pass's sizes as dse.serving.steps.mixed_step takes them, the prompt pieces in it, the pass's
+        seconds) over ``running`` computing ``tokens`` each."""
         prompt = self.computed[running] < self.target[running]
         piece = prompt & (tokens > 0)
         pieces, decodes = running[piece], running[~prompt]
         n, k = len(decodes), len(pieces)
         sizes = (n, float(self.computed[decodes].sum()) / n + 1.0 if n else 0.0, k,
                  float(tokens[piece].sum()) / k if k else 0.0, float(self.computed[pieces].sum()) / k if k else 0.0)
+        return sizes, pieces, mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token,
+                                         full=self.full_s)
+
+    def end_s(self, running: np.ndarray, seconds: float) -> float:
+        """When a step over ``running`` whose pass takes ``seconds``, starting now, ends on this server alone:
+        the pass, the one-off start-up work, the host's work per sequence (as `step` adds them)."""
+        t = self.t + seconds
+        if self.cold_start_s:
+            t += self.cold_start_s
+        if self.sequence_s:
+            t += self.sequence_s * len(running)
+        return t
+
+    def step(self, running: np.ndarray, tokens: np.ndarray, plan: tuple, until: float) -> int:
+        """`_step` with its `plan` known, the step lasting ``until`` (s) where a slower server it steps
+        with ends later (dse.serving.data_parallel: the chips idle meanwhile); the requests done."""
+        return self._step(running, tokens, plan, until)
+
+    #: a dummy pass's sizes (dse.serving.steps.mixed_step): one sequence decoding one token
+    DUMMY = (1, 1.0, 0, 0.0, 0.0)
+
+    def dummy_end_s(self) -> float:
+        """When a dummy pass (`dummy_step`) starting now ends on this server alone: the pass of one token
+        and, on the server's first step, its one-off start-up work (the dummy pass runs the same layers)."""
+        return self.t + mixed_step(self.steps, *self.DUMMY, fixed=self.fixed_s, per_token=self.per_token,
+                                   full=self.full_s) + self.cold_start_s
+
+    def dummy_step(self, until: float) -> None:
+        """A pass with no request in it that ends at ``until`` (s): vLLM's dummy forward pass of one token
+        on a data-parallel rank with nothing scheduled (dse.serving.data_parallel); its energy that of a
+        one-sequence decode, the chips idle for the rest (the start-up work's included, paid once)."""
+        self.step_start = self.t
+        seconds = mixed_step(self.steps, *self.DUMMY, fixed=self.fixed_s, per_token=self.per_token, full=self.full_s)
+        self.energy += mixed_step(self.steps, *self.DUMMY, joules=True, fixed=self.fixed_j,
+                                  per_token=self.per_token, fixed_s=self.fixed_s, full=self.full_s)
+        self.energy += idle_energy_j(self.steps, until - self.t - seconds)
+        self.cold_start_s = 0.0
+        self.t = max(until, self.t)
+
+    def _step(self, running: np.ndarray, tokens: np.ndarray, plan: tuple | None = None,
+              until: float | None = None) -> int:
+        """Run the pass over ``running`` computing ``tokens`` each; hand out its tokens; the requests done."""
+        r = self.r
+        sizes, pieces, seconds = self.plan(running, tokens) if plan is None else plan
         t0, e0 = self.t, self.energy
         self.step_start = t0
-        self.t += mixed_step(self.steps, *sizes, fixed=self.fixed_s, per_token=self.per_token, full=self.full_s)
+        self.t += seconds
         if self.cold_start_s:                     # the first step pays the start-up work, the chips idle-ish
             self.t += self.cold_start_s
             self.energy += idle_energy_j(self.steps, self.cold_start_s)
@@ -195,6 +254,9 @@ class Server:
             self.energy += idle_energy_j(self.steps, host)
         self.energy += mixed_step(self.steps, *sizes, joules=True, fixed=self.fixed_j, per_token=self.per_token,
                                   fixed_s=self.fixed_s, full=self.full_s)
+        if until is not None and until > self.t:  # stepping with a slower server: wait for it, the chips idle
+            self.energy += idle_energy_j(self.steps, until - self.t)
+            self.t = until
         self.computed[running] += tokens
         produced = running[self.computed[running] >= self.target[running]]
         if self.cache.caching:

@@ -132,6 +132,39 @@ def serve_requests(requests: Requests, steps, scheduler: str, max_batch: int, ch
     engine = replace(requests, arrival_s=requests.arrival_s + path.intake_s) if path.intake_s else requests
     s = Server(engine, steps, scheduler == "chunked", max_batch, max_concurrency, cache, chunk_tokens, prefill_budget,
                lookahead=path.async_scheduling, cold_start_s=cold_start_s, sequence_s=path.sequence_s).run()
+    return _outcome(s, requests, path, cache)
+
+
+def serve_data_parallel(requests: Requests, steps, scheduler: str, max_batch: int, chunk_tokens: int,
+                        caches: list[KvCache], path: RequestPath = ENGINE_ONLY, cold_start_s: float = 0.0,
+                        lockstep: bool | None = None) -> list[Outcome]:
+    """`serve_requests` on ``len(caches)`` data-parallel ranks of a server, rank c taking every
+    len(caches)-th request from the c-th (each its own scheduler and KV cache, ``caches[c]``); one `Outcome`
+    per rank. ``lockstep`` (default: the model routes tokens to experts, ``steps.routed``): the ranks step
+    together, each step the slowest rank's, a rank with nothing scheduled running a dummy pass
+    (dse.serving.data_parallel: vLLM V1's data parallelism of a mixture of experts); otherwise each rank
+    is a server of its own."""
+    from .data_parallel import lockstep as run_together
+
+    ranks = len(caches)
+    together = bool(getattr(steps, "routed", False)) if lockstep is None else lockstep
+    parts = [replace(requests, arrival_s=requests.arrival_s[mine], prompt=requests.prompt[mine],
+                     output=requests.output[mine],
+                     prompt_id=None if requests.prompt_id is None else requests.prompt_id[mine],
+                     prefix_id=None if requests.prefix_id is None else requests.prefix_id[mine])
+             for mine in (np.arange(c, len(requests), ranks) for c in range(ranks))]
+    if not together or ranks == 1:
+        return [serve_requests(p, steps, scheduler, max_batch, chunk_tokens, cache, path=path,
+                               cold_start_s=cold_start_s) for p, cache in zip(parts, caches)]
+    servers = [Server(replace(p, arrival_s=p.arrival_s + path.intake_s) if path.intake_s else p, steps,
+                      scheduler == "chunked", max_batch, None, cache, chunk_tokens, lookahead=path.async_scheduling,
+                      cold_start_s=cold_start_s, sequence_s=path.sequence_s) for p, cache in zip(parts, caches)]
+    run_together(servers)
+    return [_outcome(s, p, path, cache) for s, p, cache in zip(servers, parts, caches)]
+
+
+def _outcome(s: Server, requests: Requests, path: RequestPath, cache: KvCache) -> Outcome:
+    """The `Outcome` of a served ``s`` of ``requests`` (the client's times: ``path``'s intake and stream)."""
     return Outcome(arrival_s=s.sent - path.intake_s, first_token_s=s.first + path.stream_s,
                    done_s=s.done + path.stream_s, output=requests.output,
                    itl_s=np.concatenate(s.itl) if s.itl else np.zeros(0), energy_j=s.energy,

@@ -12,7 +12,9 @@ run, ``serve_vllm_stages.csv`` one row per load stage). Every stage is served as
   before has finished;
 - **server**: vLLM V1's chunked prefill with ``--max-num-batched-tokens`` and ``--max-num-seqs`` from the
   run, prefix caching on, the KV cache vLLM allocates at ``--gpu-memory-utilization``
-  (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request;
+  (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request
+  (a mixture of experts' copies stepping together, each step the slowest copy's: vLLM's data-parallel
+  ranks, dse.serving.data_parallel);
   the GPUs as dse.validation.gpu models them (one ``h100-like`` / ``a100-like`` chiplet per GPU, NVLink,
   tensor parallel over all; FlashAttention as vLLM runs it; vLLM's decode a full CUDA graph, `STACK`),
   their steps a dse.serving.StepTable;
@@ -165,12 +167,14 @@ def stage_requests(run: dict, stage: dict, order: np.ndarray, start_s: float, se
                     prompt_id=prompt_id, prefix_id=prompt_id // QUESTIONS, prefix_len=prefix)
 
 
-def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = None) -> list[dict]:
+def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = None,
+              lockstep: bool | None = None) -> list[dict]:
     """Every stage of a run served in turn (module docstring): per stage its modelled figures (ms), the
-    prefix cache's hit rate and the preemptions; ``limit_s``: `stage_requests`'."""
+    prefix cache's hit rate and the preemptions; ``limit_s``: `stage_requests`'; ``lockstep``:
+    dse.serving.simulate.serve_data_parallel's (default: a mixture of experts' ranks step together)."""
     from ..serving.kv_cache import KvCache
     from ..serving.request_path import VLLM_V1
-    from ..serving.simulate import serve_requests
+    from ..serving.simulate import serve_data_parallel
 
     path = VLLM_V1 if path is None else path
     steps, kv_tokens = server(run)
@@ -181,16 +185,9 @@ def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = 
     for stage in stages:
         counts = [(c.hit_tokens, c.query_tokens) for c in caches]
         requests = stage_requests(run, stage, order, start, SEED + 1 + int(stage["stage_index"]), limit_s)
-        parts = []
         cold = COLD_START_S if steps.routed and stage is stages[0] else 0.0
-        for c in range(copies):
-            mine = np.arange(c, len(requests), copies)
-            part = replace(requests, arrival_s=requests.arrival_s[mine], prompt=requests.prompt[mine],
-                           output=requests.output[mine], prompt_id=requests.prompt_id[mine],
-                           prefix_id=requests.prefix_id[mine])
-            parts.append(serve_requests(part, steps, scheduler="chunked", max_batch=int(run["max_num_seqs"]),
-                                        chunk_tokens=int(run["max_num_batched_tokens"]), cache=caches[c],
-                                        path=path, cold_start_s=cold))
+        parts = serve_data_parallel(requests, steps, "chunked", int(run["max_num_seqs"]),
+                                    int(run["max_num_batched_tokens"]), caches, path, cold, lockstep)
         ttft = np.concatenate([p.first_token_s - p.arrival_s for p in parts]) * 1e3
         e2e = np.concatenate([p.done_s - p.arrival_s for p in parts]) * 1e3
         outputs = np.concatenate([p.output for p in parts])
