@@ -86,9 +86,17 @@ def merge_order(n, density, order):
     insertion sort of `spill_first_n` gives (a stable sort; Knuth, *The Art of Computer Programming* vol. 3,
     5.2.4, bottom-up merging), in O(n log n) rather than O(n^2). ``density`` must hold no NaN (NaN is
     unordered; `spill_first_n` keeps the insertion sort then). Allocates one scratch array of n."""
-    other = np.empty(n, np.int64)
     for j in range(n):
         order[nowrap(j)] = j
+    merge_runs(n, density, order)
+
+
+@nb.njit(cache=True, inline="always")
+def merge_runs(n, density, order):
+    """Sort the item indices ``order[:n]`` by falling ``density`` in place, equal densities keeping their
+    given order (the bottom-up merge of `merge_order`, which starts it from 0, 1, ..., n - 1). ``density``
+    must hold no NaN. Allocates one scratch array of n."""
+    other = np.empty(n, np.int64)
     width = 1
     in_order = True             # which array holds the runs merged so far
     while width < n:

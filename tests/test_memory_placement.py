@@ -185,3 +185,50 @@ def test_two_local_tiers_are_two_cuts_of_one_density_order():
         assert np.allclose(1.0 - cut[sram][held], expected[held, 0], atol=1e-12)
         assert np.allclose(cut[sram + hbm][held], expected[held, 2], atol=1e-12)
         assert np.allclose((cut[sram] - cut[sram + hbm])[held], expected[held, 1], atol=1e-12)
+
+
+@pytest.mark.parametrize("n, moved_frac, fill", [(20, 0.3, 0.5), (300, 0.2, 0.4), (300, 0.5, 0.9), (40, 0.2, 2.0)])
+def test_replacing_a_survivor_from_its_intact_order_is_the_full_sort(n, moved_frac, fill):
+    """Issue 52: after a failure a surviving chiplet's copies are re-placed from its intact density order
+    (dse.model.hbm_placement.place_merged: the moved units' copies sorted, then merged in); bit for bit the
+    full stable sort's spill (ties many: few distinct sizes and reads; a moved unit with two copies here)."""
+    from dse.model.hbm_placement import place_merged
+    from memory.placement import spill_first_n
+    rng = np.random.default_rng(n)
+    U = 2 * n
+    cap_u, kv_u = rng.choice([0.0, 1.0, 2.0, 4.0], U), rng.choice([0.0, 1.0], U)
+    w_copy, other = rng.choice([0.0, 1.0, 2.0, 8.0], (U, 3)), rng.choice([0.0, 2.0], (U, 1))
+    scale = rng.choice([1.0, 2.0], U)
+    size = lambda u, c: cap_u[u] / c + kv_u[u] / c  # noqa: E731  (hbm_placement.item_size, split)
+    read = lambda u, c: (w_copy[u, c] + other[u, 0] / c) * scale[u]  # noqa: E731
+    mine = np.sort(rng.choice(U, n, replace=False))              # the chiplet's units, one copy each
+    moved = rng.random(U) < moved_frac
+    count2 = np.where(moved, 2, 1).astype(np.int64)
+    a, b = 0, n
+    isize = np.array([size(u, 1) for u in mine])
+    iread = np.array([read(u, 1) for u in mine])
+    order = np.zeros(n, np.int64)
+    spill_first_n(n, isize, iread, 1e-3, np.zeros(n), order, np.zeros(n))   # the intact pass's sort
+    buf_u, buf_r, buf_pos = [], [], np.zeros(n, np.int64)
+    here = set(mine.tolist())
+    for u in range(U):                                           # (u, r) order, as gather_chiplet
+        if not moved[u] and u in here:
+            buf_pos[int(np.searchsorted(mine, u))] = len(buf_u)
+            buf_u.append(u), buf_r.append(0)
+        elif moved[u] and rng.random() < 0.5:
+            for r in ([0, 1] if u % 3 == 0 else [1]):
+                buf_u.append(u), buf_r.append(r)
+    m = len(buf_u)
+    buf_u, buf_r = np.array(buf_u, np.int64), np.array(buf_r, np.int64)
+    sizes = np.array([size(u, count2[u]) for u in buf_u])
+    reads = np.array([read(u, count2[u]) for u in buf_u])
+    capacity = fill * sizes.sum()
+    want = np.zeros(m)
+    over = spill_first_n(m, sizes, reads, capacity, np.zeros(m), np.zeros(m, np.int64), want)
+    frac = np.full((U, 2), -1.0)
+    scratch = lambda: np.zeros(m)  # noqa: E731
+    got = place_merged(capacity, 0, a, b, mine.astype(np.int64), order, moved, buf_pos, buf_u, buf_r, m, count2,
+                       True, cap_u, kv_u, w_copy, other, scale, scratch(), scratch(), scratch(),
+                       np.zeros(m, np.int64), scratch(), np.zeros(m, np.int64), frac)
+    assert got == over
+    assert frac[buf_u, buf_r].tolist() == want.tolist()

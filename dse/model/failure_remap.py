@@ -102,9 +102,10 @@ def placement_unchanged(capacity, stored_before, stored_after):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, buf_u, buf_r):
+def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2, buf_u, buf_r, buf_pos):
     """Chiplet i's copies after re-mapping, in (u, r) order (the order `base_pass` would list them in):
-    its intact copies of unmoved units plus the moved units' new copies on it. Returns their count."""
+    its intact copies of unmoved units plus the moved units' new copies on it. Returns their count.
+    ``buf_pos[y - chip_ptr[i]]``: the position in that list of intact copy y of an unmoved unit."""
     n_items = 0
     y = chip_ptr[nowrap(i)]
     end = chip_ptr[nowrap(i + 1)]
@@ -112,6 +113,7 @@ def gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slot
         bound = moved_list[nowrap(x)] if x < n_moved else 1 << 62
         while y < end and item_u[nowrap(y)] < bound:
             if not moved[nowrap(item_u[nowrap(y)])]:
+                buf_pos[nowrap(y - chip_ptr[nowrap(i)])] = n_items
                 buf_u[nowrap(n_items)] = item_u[nowrap(y)]
                 buf_r[nowrap(n_items)] = item_r[nowrap(y)]
                 n_items += 1

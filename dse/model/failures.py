@@ -24,7 +24,7 @@ from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, loca
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
 from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
-from .hbm_placement import local_capacity, place_chiplet
+from .hbm_placement import local_capacity, place_merged
 from .perf_model import row_max
 from .scenarios import scenario_latency
 
@@ -95,7 +95,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     ct, ht, sd, stage_t, comm, loads, edge_lat = W.ct, W.ht, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
-    no_sram = W.f_sram[:0]      # two tiers: with SRAM in front of HBM every failure runs in full (population_kernel)
+    # two tiers only: with SRAM in front of HBM every failure runs in full (population_kernel)
     chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
@@ -109,6 +109,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     ddr_bw = max(ddr * T.ddr_bw, 1.0)
     buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
     buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
+    item_order, chip_sorted, buf_pos, buf_in = W.item_order, W.chip_sorted, W.buf_pos, W.buf_in
     finish, cps, in_scen, busy, host_busy, order = W.finish, W.cps, W.in_scen, W.busy, W.host_busy, W.order
     ddr_cap = T.ddr_cap
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, chain = (T.scen_ptr, T.scen_stages, T.scen_prob,
@@ -166,10 +167,13 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 overflow2[nowrap(i)] = stored2[nowrap(i)] if cap <= 0.0 else 0.0
             else:
                 n_items = gather_chiplet(i, n_moved, moved, moved_list, chip_ptr, item_u, item_r, slots2, count2,
-                                         buf_u, buf_r)
-                _, overflow2[nowrap(i)] = place_chiplet(cap, 0.0, kind[nowrap(i)], buf_u, buf_r, 0, n_items, count2,
-                                                split, unit_capacity, unit_kv, w_copy, other_dram, read_scale,
-                                                buf_size, buf_read, buf_density, buf_order, buf_spill, f2, no_sram)
+                                         buf_u, buf_r, buf_pos)
+                # from the intact density order where the base pass sorted this chiplet's copies, else a full sort
+                b_i = chip_ptr[nowrap(i + 1)] if chip_sorted[nowrap(i)] else chip_ptr[nowrap(i)]
+                overflow2[nowrap(i)] = place_merged(cap, kind[nowrap(i)], chip_ptr[nowrap(i)], b_i, item_u,
+                                                    item_order, moved, buf_pos, buf_u, buf_r, n_items, count2, split,
+                                                    unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
+                                                    buf_read, buf_density, buf_order, buf_spill, buf_in, f2)
                 a_list[nowrap(x)] = a_list[nowrap(n_full)]
                 a_list[nowrap(n_full)] = i
                 n_full += 1

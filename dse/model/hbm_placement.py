@@ -15,8 +15,9 @@ copy r of unit u.
 from __future__ import annotations
 
 import numba as nb
+import numpy as np
 
-from memory.placement import spill_first_n
+from memory.placement import MERGE_MIN, merge_runs, spill_first_n
 
 from .copy_cost import copy_bytes
 
@@ -105,13 +106,16 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy, other_dram,
-                 read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size, buf_read,
-                 buf_density, buf_order, buf_spill):
+def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy,
+                         other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram,
+                         buf_size, buf_read, buf_density, buf_order, buf_spill, item_order, chip_sorted):
     """Every chiplet's copies into its local tier (`local_capacity`: ``stacks[i]`` x ``hbm_cap``, or an
     SRAM-resident kind's ``sram_cap`` without HBM, or both), densest first: indexes the copies
     by chiplet (`index_items`), fills ``f`` (and ``f_sram``, the SRAM's share in front of HBM, where it has
-    rows), each chiplet's bytes ``stored`` and its ``overflow`` to DDR. Returns the bytes spilled to DDR in all."""
+    rows), each chiplet's bytes ``stored`` and its ``overflow`` to DDR. Returns the bytes spilled to DDR in all.
+    ``chip_sorted[i]``: chiplet i's copies were put in density order (two tiers, more than fit); that order,
+    as indices into ``item_u`` / ``item_r``, is ``item_order[chip_ptr[i]:chip_ptr[i + 1]]`` (`place_merged`
+    re-places a chiplet after a failure from it)."""
     three = f_sram.shape[nowrap(0)] > 0
     index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r)
     spill = 0.0
@@ -123,6 +127,7 @@ def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_c
             total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
         cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
         fast = sram_tier(stacks[nowrap(i)], sram_cap[nowrap(kind[nowrap(i)])]) if three else 0.0
+        chip_sorted[nowrap(i)] = False
         if placement_is_trivial(cap, total) and (fast <= 0.0 or total <= fast):
             for y in range(a, b):
                 u = item_u[nowrap(y)]
@@ -137,5 +142,113 @@ def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_c
                                                  unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size,
                                                  buf_read, buf_density, buf_order, buf_spill, f, f_sram)
             stored[nowrap(i)], overflow[nowrap(i)] = stored_i, overflow_i
+            if not three:       # not trivial: spill_first_n sorted them (with SRAM the last sort may be skipped)
+                for x in range(b - a):
+                    item_order[nowrap(a + x)] = a + buf_order[nowrap(x)]
+                chip_sorted[nowrap(i)] = True
         spill += overflow[nowrap(i)]
     return spill
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy, other_dram,
+                 read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size, buf_read,
+                 buf_density, buf_order, buf_spill):
+    """`place_design_ordered` without keeping the density orders (for a caller that reads the placement only:
+    dse.model.population_kernel.remapped_design)."""
+    return place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv,
+                                w_copy, other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f,
+                                f_sram, buf_size, buf_read, buf_density, buf_order, buf_spill,
+                                np.empty(item_u.shape[0], np.int64), np.empty(n, np.bool_))
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def place_merged(capacity, kind_i, a, b, item_u, item_order, moved, buf_pos, buf_u, buf_r, n_items, ncopy, split,
+                 unit_capacity, unit_kv, w_copy, other_dram, read_scale, buf_size, buf_read, buf_density, buf_order,
+                 buf_spill, buf_in, frac):
+    """`place_chiplet` (two tiers) of a chiplet that survived a failure, from its intact density order.
+
+    ``buf_u`` / ``buf_r[:n_items]``: its copies after re-mapping in (u, r) order
+    (dse.model.failure_remap.gather_chiplet), ``buf_pos[y - a]`` the position there of its intact copy
+    ``y`` of an unmoved unit; ``item_order[a:b]`` its intact copies in density order (`place_design_ordered`,
+    ``chip_sorted``). Those of unmoved units keep their sizes and reads, so that order, without the moved
+    units, is theirs; only the moved units' copies (their copy count changed) are sorted, and the two lists
+    merged (Knuth, *The Art of Computer Programming* vol. 3, 5.2.4). Falling density, equal densities in
+    (u, r) order: the one order the stable sort of memory.placement.spill_first_n gives, so the fractions
+    ``frac[u, r]`` are the same bits. Where that cannot be assured (a NaN density, the intact order not in
+    that order) the copies are sorted in full by spill_first_n. Returns the bytes spilled to DDR."""
+    total = 0.0
+    for x in range(n_items):
+        u = buf_u[nowrap(x)]
+        c = ncopy[nowrap(u)]
+        buf_size[nowrap(x)] = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c, split)
+        buf_read[nowrap(x)] = copy_bytes(w_copy, other_dram, u, c, kind_i) * read_scale[nowrap(u)]
+        total += buf_size[nowrap(x)]
+    merged = total > capacity and capacity > 0.0     # else spill_first_n needs no order
+    m = 0
+    if merged:
+        for x in range(n_items):
+            buf_density[nowrap(x)] = (buf_read[nowrap(x)] / buf_size[nowrap(x)] if buf_size[nowrap(x)] > 0.0
+                                      else np.inf)
+            merged = merged and buf_density[nowrap(x)] == buf_density[nowrap(x)]
+            if moved[nowrap(buf_u[nowrap(x)])]:
+                buf_in[nowrap(m)] = x
+                m += 1
+    merged = merged and (b > a or m == n_items)       # no intact order (b = a): all copies moved in, or sort
+    if merged:
+        if m > MERGE_MIN:
+            merge_runs(m, buf_density, buf_in)
+        else:
+            for j in range(m):
+                x = buf_in[nowrap(j)]
+                k = j
+                while k > 0 and buf_density[nowrap(buf_in[nowrap(k - 1)])] < buf_density[nowrap(x)]:
+                    buf_in[nowrap(k)] = buf_in[nowrap(k - 1)]
+                    k -= 1
+                buf_in[nowrap(k)] = x
+        k = 0
+        p = 0
+        prev = -1
+        for q in range(a, b):
+            y = item_order[nowrap(q)]
+            if moved[nowrap(item_u[nowrap(y)])]:
+                continue
+            xa = buf_pos[nowrap(y - a)]
+            if prev >= 0 and not (buf_density[nowrap(prev)] > buf_density[nowrap(xa)] or
+                                  (buf_density[nowrap(prev)] == buf_density[nowrap(xa)] and prev < xa)):
+                merged = False
+                break
+            prev = xa
+            while p < m and (buf_density[nowrap(buf_in[nowrap(p)])] > buf_density[nowrap(xa)] or
+                             (buf_density[nowrap(buf_in[nowrap(p)])] == buf_density[nowrap(xa)] and
+                              buf_in[nowrap(p)] < xa)):
+                buf_order[nowrap(k)] = buf_in[nowrap(p)]
+                k += 1
+                p += 1
+            buf_order[nowrap(k)] = xa
+            k += 1
+        while p < m:
+            buf_order[nowrap(k)] = buf_in[nowrap(p)]
+            k += 1
+            p += 1
+        merged = merged and k == n_items
+    if merged:      # spill_first_n's fill, on the merged order
+        free = capacity
+        overflow = 0.0
+        for x in range(n_items):
+            j = buf_order[nowrap(x)]
+            if buf_size[nowrap(j)] <= 0.0:
+                buf_spill[nowrap(j)] = 0.0
+            elif free >= buf_size[nowrap(j)]:
+                buf_spill[nowrap(j)] = 0.0
+                free -= buf_size[nowrap(j)]
+            else:
+                left = buf_size[nowrap(j)] - max(free, 0.0)
+                buf_spill[nowrap(j)] = left / buf_size[nowrap(j)]
+                overflow += left
+                free = 0.0
+    else:
+        overflow = spill_first_n(n_items, buf_size, buf_read, capacity, buf_density, buf_order, buf_spill)
+    for x in range(n_items):
+        frac[nowrap(buf_u[nowrap(x)]), nowrap(buf_r[nowrap(x)])] = buf_spill[nowrap(x)]
+    return overflow

@@ -57,7 +57,7 @@ import numpy as np
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
-from .hbm_placement import place_design
+from .hbm_placement import place_design_ordered
 from .offload import place_below, stage_fetch
 from .scenarios import scenario_latency
 
@@ -220,10 +220,10 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             f_prev[:, :] = f
 
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
-        spill = place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy,
-                             other_dram,
-                             read_scale, chip_ptr, W.cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size,
-                             buf_read, buf_density, buf_order, buf_spill)
+        spill = place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity,
+                                     unit_kv, w_copy, other_dram, read_scale, chip_ptr, W.cursor, item_u, item_r,
+                                     stored, overflow, f, f_sram, buf_size, buf_read, buf_density, buf_order,
+                                     buf_spill, W.item_order, W.chip_sorted)
         short = max(spill - ddr * T.ddr_cap, 0.0)
         if offload:       # host DRAM and SSD below the DDR (dse.model.offload)
             short = place_below(n, kind, chip_ptr, item_u, item_r, ncopy, split, unit_capacity, unit_kv, w_copy,

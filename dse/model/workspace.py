@@ -13,6 +13,8 @@ Workspace = namedtuple("Workspace", [
     "ct", "ht", "sd", "stage_t", "comm", "stage_e_compute", "stage_e_dram", "stage_dram", "stage_net", "stage_e_net",
     "copy_time", "copy_ddr", "ar_time", "f", "loads", "edge_lat", "edge_amt", "stored", "overflow", "chip_ptr",
     "item_u", "item_r", "cursor", "buf_size", "buf_read", "buf_density", "buf_order", "buf_spill", "buf_u", "buf_r",
+    # each chiplet's copies in density order where the base pass sorted them (dse.model.hbm_placement)
+    "item_order", "chip_sorted", "buf_pos", "buf_in",
     # one failure set (dse.model.failures)
     "slots2", "count2", "f2", "moved", "moved_list", "stored2", "overflow2", "in_a", "a_list", "is_dead", "dead",
     "dirty", "dirty_list", "bk_ct", "bk_ht", "bk_sd", "bk_stage_t", "seen", "edge_list", "bk_edge_lat", "row_slot",
@@ -45,6 +47,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         edge_amt=f(E), stored=f(max_chips), overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items),
         item_r=i64(items), cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items),
         buf_order=i64(items), buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
+        item_order=i64(items), chip_sorted=b(max_chips), buf_pos=i64(items), buf_in=i64(items),
         slots2=np.full((U, max_copies), -1, np.int64), count2=i64(U), f2=f(U, max_copies), moved=b(U),
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
         is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips),
