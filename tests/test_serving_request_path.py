@@ -301,12 +301,13 @@ def test_expert_group_runs_every_ranks_tokens():
     assert a.done_s == pytest.approx([6 * D]) and b.done_s == pytest.approx([6 * D])
     # uneven ranks (two requests on rank 0, one on rank 1): every pass the group's over all three, 3 D
     three = Requests(arrival_s=np.zeros(3), prompt=np.full(3, 16.0), output=np.full(3, 3.0))
-    a, b = serve_data_parallel(three, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=RoutedLinearSteps())
+    group = RoutedLinearSteps()
+    a, b = serve_data_parallel(three, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=group)
     assert a.done_s == pytest.approx([9 * D] * 2) and b.done_s == pytest.approx([9 * D])
     # one rank idle: its dummy token rides in the group's pass (the prompt with one decode, then two
     # decodes of 1 + 1 sequences, 2 D each)
     from dse.serving.steps import mixed_step
 
     one = Requests(arrival_s=np.zeros(1), prompt=np.full(1, 16.0), output=np.full(1, 3.0))
-    a, b = serve_data_parallel(one, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=RoutedLinearSteps())
+    a, b = serve_data_parallel(one, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=group)
     assert a.done_s == pytest.approx([mixed_step(RoutedLinearSteps(), 1, 1.0, 1, 16.0) + 4 * D])

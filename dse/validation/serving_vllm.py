@@ -14,8 +14,9 @@ run, ``serve_vllm_stages.csv`` one row per load stage). Every stage is served as
   run, prefix caching on, the KV cache vLLM allocates at ``--gpu-memory-utilization``
   (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request
   (a mixture of experts' copies stepping together, each step the slowest copy's: vLLM's data-parallel
-  ranks, dse.serving.data_parallel, their expert layers one tensor-parallel group over all dp x tp GPUs
-  running every rank's tokens: `expert_group`);
+  ranks, dse.serving.data_parallel); `serve_run`'s ``expert_group`` (off) makes their expert layers one
+  tensor-parallel group over all dp x tp GPUs running every rank's tokens (`expert_group_steps`: vLLM's
+  default, but on run 32 it halves the modelled ITL against a measured ITL that did not fall, docs/serving.md);
   the GPUs as dse.validation.gpu models them (one ``h100-like`` / ``a100-like`` chiplet per GPU, NVLink,
   tensor parallel over all; FlashAttention as vLLM runs it; vLLM's decode a full CUDA graph, `STACK`),
   their steps a dse.serving.StepTable;
@@ -114,7 +115,8 @@ def run_row(runs: pd.DataFrame, experiment_id: str) -> dict:
 def gpu_case(run: dict, gpus: int | None = None) -> dict:
     """The run's GPUs as a dse.validation.gpu case (one server copy: ``tp`` GPUs; or ``gpus``)."""
     return {"id": run["experiment_id"], "model": preset(run["model_hf_id"]), "gpu": GPUS[run["gpu"]],
-            "gpus": int(run["tp"]) if gpus is None else int(gpus), "phase": "decode", "batch": 1, "context": 512, "precision": "bf16",
+            "gpus": int(run["tp"]) if gpus is None else int(gpus), "phase": "decode", "batch": 1, "context": 512,
+            "precision": "bf16",
             "stack": STACK, "attention": ATTENTION}
 
 
@@ -153,7 +155,7 @@ def server(run: dict, gpus: int | None = None):
     return _SERVERS[key]
 
 
-def expert_group(run: dict):
+def expert_group_steps(run: dict):
     """The step table of the expert layers' group of a mixture of experts on ``dp`` > 1 ranks: the server
     tensor parallel over all dp x tp GPUs (vLLM's default without ``--enable-expert-parallel``, which no
     run of this data sets: dse.serving.data_parallel); None for one rank or a dense model."""
@@ -180,10 +182,12 @@ def stage_requests(run: dict, stage: dict, order: np.ndarray, start_s: float, se
 
 
 def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = None,
-              lockstep: bool | None = None) -> list[dict]:
+              lockstep: bool | None = None, expert_group: bool = False) -> list[dict]:
     """Every stage of a run served in turn (module docstring): per stage its modelled figures (ms), the
     prefix cache's hit rate and the preemptions; ``limit_s``: `stage_requests`'; ``lockstep``:
-    dse.serving.simulate.serve_data_parallel's (default: a mixture of experts' ranks step together)."""
+    dse.serving.simulate.serve_data_parallel's (default: a mixture of experts' ranks step together);
+    ``expert_group``: the ranks' expert layers one DP x TP group (`expert_group_steps`; off: each rank's
+    pass its own TP group's)."""
     from ..serving.kv_cache import KvCache
     from ..serving.request_path import VLLM_V1
     from ..serving.simulate import serve_data_parallel
@@ -191,7 +195,7 @@ def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = 
     path = VLLM_V1 if path is None else path
     steps, kv_tokens = server(run)
     copies = dp(run)
-    group = expert_group(run)
+    group = expert_group_steps(run) if expert_group else None
     caches = [KvCache(kv_tokens, caching=True) for _ in range(copies)]
     order = np.random.default_rng(SEED).permutation(PREFIXES * QUESTIONS)
     out, start = [], 0.0
