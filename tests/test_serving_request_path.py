@@ -269,3 +269,45 @@ def test_data_parallel_ranks_of_a_mixture_of_experts_step_together():
     assert (a.first_token_s - a.arrival_s)[0] == pytest.approx(4 * D)
     assert (b.first_token_s - b.arrival_s)[0] == pytest.approx(4.5 * D)
     assert (a.done_s - a.first_token_s)[0] == pytest.approx(4 * D)
+
+
+class RoutedLinearSteps:
+    """A model with routed experts whose pass takes D a sequence (decode) or a prompt (prefill): a pass
+    over one rank's batch D, over both ranks' 2 D."""
+    routed = True
+
+    def decode(self, batch, context):
+        return D * batch
+
+    def prefill(self, batch, context):
+        return D * batch
+
+
+def test_expert_group_runs_every_ranks_tokens():
+    # vLLM's default for a mixture of experts on DP ranks: the expert layers one TP group over all DP x TP
+    # GPUs, every rank's pass running every rank's tokens (dse.serving.data_parallel). Two requests at 0,
+    # one a rank, 3 tokens each: alone each rank's passes take D (one prompt, then one decode); with the
+    # group's table every pass is the group's over both ranks' batches, 2 D
+    from dse.serving.data_parallel import union_sizes
+    from dse.serving.simulate import serve_data_parallel
+
+    assert union_sizes([(2, 100.0, 1, 16.0, 0.0), (1, 400.0, 0, 0.0, 0.0)]) == (3, 200.0, 1, 16.0, 0.0)
+    r = Requests(arrival_s=np.zeros(2), prompt=np.full(2, 16.0), output=np.full(2, 3.0))
+    caches = lambda: [KvCache(1e6), KvCache(1e6)]                                  # noqa: E731
+    a, b = serve_data_parallel(r, RoutedLinearSteps(), "chunked", 8, 512, caches())
+    assert a.first_token_s == pytest.approx([D]) and b.done_s == pytest.approx([3 * D])
+    a, b = serve_data_parallel(r, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=RoutedLinearSteps())
+    assert a.first_token_s == pytest.approx([2 * D]) and b.first_token_s == pytest.approx([2 * D])
+    assert a.done_s == pytest.approx([6 * D]) and b.done_s == pytest.approx([6 * D])
+    # uneven ranks (two requests on rank 0, one on rank 1): every pass the group's over all three, 3 D
+    three = Requests(arrival_s=np.zeros(3), prompt=np.full(3, 16.0), output=np.full(3, 3.0))
+    group = RoutedLinearSteps()
+    a, b = serve_data_parallel(three, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=group)
+    assert a.done_s == pytest.approx([9 * D] * 2) and b.done_s == pytest.approx([9 * D])
+    # one rank idle: its dummy token rides in the group's pass (the prompt with one decode, then two
+    # decodes of 1 + 1 sequences, 2 D each)
+    from dse.serving.steps import mixed_step
+
+    one = Requests(arrival_s=np.zeros(1), prompt=np.full(1, 16.0), output=np.full(1, 3.0))
+    a, b = serve_data_parallel(one, RoutedLinearSteps(), "chunked", 8, 512, caches(), group=group)
+    assert a.done_s == pytest.approx([mixed_step(RoutedLinearSteps(), 1, 1.0, 1, 16.0) + 4 * D])

@@ -137,13 +137,14 @@ def serve_requests(requests: Requests, steps, scheduler: str, max_batch: int, ch
 
 def serve_data_parallel(requests: Requests, steps, scheduler: str, max_batch: int, chunk_tokens: int,
                         caches: list[KvCache], path: RequestPath = ENGINE_ONLY, cold_start_s: float = 0.0,
-                        lockstep: bool | None = None) -> list[Outcome]:
+                        lockstep: bool | None = None, group=None) -> list[Outcome]:
     """`serve_requests` on ``len(caches)`` data-parallel ranks of a server, rank c taking every
     len(caches)-th request from the c-th (each its own scheduler and KV cache, ``caches[c]``); one `Outcome`
     per rank. ``lockstep`` (default: the model routes tokens to experts, ``steps.routed``): the ranks step
     together, each step the slowest rank's, a rank with nothing scheduled running a dummy pass
     (dse.serving.data_parallel: vLLM V1's data parallelism of a mixture of experts); otherwise each rank
-    is a server of its own."""
+    is a server of its own. ``group``: the step table of the expert layers' DP x TP group, every rank's pass
+    that group's over all ranks' tokens (dse.serving.data_parallel; None: each rank's pass its own)."""
     from .data_parallel import lockstep as run_together
 
     ranks = len(caches)
@@ -159,7 +160,7 @@ def serve_data_parallel(requests: Requests, steps, scheduler: str, max_batch: in
     servers = [Server(replace(p, arrival_s=p.arrival_s + path.intake_s) if path.intake_s else p, steps,
                       scheduler == "chunked", max_batch, None, cache, chunk_tokens, lookahead=path.async_scheduling,
                       cold_start_s=cold_start_s, sequence_s=path.sequence_s) for p, cache in zip(parts, caches)]
-    run_together(servers)
+    run_together(servers, group)
     return [_outcome(s, p, path, cache) for s, p, cache in zip(servers, parts, caches)]
 
 

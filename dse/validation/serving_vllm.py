@@ -14,7 +14,9 @@ run, ``serve_vllm_stages.csv`` one row per load stage). Every stage is served as
   run, prefix caching on, the KV cache vLLM allocates at ``--gpu-memory-utilization``
   (dse.serving.kv_cache.capacity_tokens), ``dp`` copies of the server each taking every dp-th request
   (a mixture of experts' copies stepping together, each step the slowest copy's: vLLM's data-parallel
-  ranks, dse.serving.data_parallel);
+  ranks, dse.serving.data_parallel); `serve_run`'s ``expert_group`` (off) makes their expert layers one
+  tensor-parallel group over all dp x tp GPUs running every rank's tokens (`expert_group_steps`: vLLM's
+  default, but on run 32 it halves the modelled ITL against a measured ITL that did not fall, docs/serving.md);
   the GPUs as dse.validation.gpu models them (one ``h100-like`` / ``a100-like`` chiplet per GPU, NVLink,
   tensor parallel over all; FlashAttention as vLLM runs it; vLLM's decode a full CUDA graph, `STACK`),
   their steps a dse.serving.StepTable;
@@ -110,10 +112,11 @@ def run_row(runs: pd.DataFrame, experiment_id: str) -> dict:
     return runs[runs["experiment_id"] == experiment_id].iloc[0].to_dict()
 
 
-def gpu_case(run: dict) -> dict:
-    """The run's GPUs as a dse.validation.gpu case (one server copy: ``tp`` GPUs)."""
+def gpu_case(run: dict, gpus: int | None = None) -> dict:
+    """The run's GPUs as a dse.validation.gpu case (one server copy: ``tp`` GPUs; or ``gpus``)."""
     return {"id": run["experiment_id"], "model": preset(run["model_hf_id"]), "gpu": GPUS[run["gpu"]],
-            "gpus": int(run["tp"]), "phase": "decode", "batch": 1, "context": 512, "precision": "bf16",
+            "gpus": int(run["tp"]) if gpus is None else int(gpus), "phase": "decode", "batch": 1, "context": 512,
+            "precision": "bf16",
             "stack": STACK, "attention": ATTENTION}
 
 
@@ -130,16 +133,17 @@ def dp(run: dict) -> int:
 _SERVERS: dict = {}
 
 
-def server(run: dict):
-    """(StepTable, KV cache tokens) of one copy of the run's server (cached per model, GPU, TP and
-    memory utilisation: the step model is the slow part)."""
+def server(run: dict, gpus: int | None = None):
+    """(StepTable, KV cache tokens) of one copy of the run's server, tensor parallel over ``tp`` GPUs (or
+    ``gpus``: `expert_group`) (cached per model, GPU, TP and memory utilisation: the step model is the
+    slow part)."""
     from ..serving import StepTable
     from ..serving.kv_cache import capacity_tokens
     from ..system.prepare import prepare
     from . import gpu
     from .energy import shared_step_figures
 
-    case = gpu_case(run)
+    case = gpu_case(run, gpus)
     key = (case["model"], case["gpu"], case["gpus"], int(run["max_num_seqs"]), int(run["max_model_len"]),
            utilization(run))
     if key not in _SERVERS:
@@ -149,6 +153,16 @@ def server(run: dict):
                                 point=shared_step_figures)
         _SERVERS[key] = (steps, capacity_tokens(prepared, design, utilization(run)))
     return _SERVERS[key]
+
+
+def expert_group_steps(run: dict):
+    """The step table of the expert layers' group of a mixture of experts on ``dp`` > 1 ranks: the server
+    tensor parallel over all dp x tp GPUs (vLLM's default without ``--enable-expert-parallel``, which no
+    run of this data sets: dse.serving.data_parallel); None for one rank or a dense model."""
+    steps, _ = server(run)
+    if dp(run) == 1 or not steps.routed:
+        return None
+    return server(run, dp(run) * int(run["tp"]))[0]
 
 
 def stage_requests(run: dict, stage: dict, order: np.ndarray, start_s: float, seed: int,
@@ -168,10 +182,12 @@ def stage_requests(run: dict, stage: dict, order: np.ndarray, start_s: float, se
 
 
 def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = None,
-              lockstep: bool | None = None) -> list[dict]:
+              lockstep: bool | None = None, expert_group: bool = False) -> list[dict]:
     """Every stage of a run served in turn (module docstring): per stage its modelled figures (ms), the
     prefix cache's hit rate and the preemptions; ``limit_s``: `stage_requests`'; ``lockstep``:
-    dse.serving.simulate.serve_data_parallel's (default: a mixture of experts' ranks step together)."""
+    dse.serving.simulate.serve_data_parallel's (default: a mixture of experts' ranks step together);
+    ``expert_group``: the ranks' expert layers one DP x TP group (`expert_group_steps`; off: each rank's
+    pass its own TP group's)."""
     from ..serving.kv_cache import KvCache
     from ..serving.request_path import VLLM_V1
     from ..serving.simulate import serve_data_parallel
@@ -179,6 +195,7 @@ def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = 
     path = VLLM_V1 if path is None else path
     steps, kv_tokens = server(run)
     copies = dp(run)
+    group = expert_group_steps(run) if expert_group else None
     caches = [KvCache(kv_tokens, caching=True) for _ in range(copies)]
     order = np.random.default_rng(SEED).permutation(PREFIXES * QUESTIONS)
     out, start = [], 0.0
@@ -187,7 +204,7 @@ def serve_run(run: dict, stages: list[dict], path=None, limit_s: float | None = 
         requests = stage_requests(run, stage, order, start, SEED + 1 + int(stage["stage_index"]), limit_s)
         cold = COLD_START_S if steps.routed and stage is stages[0] else 0.0
         parts = serve_data_parallel(requests, steps, "chunked", int(run["max_num_seqs"]),
-                                    int(run["max_num_batched_tokens"]), caches, path, cold, lockstep)
+                                    int(run["max_num_batched_tokens"]), caches, path, cold, lockstep, group)
         ttft = np.concatenate([p.first_token_s - p.arrival_s for p in parts]) * 1e3
         e2e = np.concatenate([p.done_s - p.arrival_s for p in parts]) * 1e3
         outputs = np.concatenate([p.output for p in parts])
