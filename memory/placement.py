@@ -175,6 +175,14 @@ def spill_first_n(n, size, read, capacity, density, order, spill):
                 order[nowrap(k)] = order[nowrap(k - 1)]
                 k -= 1
             order[nowrap(k)] = j
+    return fill_by_order(n, order, size, capacity, spill)
+
+
+@nb.njit(cache=True, inline="always")
+def fill_by_order(n, order, size, capacity, spill):
+    """Fill ``capacity`` with the first n items in ``order`` (densest first): each item's ``spill`` is the
+    fraction of it beyond what is left (0 for a size of 0); returns the bytes that do not fit. The fill of
+    `spill_first_n`, shared with a re-placement that merged its order (dse.model.hbm_placement)."""
     free = capacity
     overflow = 0.0
     for x in range(n):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from memory.placement import MERGE_MIN, merge_runs, spill_first_n
+from memory.placement import MERGE_MIN, fill_by_order, merge_runs, spill_first_n
 
 from .copy_cost import copy_bytes
 
@@ -233,20 +233,7 @@ def place_merged(capacity, kind_i, a, b, item_u, item_order, moved, buf_pos, buf
             p += 1
         merged = merged and k == n_items
     if merged:      # spill_first_n's fill, on the merged order
-        free = capacity
-        overflow = 0.0
-        for x in range(n_items):
-            j = buf_order[nowrap(x)]
-            if buf_size[nowrap(j)] <= 0.0:
-                buf_spill[nowrap(j)] = 0.0
-            elif free >= buf_size[nowrap(j)]:
-                buf_spill[nowrap(j)] = 0.0
-                free -= buf_size[nowrap(j)]
-            else:
-                left = buf_size[nowrap(j)] - max(free, 0.0)
-                buf_spill[nowrap(j)] = left / buf_size[nowrap(j)]
-                overflow += left
-                free = 0.0
+        overflow = fill_by_order(n_items, buf_order, buf_size, capacity, buf_spill)
     else:
         overflow = spill_first_n(n_items, buf_size, buf_read, capacity, buf_density, buf_order, buf_spill)
     for x in range(n_items):
