@@ -66,3 +66,23 @@ def test_the_wafer_is_its_core_mesh_and_a_4096_cube_gives_each_core_too_small_a_
 def test_a_bad_grid_is_an_error_naming_the_key(changes, key):
     with pytest.raises(arch.ArchError, match=key):
         _sa(**changes)
+
+
+def test_cerebras_own_gemm_mapping_misses_the_band_as_the_gemv_mapping_does():
+    # Cerebras's SDK GEMM (csl-examples benchmarks/gemm-collectives_2d: SUMMA on P x P PEs) and WaferLLM's MeshGEMM
+    # (MeshGEMM/WSE-3/src/meshgemm.csl) keep each PE's C tile stationary and issue @fmacs / @fmach over the tile's
+    # Mt rows with one element of B as the scalar: dataflow os, the 8 lanes over M (array [8, 1]). On the 948 x 949
+    # mesh a 4096 cube gives each PE a 5 x 5 tile: 5 of 8 lanes for each of the 4,096 K steps, and 5 x 4,096 words
+    # of A and of B over its one-word links: the same 20,480 cycles as the GEMV-style mapping (ws, lanes over N)
+    # and as lanes over M with K split (is), so no choice among the three legal mappings reaches the 50 % band
+    wse = arch.preset("cerebras-wse3-like")
+    gemv_style = arch.gemm_report(wse, 4096, 4096, 4096)["utilisation"]
+    summa = arch.preset("cerebras-wse3-like", dataflow="os", array=[8, 1])
+    r = arch.gemm_report(summa, 4096, 4096, 4096)
+    assert r["latency_s"] * wse.freq_hz == pytest.approx(4096 * 5 + 947 + 948, abs=40)   # + the PE's own fill
+    for ch in (summa, arch.preset("cerebras-wse3-like", dataflow="is")):
+        assert arch.gemm_report(ch, 4096, 4096, 4096)["utilisation"] == pytest.approx(gemv_style, abs=0.002)
+    # under os no partial sums cross the links, only BF16 operands: were two of them packed a 32-bit wavelet (not
+    # sourced), the lanes would still bind at 5 of 8
+    packed = arch.preset("cerebras-wse3-like", dataflow="os", array=[8, 1], array_link_words=2)
+    assert arch.gemm_report(packed, 4096, 4096, 4096)["utilisation"] < 0.45

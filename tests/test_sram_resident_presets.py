@@ -24,10 +24,11 @@ SOURCED = {
 }
 #: where the model misses the 50-95 % band of the 4096-cube GEMM, and why (reported, not fitted away)
 OUTSIDE_BAND = {
-    "sn40l-like": "stall-free from SRAM; no PCU geometry, clock or kernel-call overhead published: 99.7 %",
+    "sn40l-like": "stall-free from SRAM; no PCU geometry, clock, socket power or kernel-call overhead "
+                  "published: 99.7 %",
     "cerebras-wse3-like": "a 4096 cube gives each of the 948 x 949 cores a 5 x 5 weight block: 5 of its 8 SIMD "
-                          "lanes, 5 words a token on its one-word links, 1,895 hops of fill: 42.7 % "
-                          "(tests/test_array_grid.py)",
+                          "lanes, 5 words a token on its one-word links, 1,895 hops of fill: 42.7 %; Cerebras's own "
+                          "SUMMA / MeshGEMM mapping (os, lanes over M) gives 42.6 % (tests/test_array_grid.py)",
 }
 
 
