@@ -20,7 +20,7 @@ nowrap = nb.uintp      # see dse.model.perf_model: an unsigned index skips the n
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy, split, stacks, chip_ptr, item_u,
-          stored, slots2, count2, stored2, moved, moved_list):
+          stored, slots2, count2, stored2, moved, moved_list, free):
     """Re-map the units of the failed chiplets ``dead[:n_dead]`` (flagged in ``is_dead``): their rows of
     ``slots2`` / ``count2`` and the whole of ``stored2`` become the mapping after the failure.
 
@@ -28,6 +28,10 @@ def remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_d
     (`restore`). Needs the intact design's ``stored`` and item index. Marks ``moved`` and lists the units
     that had a copy on a failed chiplet in ``moved_list`` (ascending). Returns (their count, whether
     every unit found a chiplet: False when none survives).
+
+    ``free`` (scratch, a chiplet each): from the first unit that needs a new chiplet on, each chiplet's
+    free capacity (local capacity - ``stored2``, -inf when failed), updated where ``stored2`` changes, so the
+    search for the emptiest survivor is one pass over an array (the same figures, bit for bit).
     """
     for i in range(n):
         stored2[nowrap(i)] = stored[nowrap(i)]
@@ -49,6 +53,7 @@ def remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_d
                 moved_list[nowrap(k)] = moved_list[nowrap(k - 1)]
                 k -= 1
             moved_list[nowrap(k)] = u
+    ready = False
     for x in range(n_moved):
         u = moved_list[nowrap(x)]
         c = ncopy[nowrap(u)]
@@ -62,22 +67,30 @@ def remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_d
             slots2[nowrap(u), nowrap(r)] = -1
         if not split:               # survivors share the lost copy's tokens and KV cache
             for r in range(kept):
-                stored2[nowrap(slots2[nowrap(u), nowrap(r)])] += unit_kv[nowrap(u)] / kept - unit_kv[nowrap(u)] / c
+                i = slots2[nowrap(u), nowrap(r)]
+                stored2[nowrap(i)] += unit_kv[nowrap(u)] / kept - unit_kv[nowrap(u)] / c
+                if ready:
+                    free[nowrap(i)] = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])]) \
+                        - stored2[nowrap(i)]
         need = c - kept if split else (1 if kept == 0 else 0)
         size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c if split else 1, split)
+        if need > 0 and not ready:
+            ready = True
+            for i in range(n):
+                free[nowrap(i)] = -np.inf if is_dead[nowrap(i)] else \
+                    local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])]) - stored2[nowrap(i)]
         for _ in range(need):
             best = -1
             best_free = -np.inf
             for i in range(n):
-                if not is_dead[nowrap(i)]:
-                    free = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])]) \
-                        - stored2[nowrap(i)]
-                    if free > best_free:
-                        best, best_free = i, free
+                if free[nowrap(i)] > best_free:
+                    best, best_free = i, free[nowrap(i)]
             if best < 0:
                 return n_moved, False
             slots2[nowrap(u), nowrap(kept)] = best
             stored2[nowrap(best)] += size
+            free[nowrap(best)] = local_capacity(stacks[nowrap(best)], hbm_cap, sram_cap[nowrap(kind[nowrap(best)])]) \
+                - stored2[nowrap(best)]
             kept += 1
         count2[nowrap(u)] = kept
     return n_moved, True

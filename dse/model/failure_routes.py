@@ -38,7 +38,8 @@ def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set
             dead[x] = sets[k_set, x]
             is_dead[dead[x]] = True
         n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, T.kind_sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy, split,
-                            stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list)
+                            stacks, W.chip_ptr, W.item_u, W.stored, slots2, count2, W.stored2, moved, moved_list,
+                            W.free)
         expected = p99 = short = np.inf
         if ok:
             base = base_pass(T, R, set_routes[k_set], n, kind, stacks, ddr, slots2, count2, split, W2)

@@ -126,7 +126,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             dead[nowrap(x)] = sets[nowrap(k_set), nowrap(x)]
             is_dead[nowrap(dead[nowrap(x)])] = True
         n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy,
-                            split, stacks, chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list)
+                            split, stacks, chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list,
+                            W.free)
         if not ok:
             restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
             for x in range(n_dead):

@@ -213,7 +213,7 @@ def remapped_design(T, n, dead, kind, stacks, slots, ncopy, split, W):
     W.slots2[:] = slots
     n_moved, ok = remap(T.unit_capacity, T.unit_kv, T.hbm_cap, T.kind_sram_cap, kind, n, W.dead, dead.shape[0], W.is_dead, slots, ncopy,
                         split, stacks, W.chip_ptr, W.item_u, W.stored, W.slots2, W.count2, W.stored2, W.moved,
-                        W.moved_list)
+                        W.moved_list, W.free)
     new_slots, count = W.slots2.copy(), W.count2.copy()
     restore(n_moved, W.moved_list, W.moved, slots, ncopy, W.slots2, W.count2)
     for x in range(dead.shape[0]):

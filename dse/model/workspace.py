@@ -27,7 +27,9 @@ Workspace = namedtuple("Workspace", [
     "f_host", "f_ssd",
     # fraction of each copy in an SRAM-resident chiplet's SRAM in front of its HBM (dse.model.hbm_placement;
     # no rows unless such a kind can attach HBM: KernelTables.sram_over_hbm)
-    "f_sram"])
+    "f_sram",
+    # a survivor's free local capacity while units re-map onto it (dse.model.failure_remap.remap)
+    "free"])
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -57,4 +59,5 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
         f_host=f(U if T.offload else 0, max_copies), f_ssd=f(U if T.offload else 0, max_copies),
-        f_sram=f(U if T.sram_over_hbm else 0, max_copies))
+        f_sram=f(U if T.sram_over_hbm else 0, max_copies),
+        free=f(max_chips))
