@@ -135,3 +135,34 @@ def test_stream_weights_is_a_ddr_entrys_key():
                          "package": {"mesh": {"rows": 1, "cols": 1}, "link": "ucie-advanced"}},
             "search": {"objectives": ["latency"], "population": 4, "generations": 1}})
     assert "stream_weights" in str(err.value)
+
+
+def test_training_streams_weights_in_and_gradients_out_and_updates_in_the_tier(tiny_dict):
+    """``workload.phase: train`` with a streamed DDR (Cerebras's MemoryX): each micro-batch's forward takes
+    max(t, W / B), its backward the fill (one layer's weights) + max(2t, (W + G) / B) (16-bit weights in,
+    16-bit gradients out over the one DDR path), and Adam's 28 bytes a parameter run at the DDR's bandwidth.
+    Old code: no stream_weights key."""
+    import memory
+    import workloads
+    import dse
+    from dse.system.prepare import prepare_step
+    d = dict(tiny_dict)
+    d["workload"] = {**tiny_dict["workload"], "phase": "train", "attention": "unfused"}
+    d["training"] = {"global_batch": 16, "recompute": "none", "zero": 1}
+    d["hardware"] = {**tiny_dict["hardware"], "memory": [{"kind": "hbm3", "stacks": [1, 2]},
+                                                         {"kind": "ddr5", "channels": [1, 2], "stream_weights": True}]}
+    study = dse.Study.from_dict(d)
+    p = dse.prepare(study)
+    X = np.random.default_rng(1).integers(p.space.lower, p.space.upper + 1, size=(4, p.space.n_var))
+    got = p.evaluator(X)
+    forward = prepare_step(study).evaluator(X)
+    params = p.tables.workload.summary["total_params"]
+    layers = workloads.load_model("gpt2").layers
+    for i, x in enumerate(X):
+        t = 4 * 512 / forward["throughput_tok_s"].iloc[i]
+        bw = memory.effective_bandwidth_Bps(p.tables.ddr, p.evaluator.designs(x[None])[0].ddr_channels)
+        w = g = params * 2 / bw
+        micro = w / layers + max(t, w) + max(2 * t, w + g)
+        expected = 16 // 4 * micro + params * 28 / bw
+        assert got["iteration_s"].iloc[i] == pytest.approx(expected, rel=1e-9)
+        assert got["optimizer_s"].iloc[i] == pytest.approx(params * 28 / bw, rel=1e-9)
