@@ -166,3 +166,27 @@ def test_training_streams_weights_in_and_gradients_out_and_updates_in_the_tier(t
         expected = 16 // 4 * micro + params * 28 / bw
         assert got["iteration_s"].iloc[i] == pytest.approx(expected, rel=1e-9)
         assert got["optimizer_s"].iloc[i] == pytest.approx(params * 28 / bw, rel=1e-9)
+
+
+def test_a_streaming_designs_failure_leaves_what_the_survivor_serves_alone():
+    # two SN40Ls each holding every unit, streaming: every failure is evaluated in full (its fill and buffers,
+    # dse.model.population_kernel.in_full); losing either leaves the one-chiplet design's step time
+    import dse
+    from dse.study.space import Design
+
+    def prepare(cols):
+        memory = [{"kind": "hbm3", "stacks": [cols, cols], "overrides": {"capacity_gib": 1.0, "data_rate_gbps": 3.125}},
+                  {"kind": "ddr5", "channels": [2, 2], "stream_weights": True}]
+        study = dse.Study.from_dict({
+            "name": "stream2", "workload": {"model": "gpt2", "phase": "decode", "batch": 64, "context": 1024},
+            "hardware": {"chiplets": [{"preset": "sn40l-like"}], "memory": memory,
+                         "package": {"mesh": {"rows": 1, "cols": cols}, "link": "ucie-advanced"}},
+            "mapping": {"kind": "many-to-many", "max_replicas": cols},
+            "search": {"objectives": ["latency", "fault_tolerance"], "population": 4, "generations": 1}})
+        p = dse.prepare(study)
+        design = Design(rows=1, cols=cols, chiplets=["sn40l-like"] * cols, hbm_stacks=[1] * cols, ddr_channels=2,
+                        link="ucie-advanced", mapping="many-to-many",
+                        placement={u: list(range(cols)) for u in p.tables.unit_names})
+        return p.evaluator.evaluate_designs([design]).iloc[0]
+    both, alone = prepare(2), prepare(1)
+    assert both["latency_s"] / both["fault_tolerance_frac"] == pytest.approx(alone["latency_s"], rel=1e-9)
