@@ -54,7 +54,7 @@ def _alone(T, u, k, bw_hbm, bw_ddr, on_ddr):
     if T.kind_sram_bw[k] > 0.0 and T.unit_capacity[u] + T.unit_kv[u] <= T.kind_sram_cap[k]:
         on_ddr, bw_hbm = False, T.kind_sram_bw[k]
     t = copy_roofline(u, k, 1, T.unit_w_ratio[u, 1], b, 1.0 if on_ddr else 0.0, 0.0,
-                               ChipletMemory(0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0, 0.0, 0.0),
+                               ChipletMemory(0.0 if on_ddr else bw_hbm, bw_ddr, 0.0, 0.0, 0.0, 0.0, 0.0),
                                kind_terms(T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, k, 1.0), T.op_ptr, T.op_time,
                                T.op_w, T.op_o, T.op_prob, T.op_inv,
                                power_terms(T.kind_limit, T.kind_floor, T.kind_static_w, T.kind_active_w, k), T.op_e).time_s

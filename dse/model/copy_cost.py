@@ -26,6 +26,7 @@ class ChipletMemory(NamedTuple):
     ddr_j_per_byte: float
     sram_Bps: float         # an SRAM-resident kind's SRAM in front of its HBM stacks (three tiers); 0 otherwise
     sram_j_per_byte: float
+    stream_Bps: float = 0.0     # weight streaming's path from the DDR into the local tier (`stream_bandwidth`); 0: off
 
 
 class PowerTerms(NamedTuple):
@@ -44,17 +45,19 @@ class CopyCost(NamedTuple):
     ddr_bytes: float
     dram_j: float
     clock_j: float          # energy change from clocks under the power limit (<= 0)
+    stream_s: float         # the transfer of its streamed bytes into the local tier (0: none streamed)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def local_memory(stacks_i, hbm_bw, hbm_e, sram_bw_k, sram_e_k, ddr_bw, ddr_e):
+def local_memory(stacks_i, hbm_bw, hbm_e, sram_bw_k, sram_e_k, ddr_bw, ddr_e, stream_bw):
     """The `ChipletMemory` of a chiplet with ``stacks_i`` HBM stacks: its HBM over the package's DDR (and an
     SRAM-resident kind's SRAM in front of the HBM: three tiers), or, with none, an SRAM-resident kind's SRAM
     (``sram_bw_k`` > 0; 0 for other kinds: everything from DDR), as dse.model.hbm_placement.local_capacity
-    places its copies."""
+    places its copies; ``stream_bw`` > 0: its DDR bytes streamed into the local tier at that bandwidth
+    (dse.model.hbm_placement.stream_bandwidth)."""
     if stacks_i > 0:
-        return ChipletMemory(stacks_i * hbm_bw, ddr_bw, hbm_e, ddr_e, sram_bw_k, sram_e_k)
-    return ChipletMemory(sram_bw_k, ddr_bw, sram_e_k, ddr_e, 0.0, 0.0)
+        return ChipletMemory(stacks_i * hbm_bw, ddr_bw, hbm_e, ddr_e, sram_bw_k, sram_e_k, stream_bw)
+    return ChipletMemory(sram_bw_k, ddr_bw, sram_e_k, ddr_e, 0.0, 0.0, stream_bw)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -93,12 +96,24 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, g, memory, kind_k, op_ptr, op_tim
     than its host dispatch time; a kernel that would draw more than the kind's power limit runs at the
     clock it sustains under it (arch.power.sustained_clock: compute stretched, switching energy down by
     v^2, the active power by s v^2: the last return value, <= 0, is that change against the full clock's
-    operation energy and active power over the kernel's time). Operators weigh by the probability they run."""
+    operation energy and active power over the kernel's time). Operators weigh by the probability they run.
+
+    Weight streaming (``memory.stream_Bps`` > 0): the DDR fraction f is copied into the local tier ahead of
+    use, into one of two buffers while the copy before it computes from the other (SambaNova SN40L's DDR to
+    HBM / SRAM copies, Prabhakar et al., arXiv 2405.07518; Cerebras's weight streaming from MemoryX), so
+    the kernels read all their bytes from the local tier and the copy takes max(that time, its transfer:
+    f x bytes / (B_stream x the kind's share)); its energy adds the local tier's write of the f bytes to
+    their DDR read. The pipeline's fill (the first transfer, hidden behind nothing) is the step's
+    (dse.model.perf_model)."""
     mem_eff_k, overhead_k, dispatch_k = kind_k
     limit_k, floor_k, static_k, active_k = power_k.limit_w, power_k.floor, power_k.static_w, power_k.active_w
     if memory.hbm_Bps <= 0.0:
         f = 1.0
         g = 0.0
+    fs = 0.0            # the streamed fraction
+    if memory.stream_Bps > 0.0 and memory.hbm_Bps > 0.0 and f > 0.0:
+        fs = f
+        f = 0.0
     x = f / memory.ddr_Bps
     if f < 1.0:
         if g > 0.0:                 # three tiers (the terms below are the two-tier ones when g is 0)
@@ -125,7 +140,11 @@ def copy_roofline(u, k, c, w_ratio, bytes_, f, g, memory, kind_k, op_ptr, op_tim
         if s < 1.0:
             v = max(s, floor_k)
             de += op_prob[nowrap(i)] * (e_op * (v * v - 1.0) + active_k * ti * (s * v * v - 1.0))
-    return CopyCost(t, bytes_ * f, local_j + bytes_ * f * memory.ddr_j_per_byte, de)
+    if fs > 0.0:
+        ts = bytes_ * fs / (memory.stream_Bps * mem_eff_k)
+        return CopyCost(max(t, ts), bytes_ * fs,
+                        local_j + bytes_ * fs * (memory.ddr_j_per_byte + memory.hbm_j_per_byte), de, ts)
+    return CopyCost(t, bytes_ * f, local_j + bytes_ * f * memory.ddr_j_per_byte, de, 0.0)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

@@ -33,6 +33,27 @@ def local_capacity(stacks_i, hbm_cap, sram_cap_k):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def streams(stream_buf, stacks_i, hbm_cap, sram_cap_k):
+    """Whether a chiplet streams its DDR bytes into its local tier (weight streaming, ``stream_buf`` > 0: the
+    two buffers' bytes, dse.model.tables.stream_buffer_bytes): only where that tier holds both buffers."""
+    return stream_buf > 0.0 and local_capacity(stacks_i, hbm_cap, sram_cap_k) >= stream_buf
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def stream_bandwidth(stream_buf, stacks_i, hbm_cap, sram_cap_k, ddr_bw):
+    """The bandwidth a chiplet streams its DDR bytes into its local tier at: the DDR's (the path weights come
+    over), where it `streams`; 0 where it does not (its kernels read the DDR directly)."""
+    return ddr_bw if streams(stream_buf, stacks_i, hbm_cap, sram_cap_k) else 0.0
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def resident_capacity(stream_buf, stacks_i, hbm_cap, sram_cap_k):
+    """`local_capacity` less the streaming buffers where the chiplet `streams`: what its copies stay in."""
+    cap = local_capacity(stacks_i, hbm_cap, sram_cap_k)
+    return cap - stream_buf if streams(stream_buf, stacks_i, hbm_cap, sram_cap_k) else cap
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def sram_tier(stacks_i, sram_cap_k):
     """Bytes of an SRAM-resident kind's SRAM that sit in front of its HBM (the first of three tiers): all of it
     when HBM stacks are attached, else 0 (without HBM the SRAM is the local tier itself)."""
@@ -106,11 +127,12 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy,
-                         other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram,
+def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf, unit_capacity, unit_kv,
+                         w_copy, other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram,
                          buf_size, buf_read, buf_density, buf_order, buf_spill, item_order, chip_sorted):
     """Every chiplet's copies into its local tier (`local_capacity`: ``stacks[i]`` x ``hbm_cap``, or an
-    SRAM-resident kind's ``sram_cap`` without HBM, or both), densest first: indexes the copies
+    SRAM-resident kind's ``sram_cap`` without HBM, or both; less weight streaming's buffers,
+    `resident_capacity`, ``stream_buf`` > 0), densest first: indexes the copies
     by chiplet (`index_items`), fills ``f`` (and ``f_sram``, the SRAM's share in front of HBM, where it has
     rows), each chiplet's bytes ``stored`` and its ``overflow`` to DDR. Returns the bytes spilled to DDR in all.
     ``chip_sorted[i]``: chiplet i's copies were put in density order (two tiers, more than fit); that order,
@@ -125,8 +147,8 @@ def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap
         for y in range(a, b):
             u = item_u[nowrap(y)]
             total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
-        cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
-        fast = sram_tier(stacks[nowrap(i)], sram_cap[nowrap(kind[nowrap(i)])]) if three else 0.0
+        cap = resident_capacity(stream_buf, stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
+        fast = min(sram_tier(stacks[nowrap(i)], sram_cap[nowrap(kind[nowrap(i)])]), cap) if three else 0.0
         chip_sorted[nowrap(i)] = False
         if placement_is_trivial(cap, total) and (fast <= 0.0 or total <= fast):
             for y in range(a, b):
@@ -151,12 +173,13 @@ def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv, w_copy, other_dram,
-                 read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size, buf_read,
-                 buf_density, buf_order, buf_spill):
+def place_design(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf, unit_capacity, unit_kv, w_copy,
+                 other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram, buf_size,
+                 buf_read, buf_density, buf_order, buf_spill):
     """`place_design_ordered` without keeping the density orders (for a caller that reads the placement only:
     dse.model.population_kernel.remapped_design)."""
-    return place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity, unit_kv,
+    return place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf, unit_capacity,
+                                unit_kv,
                                 w_copy, other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f,
                                 f_sram, buf_size, buf_read, buf_density, buf_order, buf_spill,
                                 np.empty(item_u.shape[0], np.int64), np.empty(n, np.bool_))

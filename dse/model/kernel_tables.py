@@ -14,7 +14,7 @@ import numpy as np
 import arch
 
 from .grouped import group_tables
-from .tables import UNIT_KINDS, EvalTables
+from .tables import UNIT_KINDS, EvalTables, stream_buffer_bytes
 
 KernelTables = namedtuple("KernelTables", [
     "unit_is_expert", "unit_stage", "unit_read_scale", "unit_capacity", "unit_kv", "unit_w_copy", "unit_time", "unit_energy",
@@ -30,6 +30,8 @@ KernelTables = namedtuple("KernelTables", [
     # SRAM-resident kinds' SRAM as the local tier (dse.model.hbm_placement.local_capacity), wafer-scale dies' cost;
     # ``sram_over_hbm``: some such kind can attach HBM, its SRAM then a tier in front of it (three tiers)
     "kind_sram_cap", "kind_sram_bw", "kind_sram_e", "kind_wafer_kgd", "sram_over_hbm",
+    # weight streaming from the DDR (`stream_weights`): the two buffers' bytes in the fast tier; 0: off
+    "stream_buf",
     # tiers below the package (dse.model.offload; ``offload`` False: none, every figure 0)
     "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e"])
 
@@ -124,6 +126,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         kind_wafer_kgd=t.kind_wafer_kgd_usd,
         sram_over_hbm=bool(hbm is not None and t.kind_hbm_phy is not None
                            and np.any((t.kind_sram_Bps > 0) & t.kind_hbm_phy)),
+        stream_buf=stream_buffer_bytes(t),
         **_offload_fields(t.offload))
 
 

@@ -57,7 +57,7 @@ import numpy as np
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
-from .hbm_placement import place_design_ordered
+from .hbm_placement import place_design_ordered, stream_bandwidth
 from .offload import place_below, stage_fetch
 from .scenarios import scenario_latency
 
@@ -209,19 +209,20 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     f_prev, moved, dirty = W.f2, W.moved, W.dirty       # incremental: the previous design's HBM fractions
     f_sram = W.f_sram
     three = f_sram.shape[nowrap(0)] > 0                 # SRAM in front of HBM somewhere: no incremental costing
+    stream_buf = T.stream_buf                           # weight streaming (> 0): no incremental costing either
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
         pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
         same = False
-        if incremental and not offload and not three:
+        if incremental and not offload and not three and stream_buf <= 0.0:
             same = same_package(d, shapes, sizes, kinds, stacks_all, ddrs)
         if same:
             f_prev[:, :] = f
 
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
-        spill = place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, unit_capacity,
-                                     unit_kv, w_copy, other_dram, read_scale, chip_ptr, W.cursor, item_u, item_r,
+        spill = place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf,
+                                     unit_capacity, unit_kv, w_copy, other_dram, read_scale, chip_ptr, W.cursor, item_u, item_r,
                                      stored, overflow, f, f_sram, buf_size, buf_read, buf_density, buf_order,
                                      buf_spill, W.item_order, W.chip_sorted)
         short = max(spill - ddr * T.ddr_cap, 0.0)
@@ -235,6 +236,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                            edge_start, edge_src, edge_dst, moved, dirty)
 
         # --- compute per stage, then the hand-offs into it ---
+        fill = 0.0              # weight streaming's fill: the first streamed stage's longest transfer
+        fill_stage = -1
         for s in range(stage_repeat.shape[nowrap(0)]):
             if same and not dirty[nowrap(s)]:
                 continue
@@ -262,10 +265,15 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                     cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
                                        f_sram[nowrap(u), nowrap(r)] if three else 0.0,
                                        local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
-                                                    sram_e[nowrap(k)], ddr_bw, ddr_e),
+                                                    sram_e[nowrap(k)], ddr_bw, ddr_e,
+                                                    stream_bandwidth(stream_buf, stacks[nowrap(i)], hbm_cap,
+                                                                     sram_cap[nowrap(k)], ddr_bw)),
                                        kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
                                        op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k), op_e)
                     t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j
+                    if cc.stream_s > 0.0 and (fill_stage < 0 or fill_stage == s):
+                        fill_stage = s
+                        fill = max(fill, cc.stream_s)
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
@@ -303,7 +311,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
         latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
                                         stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy, host_busy,
                                         order)
-        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
+        # the host's work per sequence, and weight streaming's fill (the first transfer hides behind nothing)
+        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n) + fill
         row = res[nowrap(d)]
         row[SHORT], row[LATENCY], row[P99] = short, latency + wait, p99 + wait
         step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row)

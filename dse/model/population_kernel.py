@@ -49,8 +49,8 @@ def single_sets(n, node_alt, link_alt, links, sets, size, routes):
 
 @nb.njit(cache=True, inline="always")
 def in_full(offload, routes, n_sets, sh):
-    """With host or SSD tiers (dse.model.offload), or an SRAM-resident kind's SRAM in front of HBM (three tiers,
-    dse.model.hbm_placement), every failure is evaluated in full on the design's own routes
+    """With host or SSD tiers (dse.model.offload), an SRAM-resident kind's SRAM in front of HBM (three tiers,
+    dse.model.hbm_placement) or weight streaming (its fill and buffers), every failure is evaluated in full on the design's own routes
     (dse.model.failure_routes), not by deltas: the deltas re-place only the touched chiplets' HBM."""
     if offload:
         for k in range(n_sets):
@@ -77,12 +77,12 @@ def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen,
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
     # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
-    in_full(T.offload or W.f_sram.shape[0] > 0, routes, singles + samples, sh)
+    in_full(T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0, routes, singles + samples, sh)
     if singles + samples > 0:
         failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
                          W, after, short, screen)
-    if T.offload or W.f_sram.shape[0] > 0 or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:   # (Monte Carlo sets
-                                                                                          # reroute only then too)
+    # (Monte Carlo sets reroute only then too)
+    if T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0 or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:
         rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
                           W2, after, short)
     kept_sum = 0.0
@@ -187,7 +187,7 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     base = base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W)
     out[k, 0], out[k, 1] = base[LATENCY], base[SHORT]
     after = np.empty((k, 3))
-    in_full(T.offload or W.f_sram.shape[0] > 0, routes, k, sh)
+    in_full(T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0, routes, k, sh)
     failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, after, np.inf,
                      False)
     rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, k, W, W2, after, np.inf)
@@ -202,7 +202,8 @@ def remapped_design(T, n, dead, kind, stacks, slots, ncopy, split, W):
     (dse.model.failure_remap.remap); ``W`` holds the intact design's mapping again afterwards. The re-mapping
     reads the intact design's HBM placement only (each chiplet's copies and bytes stored: `place_design`,
     the memory step of the intact pass), not its stage figures, so only that step runs."""
-    place_design(n, kind, stacks, slots, ncopy, split, T.hbm_cap, T.kind_sram_cap, T.unit_capacity, T.unit_kv,
+    place_design(n, kind, stacks, slots, ncopy, split, T.hbm_cap, T.kind_sram_cap, T.stream_buf, T.unit_capacity,
+                 T.unit_kv,
                  T.unit_w_copy, T.unit_other_dram, T.unit_read_scale, W.chip_ptr, W.cursor, W.item_u, W.item_r,
                  W.stored, W.overflow, W.f, W.f_sram, W.buf_size, W.buf_read, W.buf_density, W.buf_order,
                  W.buf_spill)

@@ -93,6 +93,7 @@ class EvalTables:
     kind_wafer_kgd_usd: np.ndarray | None = None    # [K] known-good cost of a wafer-scale die (arch.wafer); 0: not one
     kind_hbm_phy: np.ndarray | None = None          # [K] bool: the kind can attach HBM stacks (arch hbm_phy)
     offload: object = None     # memory.offload.OffloadTiers: host / ssd tiers below the package, or None
+    ddr_stream: bool = False   # the DDR's bytes streamed into the tier above ahead of use (`stream_weights`)
     unit_precision: list[str] | None = None   # [U] each unit's precision when they differ (search.precision:
                                               # dse.model.unit_precision); None: all at workload.precision
 
@@ -190,7 +191,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
 
     kind_area = np.array([arch.chiplet_area_mm2(c, precision) for c in chiplets])
     peak_dyn = np.array([arch.peak_dynamic_power_w(c, precision) for c in chiplets])
-    return EvalTables(
+    return _check_stream(study, EvalTables(
         unit_names=units,
         unit_kind=np.array([UNIT_KINDS.index(nodes[u]["kind"]) for u in units]),
         unit_stage=np.array([nodes[u]["stage"] for u in units]),
@@ -237,8 +238,38 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
         kind_dispatch_s=np.array([c.dispatch_s for c in chiplets], dtype=float),
         kind_dispatch_ahead=np.array([c.dispatch_mode == "ahead" for c in chiplets], dtype=bool),
         kind_sequence_s=np.array([c.sequence_s for c in chiplets], dtype=float),
-        sequences_per_step=float(study.workload.batch), offload=study.hardware.offload(), **_sram_fields(chiplets,
-                                                                                                        precision))
+        sequences_per_step=float(study.workload.batch), offload=study.hardware.offload(),
+        ddr_stream=ddr is not None and any(m.stream_weights for m in study.hardware.memory if not m.is_hbm),
+        **_sram_fields(chiplets, precision)))
+
+
+def stream_buffer_bytes(t: EvalTables) -> float:
+    """Bytes of the two buffers weight streaming keeps in a chiplet's fast tier (`EvalTables.ddr_stream`; 0
+    when off): double buffering holds the layer instance that computes and the next one arriving, so two of
+    the largest unit's instances (its weights and KV cache over its stage's repeat: what one layer reads)."""
+    if not t.ddr_stream or t.n_units == 0:
+        return 0.0
+    per_instance = (t.unit_capacity_bytes + t.unit_kv_bytes) / t.stage_repeat[t.unit_stage]
+    return 2.0 * float(per_instance.max())
+
+
+def _check_stream(study: Study, t: EvalTables) -> EvalTables:
+    """Weight streaming needs its two buffers (`stream_buffer_bytes`) in some chiplet's fast tier: an
+    SRAM-resident kind's SRAM, plus the most HBM one chiplet may attach where the kind takes HBM; refused
+    naming the key when no kind of the library has the room."""
+    need = stream_buffer_bytes(t)
+    if need <= 0.0:
+        return t
+    stacks = max((m.count_range[1] for m in study.hardware.memory if m.is_hbm), default=0)
+    hbm = stacks * t.hbm.capacity_bytes if t.hbm is not None else 0.0
+    room = max(float(s) + (hbm if phy else 0.0) for s, phy in zip(t.kind_sram_cap_bytes, t.kind_hbm_phy))
+    if room < need:
+        entry = next(i for i, m in enumerate(study.hardware.memory) if not m.is_hbm and m.stream_weights)
+        raise StudyError(f"weight streaming's two buffers of the largest layer ({need / 2 ** 30:.3g} GiB) fit no "
+                         f"chiplet's fast tier (largest {room / 2 ** 30:.3g} GiB: an SRAM-resident kind's SRAM, "
+                         f"plus its HBM); give more HBM or SRAM, or set stream_weights false",
+                         key=f"hardware.memory[{entry}].stream_weights")
+    return t
 
 
 def _resident(c) -> bool:

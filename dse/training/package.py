@@ -157,6 +157,8 @@ class TrainingEvaluator(PhaseEvaluator):
         t = self.tables
         capacity = hbm_stacks * (t.hbm.capacity_bytes if t.hbm else 0.0) + ddr * (t.ddr.capacity_bytes if t.ddr else 0.0)
         bandwidth = _bandwidth_Bps(t, hbm_stacks, ddr)
+        if t.ddr_stream:      # weight streaming: the optimizer runs in the tier streamed from (`_streamed`)
+            bandwidth = np.maximum(memory.effective_bandwidth_Bps(t.ddr, 1) * ddr, 0.0).astype(float)
         groups: dict = {}
         for i, layout in enumerate(layouts):
             groups.setdefault(layout, []).append(i)
@@ -182,12 +184,16 @@ class TrainingEvaluator(PhaseEvaluator):
             uneven = len(set(counts)) > 1
             pipeline_s = (m + P - 1) * passes * stage_s
             bubble_s = (P - 1) * passes * stage_s
+            micro_s = passes * stage_s               # one micro-batch's passes through a stage
             params = self.dense_params / P + self.expert_params / (P * E)
             if uneven:     # 1F1B over unequal stages (dse.training.stages): m max + (sum - max)
                 bubble_s = passes * (row[:, C["latency_s"]] - stage_s)   # the forward's other stages, hand-offs
                 pipeline_s = m * passes * stage_s + bubble_s
                 layer_params = (self.dense_params + self.expert_params / E) / self.cfg.layers
                 params = layer_params * max(counts)            # the deepest stage paces gradients and Adam
+            if self.tables.ddr_stream:
+                streamed = self._streamed(stage_s, passes, params, max(counts), hbm_Bps)
+                pipeline_s = pipeline_s + (m + (0 if uneven else P - 1)) * (streamed - micro_s)
             grads_bytes = params * GRADIENT_BYTES
             zero3 = 1.5 if training.zero == 3 else 1.0               # dse.training.iteration
             level = self._dp_level(packages)
@@ -215,7 +221,8 @@ class TrainingEvaluator(PhaseEvaluator):
             static_w = row[:, C["energy_static_j_per_token"]] * row[:, C["throughput_tok_s"]]
             ring_bytes = zero3 * 2.0 * (R - 1) / R * grads_bytes if R > 1 else 0.0
             comm_j = packages * ring_bytes * (level.energy_j_per_byte if level is not None else 0.0)
-            optimizer_j = packages * optimizer_bytes * (self.tables.hbm.energy_j_per_byte if self.tables.hbm else 0.0)
+            update = self.tables.ddr if self.tables.ddr_stream else self.tables.hbm    # where Adam runs
+            optimizer_j = packages * optimizer_bytes * (update.energy_j_per_byte if update else 0.0)
             energy = dynamic_j_per_token * passes * tokens + static_w * iteration_s + comm_j + optimizer_j
 
             row[:, C["latency_s"]] = row[:, C["latency_p99_s"]] = iteration_s
@@ -260,6 +267,21 @@ class TrainingEvaluator(PhaseEvaluator):
                 row[:, T["energy_to_train_j"]] = spent
                 row[:, T["carbon_to_train_kg"]] = iterations * tokens * carbon / 1e3
         return row
+
+    def _streamed(self, stage_s, passes: float, params: float, layers: int, stream_Bps) -> np.ndarray:
+        """One micro-batch's passes through a stage under weight streaming (``stream_weights``: Cerebras's
+        MemoryX, the Cerebras "MemoryX" glossary; SN40L's DDR): the weights and optimizer state live in the tier
+        streamed from and the update runs there (Adam's bytes at its bandwidth: `_train`); each pass streams the
+        stage's weights in, layer by layer ahead of use, and the backward streams its 16-bit gradients out over
+        the same path (one DDR bus: in and out share it). A pass takes its fill (one layer's weights, hidden
+        behind nothing; the forward's is in t already) plus max(its compute, its transfers): the forward max(t, W / B), the backward and
+        recomputation max((passes - 1) t, (W + G) / B), over identical layers the pipeline's fill + sum of
+        each layer's max (t: the forward stage time, which already streams the forward's DDR share)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weights_s = np.where(stream_Bps > 0, params * self.element_bytes / stream_Bps, np.inf)
+            grads_s = np.where(stream_Bps > 0, params * GRADIENT_BYTES / stream_Bps, np.inf)
+        fill = weights_s / max(layers, 1)       # the backward's (the forward's is in t)
+        return fill + np.maximum(stage_s, weights_s) + np.maximum((passes - 1.0) * stage_s, weights_s + grads_s)
 
     def _resilience(self, row: np.ndarray, packages: int, iteration_s: np.ndarray) -> tuple:
         """Each design's effective training fraction and the share of wall time it runs iterations

@@ -31,6 +31,9 @@ class MemoryEntry(StrictModel):
     channels: IntRange | None = None
     #: preset fields changed for this study (capacity_gib, ...)
     overrides: dict[str, float] = Field(default_factory=dict)
+    #: DDR/LPDDR only: stream the bytes units hold here into the tier above ahead of use, double-buffered
+    #: (weight streaming: SN40L's DDR to HBM / SRAM, Cerebras's MemoryX; dse.model.copy_cost); off by default
+    stream_weights: bool = False
 
     @property
     def kinds(self) -> list[str]:
@@ -65,6 +68,9 @@ class MemoryEntry(StrictModel):
             raise ValueError(f"{name} is counted in {want}, not {other}")
         if getattr(self, want) is None:
             raise ValueError(f"{name} needs '{want}: [low, high]'")
+        if hbm and self.stream_weights:
+            raise invalid_at(("stream_weights",), f"{name} is HBM, a tier weights are streamed into: stream_weights "
+                             f"is a DDR/LPDDR entry's key", True)
         check_range(getattr(self, want), 0)
         cap = limits.HBM_STACKS if hbm else limits.DDR_CHANNELS
         if getattr(self, want)[1] > cap.limit:
