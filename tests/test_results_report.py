@@ -148,3 +148,29 @@ def test_svg_on_request(written, tmp_path):
     again = save(plot_front(result, "latency", "energy"), tmp_path / "b", "front", svg=True)
     assert again[1].read_bytes() == paths[1].read_bytes()        # no date, salted ids: same bytes
     assert save(plot_front(result, "latency", "energy"), tmp_path / "c", "front") == [tmp_path / "c" / "front.png"]
+
+
+def test_floorplan_skips_data_limits_with_the_same_pixels(written, monkeypatch):
+    """A floorplan sets its own limits, so its patches go in without add_patch's data-limit updates (a third
+    of an 8 x 8 floorplan's build; docs/performance.md): the same pixels as through add_patch."""
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.patches import Patch
+    from dse.results.plots import plot_floorplan
+    result, _ = written
+    prepared = result.prepare()
+    design = result.designs[result.knee()["design_id"]]
+
+    def pixels(fig):
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy()
+    fig = plot_floorplan(design, prepared)
+    assert not np.isfinite(fig.axes[0].dataLim.bounds).all()      # no patch extended the data limits
+    fast = pixels(fig)
+    add_artist = Axes.add_artist
+    monkeypatch.setattr(Axes, "add_artist", lambda ax, a: Axes.add_patch(ax, a) if isinstance(a, Patch)
+                        else add_artist(ax, a))
+    slow = plot_floorplan(design, prepared)
+    assert np.isfinite(slow.axes[0].dataLim.bounds).all()
+    assert np.array_equal(pixels(slow), fast)

@@ -287,10 +287,12 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     ax = fig.add_subplot()
     size, gap = 1.0, 0.45
     pitch = size + gap
+    # patches go in with add_artist, not add_patch: the limits are set below, so the data limits add_patch
+    # updates patch by patch (a third of an 8 x 8 floorplan's build) are not needed; the same pixels
     for chip in chips.itertuples(index=False):
         s, r, c = chip.slot, chip.row, chip.col
         x0, y0 = c * pitch, -r * pitch
-        ax.add_patch(Rectangle((x0, y0), size, size, fc=colour[chip.kind], ec="black", lw=1.2))
+        ax.add_artist(Rectangle((x0, y0), size, size, fc=colour[chip.kind], ec="black", lw=1.2))
         held = chip.units.split() if chip.units else []
         kind_label = chip.kind.replace("[", "\n[", 1) if len(chip.kind) > 14 else chip.kind   # variants wrap
         memory = (f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB" if chip.hbm_stacks else
@@ -307,7 +309,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     peak = float(util.max()) if len(util) else 0.0
     norm = Normalize(vmin=0.0, vmax=peak if peak > 0 else 1.0)
     cmap = colormaps["inferno_r"]
-    for src, dst, u in zip(loads["src_slot"], loads["dst_slot"], util):
+    colours = [tuple(c) for c in cmap(norm(util)).tolist()] if len(util) else []   # one lookup for every link
+    for src, dst, rgba in zip(loads["src_slot"], loads["dst_slot"], colours):
         r1, c1 = divmod(int(src), C)
         r2, c2 = divmod(int(dst), C)
         x1, y1 = c1 * pitch + size / 2, -r1 * pitch + size / 2
@@ -316,19 +319,20 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
             off = 0.12 if (c2 - c1 + r2 - r1) > 0 else -0.12
             ox, oy = (0.0, off) if dy == 0 else (off, 0.0)
             start = 0.5 * size / pitch
-            ax.add_patch(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
-                                    dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
-                                    length_includes_head=True, color=cmap(norm(u)), ec="black", lw=0.3))
+            ax.add_artist(FancyArrow(x1 + ox + dx * start, y1 + oy + dy * start, dx * (1 - 2 * start) * 0.999,
+                                     dy * (1 - 2 * start) * 0.999, width=0.05, head_width=0.14, head_length=0.1,
+                                     length_includes_head=True, color=rgba, ec="black", lw=0.3))
         elif r1 == r2 or c1 == c2:                  # torus wrap-around: an arc along the gap beside the line
             ex, ey = (0.0, size / 2 if dx > 0 else -size / 2) if r1 == r2 else (size / 2 if dy < 0 else -size / 2, 0.0)
             rad = -2 * WRAP_BULGE / abs(dx + dy)    # arc3 bulges rad/2 x the chord: outwards for either direction
-            ax.add_patch(FancyArrowPatch((x1 + ex, y1 + ey), (x1 + dx + ex, y1 + dy + ey),
-                                         connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>,head_width=4,head_length=6",
-                                         lw=2.5, color=cmap(norm(u)), alpha=0.85, zorder=3))
+            ax.add_artist(FancyArrowPatch((x1 + ex, y1 + ey), (x1 + dx + ex, y1 + dy + ey),
+                                          connectionstyle=f"arc3,rad={rad}",
+                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba,
+                                          alpha=0.85, zorder=3))
         else:                                       # a long link of a graph package: an arc over the chiplets
-            ax.add_patch(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
-                                         arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=cmap(norm(u)),
-                                         alpha=0.85, zorder=3))
+            ax.add_artist(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
+                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba,
+                                          alpha=0.85, zorder=3))
     if len(util):
         cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
         cbar.set_label("link utilisation [% of the step the link is busy]")
