@@ -232,6 +232,14 @@ def test_a_static_table_and_its_costing_equal_the_per_key_derivation(timeline_pr
             out.mappings[k], out.selected[k] = maps.effective(0, maps.home, tail[1], tail[0], now)
         want = out.build()
         assert table.keys == want.keys and any(k.failed for k in want.keys)
+        assert table.window is planner.resting(planner.shape(design), design)[0].window     # once per shape
+        failed = next(k for k in want.keys if k.failed)
+        perms = [k.popularity for k in want.keys]
+        many, shares = maps.effective_all(0, maps.home, failed.failed, perms, planner.shape(design).downs(610.0))
+        for perm, m, share in zip(perms, many, shares):
+            one, alone_share = maps.effective(0, maps.home, failed.failed, perm, planner.shape(design).downs(610.0))
+            assert share == alone_share and (m is None) == (one is None)
+            assert m is None or (np.array_equal(m.slots, one.slots) and np.array_equal(m.ncopy, one.ncopy))
         for name in ("selected", "window", "length_s", "serve_s", "offered_tps", "key", "down", "t_s", "window_s",
                      "move_bytes", "move_energy_j"):
             assert np.array_equal(getattr(table, name), getattr(want, name), equal_nan=True), name
