@@ -72,18 +72,39 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
         bounds = np.flatnonzero(np.diff(design)) + 1        # each design's items are one run
         for a, b in zip(np.concatenate([[0], bounds]).tolist(), np.concatenate([bounds, [len(every)]]).tolist()):
             rows[design[a]][key[a:b]] = metrics[row[a:b]]
-        for (i, k, _), j in zip(every, same):
-            tkey = planned[i].table.keys[k]
-            if serving is None and tkey.failed:     # chiplets down: those powered off draw nothing (powered_off.py)
-                off = chiplets_off(tkey.failed, tkey.stacks, d, j)
-                if off:
-                    rows[i][k, 2] -= off_energy_per_token(ev.tables, d, j, off, intact_s[j])
-            if figures is not None:
-                if extra[i] is None:
-                    extra[i] = np.full((len(planned[i].table.keys), figures.shape[1]), np.nan)
-                extra[i][k] = figures[j]
+        if serving is None:
+            powered_off(every, same, planned, d, rows, intact_s, ev.tables)
+        for (i, k, _), j in zip(every, same) if figures is not None else ():
+            if extra[i] is None:
+                extra[i] = np.full((len(planned[i].table.keys), figures.shape[1]), np.nan)
+            extra[i][k] = figures[j]
     return [StepFigures(r[:, 0], r[:, 1], r[:, 2], None if serving is None or x is None else serving.record(x))
             for r, x in zip(rows, extra)]
+
+
+def powered_off(every: list, same: list[int], planned: list[Planned], d: DecodedDesigns, rows: list[np.ndarray],
+                intact_s: np.ndarray, tables) -> None:
+    """Each item of ``every`` (design index, key index, mapping; ``same``: its row of ``d``) with chiplets
+    down: the energy per token of those powered off (dse.runtime.powered_off, they draw nothing) taken
+    off its design's ``rows``; a single chiplet off, all at once (`off_energy_per_token`'s arithmetic,
+    element by element)."""
+    one, at = [], []
+    for (i, k, _), j in zip(every, same):
+        key = planned[i].table.keys[k]
+        if not key.failed:
+            continue
+        if len(key.failed) == 1 and (d.ddr[j] or not key.stacks):      # chiplets_off: the failed chiplet
+            one.append((i, k))
+            at.append((j, next(iter(key.failed))))
+            continue
+        off = chiplets_off(key.failed, key.stacks, d, j)
+        if off:
+            rows[i][k, 2] -= off_energy_per_token(tables, d, j, off, intact_s[j])
+    if one:
+        j, chip = np.array(at, np.int64).T
+        energy = (np.asarray(tables.kind_idle_w)[d.kind[j, chip]] * intact_s[j] / tables.tokens_per_step).tolist()
+        for (i, k), e in zip(one, energy):
+            rows[i][k, 2] -= e
 
 
 class Stacked(NamedTuple):

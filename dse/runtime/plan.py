@@ -112,7 +112,7 @@ class DesignRun:
     def __init__(self, planner: Planner, design: Design, mappings: DesignMappings):
         self.p, self.design, self.maps = planner, design, mappings
         self.shape = planner.shape(design)
-        self.out = SegmentBuilder(planner.view.starts, planner.view.lengths)
+        self.out: SegmentBuilder | None = None          # made by `table` (a policy that never acts needs none)
         self.segments: dict[SegmentKey, tuple] = {}     # key -> (its mapping, share served)
         self.balance: dict[SegmentKey, float] = {}      # key (its version: the mapping serving) -> imbalance
         self.seen_at: dict[tuple, float] = {}           # (placement count, popularity) -> imbalance seen
@@ -121,7 +121,7 @@ class DesignRun:
         return chips_down(now, self.design.ddr_channels, self.design.hbm_stacks)
 
     def table(self) -> SegmentTable:
-        p, out = self.p, self.out
+        p = self.p
         if p.compact and p.never_acts:          # the search's: its shape's segments, its own mappings
             table, pending = p.resting(self.shape, self.design)
             own, share = self.maps.own([at for _, at in pending])
@@ -129,6 +129,7 @@ class DesignRun:
             for (k, _), m, sel in zip(pending, own, share):
                 mappings[k], selected[k] = m, sel
             return table._replace(mappings=mappings, selected=selected)
+        out = self.out = SegmentBuilder(p.view.starts, p.view.lengths)
         sc, view, shape = p.scenario, p.view, self.shape
         mig = MigrationModel(p.tables, p.package_spec, self.design, sc.migration.bandwidth_scale, p.routes)
         run = RunState(self.maps.home, sc.failures.spares)      # placements are replaced, never changed
