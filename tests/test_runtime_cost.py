@@ -195,3 +195,63 @@ def test_a_failure_remapping_runs_the_memory_step_only(timeline_prepared):
     assert np.isnan(w.ct).all() and np.isnan(w.stage_t).all()
     assert ok == full[0] and np.array_equal(slots, full[1]) and np.array_equal(ncopy, full[2])
     assert not np.array_equal(slots, d.slots[0])            # chiplet 1 held something
+
+
+def test_a_static_table_and_its_costing_equal_the_per_key_derivation(timeline_prepared):
+    """The search's `static` table (`Planner.resting`: the shape's template rows built once, each design's
+    own mappings derived per failed set with every popularity at once, `DesignMappings.effective_all`)
+    equals, field for field, the one the builder makes with each key's mapping derived alone
+    (`effective`); and the costing of several designs at once (`cost_segments`: the mappings stacked
+    once, `distinct_rows`) equals each design's costed alone, bit for bit. A rotating hot set with a
+    failure and its repair. Fails on the code before: the planner had no ``resting``."""
+    from dse.runtime.costing import Planned, cost_segments
+    from dse.runtime.derive import DesignMappings
+    from dse.runtime.migration import NO_MOVE
+    from dse.runtime.plan import Planner
+    from dse.runtime.policies.static import StaticPolicy
+    from dse.runtime.scenario import scenario_from_dict
+    from dse.runtime.segments import SegmentBuilder
+
+    p = timeline_prepared
+    sc = scenario_from_dict({"horizon_s": 1800, "window_s": 60, "popularity": {"drift": "rotate", "rate_per_s": 0.01},
+                             "failures": {"events": [{"t_s": 610, "chiplet": 1, "repair_s": 300}]}})
+    rng = np.random.default_rng(7)
+    X = rng.integers(p.space.lower, np.asarray(p.space.upper) + 1, size=(4, p.space.n_var))
+    X[:1] = p.space.seeds[:1]
+    designs = p.evaluator.designs(X)
+    planner = Planner(p.package_evaluator, p.tables, p.study.hardware.package, p.study.mapping.max_replicas, sc,
+                      StaticPolicy(), p.study.workload.phase, compact=True, detail=False)
+    planned, alone = [], []
+    for design in designs:
+        table, base = planner.plan(design)
+        maps = DesignMappings(planner, design, base)
+        t = planner.shape(design).template(planner.view, design)
+        out = SegmentBuilder(sc.starts(), sc.lengths())
+        out.rest(t, 0, len(t.window), frozenset(), range(len(t.start_down)), NO_MOVE)
+        for k, (tail, _, now) in out.pending:
+            out.mappings[k], out.selected[k] = maps.effective(0, maps.home, tail[1], tail[0], now)
+        want = out.build()
+        assert table.keys == want.keys and any(k.failed for k in want.keys)
+        assert table.window is planner.resting(planner.shape(design), design)[0].window     # once per shape
+        failed = next(k for k in want.keys if k.failed)
+        perms = [k.popularity for k in want.keys]
+        many, shares = maps.effective_all(0, maps.home, failed.failed, perms, planner.shape(design).downs(610.0))
+        for perm, m, share in zip(perms, many, shares):
+            one, alone_share = maps.effective(0, maps.home, failed.failed, perm, planner.shape(design).downs(610.0))
+            assert share == alone_share and (m is None) == (one is None)
+            assert m is None or (np.array_equal(m.slots, one.slots) and np.array_equal(m.ncopy, one.ncopy))
+        for name in ("selected", "window", "length_s", "serve_s", "offered_tps", "key", "down", "t_s", "window_s",
+                     "move_bytes", "move_energy_j"):
+            assert np.array_equal(getattr(table, name), getattr(want, name), equal_nan=True), name
+        for m, w in zip(table.mappings, want.mappings):
+            assert (m is None) == (w is None)
+            if m is not None:
+                assert np.array_equal(m.slots, w.slots) and np.array_equal(m.ncopy, w.ncopy)
+                assert np.array_equal(m.stacks, w.stacks) and m.links == w.links
+        planned.append(Planned(table, 0, base))
+        alone += cost_segments([Planned(want, 0, base)], {0: planner})
+    together = cost_segments(planned, {0: planner})
+    for a, b in zip(together, alone):
+        for name in ("latency_s", "latency_p99_s", "energy_j_per_token"):
+            assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+        assert np.isfinite(a.latency_s).any()

@@ -48,13 +48,14 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
     extra: list = [None] * len(planned)
     todo: dict[int, list] = {}
     for i, p in enumerate(planned):
-        for k, m in enumerate(p.table.mappings):
-            if m is not None:
-                todo.setdefault(p.variant, []).append((i, k, m))
+        every = todo.setdefault(p.variant, [])
+        every.extend((i, k, m) for k, m in enumerate(p.table.mappings) if m is not None)
     cols = [METRICS.index(c) for c in NEEDED]
     for variant, every in todo.items():
-        items, same = distinct(every, planned)
-        d = population(items, planned)
+        arrays = stacked(every)
+        order, same = distinct_rows(every, planned, arrays)
+        items = [every[j] for j in order]
+        d = population(items, planned, arrays, order)
         planner = planners[variant]
         ev = planner.ev
         metrics = ev.decoded_metrics(d, with_faults=False, memory_path=False, incremental=True)[:, cols]
@@ -65,78 +66,129 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
                 metrics[j, 2] += link_energy_per_token(ev, planner.package_spec, d, j, m.links,
                                                        planner.tables.tokens_per_step)
         figures = serving.figures(variant, ev, d, metrics, intact_s) if serving is not None else None
-        for (i, k, _), j in zip(every, same):
-            rows[i][k] = metrics[j]
-            key = planned[i].table.keys[k]
-            if serving is None and key.failed:  # chiplets down: those powered off draw nothing (powered_off.py)
-                off = chiplets_off(key.failed, key.stacks, d, j)
-                if off:
-                    rows[i][k, 2] -= off_energy_per_token(ev.tables, d, j, off, intact_s[j])
-            if figures is not None:
-                if extra[i] is None:
-                    extra[i] = np.full((len(planned[i].table.keys), figures.shape[1]), np.nan)
-                extra[i][k] = figures[j]
+        design = np.fromiter((i for i, _, _ in every), np.int64, len(every))
+        key = np.fromiter((k for _, k, _ in every), np.int64, len(every))
+        row = np.asarray(same, np.int64)
+        bounds = np.flatnonzero(np.diff(design)) + 1        # each design's items are one run
+        for a, b in zip(np.concatenate([[0], bounds]).tolist(), np.concatenate([bounds, [len(every)]]).tolist()):
+            rows[design[a]][key[a:b]] = metrics[row[a:b]]
+        if serving is None:
+            powered_off(every, same, planned, d, rows, intact_s, ev.tables)
+        for (i, k, _), j in zip(every, same) if figures is not None else ():
+            if extra[i] is None:
+                extra[i] = np.full((len(planned[i].table.keys), figures.shape[1]), np.nan)
+            extra[i][k] = figures[j]
     return [StepFigures(r[:, 0], r[:, 1], r[:, 2], None if serving is None or x is None else serving.record(x))
             for r, x in zip(rows, extra)]
 
 
-def population(items: list, planned: list[Planned]) -> DecodedDesigns:
-    """The kernel arrays of ``items`` ((design index, key index, `SegmentMapping`)): each design's package
-    with the segment's mapping and HBM stacks."""
-    widths = {m.slots.shape[1] for _, _, m in items}
-    if len(widths) == 1:
+def powered_off(every: list, same: list[int], planned: list[Planned], d: DecodedDesigns, rows: list[np.ndarray],
+                intact_s: np.ndarray, tables) -> None:
+    """Each item of ``every`` (design index, key index, mapping; ``same``: its row of ``d``) with chiplets
+    down: the energy per token of those powered off (dse.runtime.powered_off, they draw nothing) taken
+    off its design's ``rows``; a single chiplet off, all at once (`off_energy_per_token`'s arithmetic,
+    element by element)."""
+    one, at = [], []
+    for (i, k, _), j in zip(every, same):
+        key = planned[i].table.keys[k]
+        if not key.failed:
+            continue
+        if len(key.failed) == 1 and (d.ddr[j] or not key.stacks):      # chiplets_off: the failed chiplet
+            one.append((i, k))
+            at.append((j, next(iter(key.failed))))
+            continue
+        off = chiplets_off(key.failed, key.stacks, d, j)
+        if off:
+            rows[i][k, 2] -= off_energy_per_token(tables, d, j, off, intact_s[j])
+    if one:
+        j, chip = np.array(at, np.int64).T
+        energy = (np.asarray(tables.kind_idle_w)[d.kind[j, chip]] * intact_s[j] / tables.tokens_per_step).tolist()
+        for (i, k), e in zip(one, energy):
+            rows[i][k, 2] -= e
+
+
+class Stacked(NamedTuple):
+    """The `SegmentMapping` arrays of a list of items stacked: slots ``[N, U, C]`` (-1 padded to the widest),
+    copies ``[N, U]``, HBM stacks ``[N, S]``, and each one's own slot width."""
+
+    slots: np.ndarray
+    ncopy: np.ndarray
+    stacks: np.ndarray
+    widths: list
+
+
+def stacked(items: list) -> Stacked:
+    """``items``' (design index, key index, `SegmentMapping`) arrays as one `Stacked`."""
+    if not items:
+        return Stacked(np.zeros((0, 0, 0), np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64), [])
+    widths = [m.slots.shape[1] for _, _, m in items]
+    if len(set(widths)) == 1:
         slots = np.stack([m.slots for _, _, m in items])
     else:
         slots = np.full((len(items), items[0][2].slots.shape[0], max(widths)), -1, np.int64)
         for j, (_, _, m) in enumerate(items):
             slots[j, :, : m.slots.shape[1]] = m.slots
+    return Stacked(slots, np.stack([m.ncopy for _, _, m in items]), np.stack([m.stacks for _, _, m in items]), widths)
+
+
+def population(items: list, planned: list[Planned], arrays: Stacked | None = None,
+               rows: list[int] | None = None) -> DecodedDesigns:
+    """The kernel arrays of ``items`` ((design index, key index, `SegmentMapping`)): each design's package
+    with the segment's mapping and HBM stacks (``arrays``: the items' `stacked` arrays are rows ``rows`` of
+    these, when the caller has them)."""
+    if arrays is None:
+        arrays, rows = stacked(items), list(range(len(items)))
+    take = np.asarray(rows, np.int64)
+    width = max((arrays.widths[j] for j in rows), default=0)
+    slots = arrays.slots[take]
+    if slots.shape[2] != width:
+        slots = np.ascontiguousarray(slots[:, :, :width])
     first: dict[int, int] = {}      # each design's package rows once, then one gather
     for i, _, _ in items:
         first.setdefault(i, len(first))
-    rows = [planned[i].base for i in first]
+    base = [planned[i].base for i in first]
     pos = np.fromiter((first[i] for i, _, _ in items), np.int64, len(items))
-    return DecodedDesigns(*(np.concatenate([r[f] for r in rows])[pos] for f in (0, 1, 2)),
-                          np.stack([m.stacks for _, _, m in items]), np.concatenate([r.ddr for r in rows])[pos],
-                          slots, np.stack([m.ncopy for _, _, m in items]), np.zeros(len(items), np.int64))
+    return DecodedDesigns(*(np.concatenate([r[f] for r in base])[pos] for f in (0, 1, 2)), arrays.stacks[take],
+                          np.concatenate([r.ddr for r in base])[pos], slots, arrays.ncopy[take],
+                          np.zeros(len(items), np.int64))
 
 
 def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
-    """The segments of ``items`` (design index, key index, `SegmentMapping`) with distinct designs (the
-    same package and the same arrays: the same step), and each item's index among them; ordered by
-    design, mapping version, popularity and what is down (`near`), so that a mapping follows the one it
-    differs least from (a failure's re-mapping its intact mapping's): the kernel costs it incrementally
-    (dse.model.perf_model.base_passes, ``incremental``)."""
+    """The segments of ``items`` (design index, key index, `SegmentMapping`) with distinct designs, in
+    `distinct_rows`' order, and each item's index among them."""
+    order, index = distinct_rows(items, planned, stacked(items))
+    return [items[j] for j in order], index
+
+
+def distinct_rows(items: list, planned: list[Planned], arrays: Stacked) -> tuple[list[int], list[int]]:
+    """The items (design index, key index, `SegmentMapping`) with distinct designs (the same package and
+    the same arrays: the same step), as indices into ``items`` (``arrays``: their `stacked` arrays), and
+    each item's index among them; ordered by design, mapping version, popularity and what is down
+    (`near`), so that a mapping follows the one it differs least from (a failure's re-mapping its intact
+    mapping's): the kernel costs it incrementally (dse.model.perf_model.base_passes, ``incremental``)."""
     seen: dict[tuple, int] = {}
     bases: dict[int, bytes] = {}
-    narrow: dict = {}               # slots as int16 where every chiplet index fits (fewer bytes to hash)
+    fits = True                     # slots as int16 where every chiplet index fits (fewer bytes to hash)
+    for i in dict.fromkeys(i for i, _, _ in items):
+        base = planned[i].base
+        bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
+        fits = fits and int((base.rows * base.cols).max()) < 2 ** 15
+    slots = arrays.slots.astype(np.int16) if fits else arrays.slots
+    full = slots.shape[2] if len(items) else 0
     keep, index = [], []
-    for item in items:
-        i, _, m = item
-        if i not in bases:
-            base = planned[i].base
-            bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
-            narrow[i] = _as_int16 if int((base.rows * base.cols).max()) < 2 ** 15 else _as_given
-        content = (bases[i], m.slots.shape, narrow[i](m.slots).tobytes(), m.ncopy.tobytes(), m.stacks.tobytes(),
-                   m.links)
+    for j, (i, _, m) in enumerate(items):
+        w = arrays.widths[j]
+        content = (bases[i], m.slots.shape, (slots[j] if w == full else slots[j, :, :w]).tobytes(),
+                   arrays.ncopy[j].tobytes(), arrays.stacks[j].tobytes(), m.links)
         if content not in seen:
             seen[content] = len(keep)
-            keep.append(item)
+            keep.append(j)
         index.append(seen[content])
     tails: dict = {}                # `near`'s tail once per segment key (designs share their keys)
-    order = sorted(range(len(keep)), key=lambda j: near(keep[j], planned, tails))
+    order = sorted(range(len(keep)), key=lambda x: near(items[keep[x]], planned, tails))
     position = np.empty(len(keep), np.int64)
     position[order] = np.arange(len(keep))
-    return [keep[j] for j in order], position[index].tolist() if index else []
-
-
-def _as_int16(slots: np.ndarray) -> np.ndarray:
-    """`distinct`'s key of a mapping's slots where every chiplet index of the design fits in int16."""
-    return slots.astype(np.int16)
-
-
-def _as_given(slots: np.ndarray) -> np.ndarray:
-    """`distinct`'s key of a mapping's slots where some chiplet index does not fit in int16."""
-    return slots
+    return [keep[x] for x in order], position[index].tolist() if index else []
 
 
 def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tuple:

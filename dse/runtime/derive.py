@@ -52,6 +52,13 @@ class DesignMappings:
         """The design a segment costs (`SegmentMapping`, relabelled to ``perm``; None: nothing survives)
         and the share of selections it serves; the re-mapping once per mapping version, failed set and
         stacks (popularity only relabels it and weighs the units lost)."""
+        (mapping,), (share,) = self.effective_all(version, serving, failed, [perm], down)
+        return mapping, share
+
+    def effective_all(self, version: int, serving: Placement, failed: frozenset[int], perms: list[Popularity],
+                      down: Down) -> tuple[list, list[float]]:
+        """`effective` at each popularity of ``perms`` (the same mapping, failed set and what is down): the
+        re-mapping once, the relabellings as one gather (`relabelled`)."""
         p = self.planner
         slots, ncopy = serving
         stacks = self.stacks(down)
@@ -61,19 +68,24 @@ class DesignMappings:
                 valid = np.arange(slots.shape[1])[None, :] < ncopy[:, None]
                 self.memo[held] = bool((valid & on_chips(slots, failed)).any())
         if not failed or not self.memo[held]:
-            return SegmentMapping(*p.relabel(slots, ncopy, perm), stacks, down.links), 1.0
+            rel_slots, rel_ncopy = self.relabelled(slots, ncopy, perms)
+            return [SegmentMapping(a, b, stacks, down.links) for a, b in zip(rel_slots, rel_ncopy)], [1.0] * len(perms)
         key = ("remap", version, failed, down.stacks)
         if key not in self.memo:
             self.memo[key] = self.remapped(slots, ncopy, stacks, failed)
         ok, new_slots, new_ncopy = self.memo[key]
         if not ok:
-            return None, 0.0
+            return [None] * len(perms), [0.0] * len(perms)
         gone = ("orphans", version, failed)
         if gone not in self.memo:
             self.memo[gone] = orphans(slots, ncopy, failed, p.is_expert)
-        orphan, q_unit = self.memo[gone], p.q_unit(perm)
-        lost = 1.0 if orphan is None else (float(q_unit[orphan].sum() / q_unit.sum()) if q_unit.sum() else 0.0)
-        return SegmentMapping(*p.relabel(new_slots, new_ncopy, perm), stacks, down.links), 1.0 - lost
+        orphan, shares = self.memo[gone], []
+        for perm in perms:
+            q_unit = p.q_unit(perm)
+            lost = 1.0 if orphan is None else (float(q_unit[orphan].sum() / q_unit.sum()) if q_unit.sum() else 0.0)
+            shares.append(1.0 - lost)
+        rel_slots, rel_ncopy = self.relabelled(new_slots, new_ncopy, perms)
+        return [SegmentMapping(a, b, stacks, down.links) for a, b in zip(rel_slots, rel_ncopy)], shares
 
     def remapped(self, slots: np.ndarray, ncopy: np.ndarray, stacks: np.ndarray, failed: frozenset) -> tuple:
         """`Evaluator.remapped_arrays` of the design with mapping ``slots`` / ``ncopy`` on HBM ``stacks``
@@ -94,26 +106,24 @@ class DesignMappings:
 
     def own(self, items: list) -> tuple[list, list]:
         """The `SegmentMapping` of the design's own mapping (version 0) and the share of selections it
-        serves, for each (key tail, window, what is down) of ``items``: where nothing failed, a relabelling
-        (all at once, `relabelled_all`), else `effective` (the evaluator's re-mapping)."""
-        mappings, selected = [], []
-        up = [k for k, (tail, _, _) in enumerate(items) if not tail[1]]
-        slots, ncopy = self.relabelled_all([items[k][0][0] for k in up])
-        row = {k: r for r, k in enumerate(up)}
-        for k, (tail, w, now) in enumerate(items):
-            if k in row:
-                mappings.append(SegmentMapping(slots[row[k]], ncopy[row[k]], self.stacks(now), now.links))
-                selected.append(1.0)
-            else:
-                eff, sel = self.effective(0, self.home, tail[1], tail[0], now)
-                mappings.append(eff)
-                selected.append(sel)
+        serves, for each (key tail, window, what is down) of ``items``: `effective_all` per failed set and
+        what is down (a relabelling where nothing failed), all popularities of each at once."""
+        mappings, selected = [None] * len(items), [1.0] * len(items)
+        groups: dict[tuple, list[int]] = {}
+        for k, (tail, _, now) in enumerate(items):
+            groups.setdefault((tail[1], now), []).append(k)
+        for (failed, now), ks in groups.items():
+            got, share = self.effective_all(0, self.home, failed, [items[k][0][0] for k in ks], now)
+            for k, m, sel in zip(ks, got, share):
+                mappings[k], selected[k] = m, sel
         return mappings, selected
 
-    def relabelled_all(self, perms: list[Popularity]) -> tuple[np.ndarray, np.ndarray]:
-        """The design's own mapping relabelled to each popularity of ``perms`` at once (row k for
-        ``perms[k]``): slots ``[K, U, C]``, copies ``[K, U]``."""
-        home, relabel = self.home, self.planner.relabel
-        n = len(home.ncopy)
-        rows = np.stack([relabel.source(p, n) for p in perms]) if perms else np.zeros((0, n), np.int64)
-        return home.slots[rows], home.ncopy[rows]
+    def relabelled(self, slots: np.ndarray, ncopy: np.ndarray, perms: list[Popularity]) -> tuple:
+        """The mapping ``slots`` / ``ncopy`` relabelled to each popularity of ``perms`` (row k for
+        ``perms[k]``; dse.runtime.mapping.Relabel): slots ``[K, U, C]``, copies ``[K, U]``, one gather."""
+        relabel, n = self.planner.relabel, len(ncopy)
+        if len(perms) == 1:
+            rows = relabel.source(perms[0], n)[None]
+        else:
+            rows = np.stack([relabel.source(p, n) for p in perms]) if perms else np.zeros((0, n), np.int64)
+        return slots[rows], ncopy[rows]

@@ -63,6 +63,7 @@ class Planner:
         self.routes: dict = {}                          # per mesh shape: hops, routes (dse.runtime.migration)
         self.workspaces: dict[int, tuple] = {}          # the evaluator's re-mapping scratch, per copy width
         self.q_units: dict[Popularity, np.ndarray] = {}
+        self.rests: dict[tuple, tuple] = {}             # a policy that never acts: `resting`, per shape
 
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> tuple[SegmentTable, DecodedDesigns]:
         """``design``'s segment table and kernel arrays (``base``: given when the caller has them, else
@@ -75,6 +76,19 @@ class Planner:
         if key not in self.shapes:
             self.shapes[key] = Shape(self.view, self.package_spec, design, self.strict)
         return self.shapes[key]
+
+    def resting(self, shape: Shape, design: Design) -> tuple[SegmentTable, list]:
+        """The segment table of a policy that never acts for the designs of ``shape`` (its template's rows,
+        dse.runtime.segments.SegmentBuilder.rest) before their own mappings are derived, and the keys to
+        derive them for (the builder's ``pending``): the same for every design of the shape and DDR or
+        none (what the template is kept by), built once; its arrays are shared, read only."""
+        key = (shape_key(self.scenario, design), bool(design.ddr_channels))
+        if key not in self.rests:
+            t = shape.template(self.view, design)
+            out = SegmentBuilder(self.view.starts, self.view.lengths)
+            out.rest(t, 0, len(t.window), frozenset(), range(len(t.start_down)), NO_MOVE)
+            self.rests[key] = (out.build(), list(out.pending))
+        return self.rests[key]
 
     def q_unit(self, perm: Popularity) -> np.ndarray:
         """Each unit's expert selections per token at popularity ``perm`` (0: not an expert)."""
@@ -98,8 +112,7 @@ class DesignRun:
     def __init__(self, planner: Planner, design: Design, mappings: DesignMappings):
         self.p, self.design, self.maps = planner, design, mappings
         self.shape = planner.shape(design)
-        sc = planner.scenario
-        self.out = SegmentBuilder(sc.starts(), sc.lengths())
+        self.out: SegmentBuilder | None = None          # made by `table` (a policy that never acts needs none)
         self.segments: dict[SegmentKey, tuple] = {}     # key -> (its mapping, share served)
         self.balance: dict[SegmentKey, float] = {}      # key (its version: the mapping serving) -> imbalance
         self.seen_at: dict[tuple, float] = {}           # (placement count, popularity) -> imbalance seen
@@ -108,11 +121,15 @@ class DesignRun:
         return chips_down(now, self.design.ddr_channels, self.design.hbm_stacks)
 
     def table(self) -> SegmentTable:
-        p, out = self.p, self.out
-        if p.compact and p.never_acts:          # the search's: its shape's segments
-            t = self.shape.template(p.view, self.design)
-            out.rest(t, 0, len(t.window), frozenset(), range(len(t.start_down)), NO_MOVE)
-            return self.build()
+        p = self.p
+        if p.compact and p.never_acts:          # the search's: its shape's segments, its own mappings
+            table, pending = p.resting(self.shape, self.design)
+            own, share = self.maps.own([at for _, at in pending])
+            mappings, selected = list(table.mappings), table.selected.copy()
+            for (k, _), m, sel in zip(pending, own, share):
+                mappings[k], selected[k] = m, sel
+            return table._replace(mappings=mappings, selected=selected)
+        out = self.out = SegmentBuilder(p.view.starts, p.view.lengths)
         sc, view, shape = p.scenario, p.view, self.shape
         mig = MigrationModel(p.tables, p.package_spec, self.design, sc.migration.bandwidth_scale, p.routes)
         run = RunState(self.maps.home, sc.failures.spares)      # placements are replaced, never changed

@@ -18,8 +18,9 @@ from .traces import request_load, trace_perms
 
 
 class ScenarioView:
-    """The scenario per window: ``perms[w]`` its popularity (dse.runtime.popularity.Popularity) and the
-    offered tokens/s of a stretch of time (`offered_at`; None: saturating)."""
+    """The scenario per window: ``perms[w]`` its popularity (dse.runtime.popularity.Popularity), its start
+    and length (``starts``, ``lengths``, s) and the offered tokens/s of a stretch of time (`offered_at`;
+    None: saturating)."""
 
     def __init__(self, scenario: Scenario, groups: ExpertGroups, phase: str):
         sc = self.scenario = scenario
@@ -31,6 +32,8 @@ class ScenarioView:
         self.load = request_load(sc.load.trace, sc.load.rate, phase, sc.starts(), sc.lengths()) \
             if sc.load.kind == "trace" else None
         self.offers: dict[tuple[float, float], float | None] = {}
+        self.starts = np.asarray(sc.starts(), float)        # each window's start and length, s (read only)
+        self.lengths = np.asarray(sc.lengths(), float)
 
     def offered_at(self, a: float, b: float) -> float | None:
         """Offered tokens/s of the segment ``a``..``b`` (at its middle), once per segment."""
