@@ -24,6 +24,7 @@ from ..popularity import Popularity
 from .assignment import assign_into
 
 PACKINGS = 4096         # packings remembered per study's experts (then forgotten, all at once)
+MASK_BITS = 63          # a layer of at most this many experts keeps its bins' and chiplets' experts as bits
 
 
 @nb.njit(cache=True)
@@ -43,11 +44,13 @@ def replicate(load: np.ndarray, copies: int, cap: int, r: np.ndarray) -> None:
 
 @nb.njit(cache=True)
 def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count: np.ndarray,
-         weight: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
+         weight: np.ndarray, order: np.ndarray, key: np.ndarray, mask: np.ndarray) -> None:
     """Each bin's experts (``content[b, :count[b]]``): copies heaviest first (a stable sort of the load
     per copy) onto the least loaded bin with room (load, then copies, then index), a bin holding the
-    expert only when no other has room. ``order`` and ``key``: scratch of the layer's size."""
+    expert only when no other has room. ``order`` and ``key``: scratch of the layer's size; ``mask[b]``:
+    the experts bin b holds as bits (a layer of at most `MASK_BITS` experts; else unused)."""
     m = len(load)
+    bits = m <= MASK_BITS
     total = 0
     for e in range(m):
         total += r[e]
@@ -61,6 +64,7 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count:
         order[j] = i
     count[:bins] = 0
     weight[:bins] = 0.0
+    mask[:bins] = 0
     for i in range(m):
         e = order[i]
         w = load[e] / r[e]
@@ -69,13 +73,24 @@ def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count:
             for b in range(bins):
                 if count[b] >= room:
                     continue
-                has = contains(content[b], count[b], e)
+                has = ((mask[b] >> e) & 1) != 0 if bits else contains(content[b], count[b], e)
                 if pick < 0 or (pick_has and not has) or (has == pick_has and (
                         weight[b] < weight[pick] or (weight[b] == weight[pick] and count[b] < count[pick]))):
                     pick, pick_has = b, has
             content[pick, count[pick]] = e
             count[pick] += 1
             weight[pick] += w
+            if bits:
+                mask[pick] |= np.int64(1) << e
+
+
+@nb.njit(cache=True, inline="always")
+def popcount(x: np.int64) -> int:
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
 
 
 @nb.njit(cache=True, inline="always")
@@ -104,9 +119,10 @@ class Scratch(NamedTuple):
     cost: np.ndarray                # [chiplets, chiplets]
     vec: np.ndarray                 # [3, chiplets]: the assignment's u, v, shortest path costs
     ivec: np.ndarray                # [4, chiplets]: its path, col4row, row4col, remaining
-    bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned
+    bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned (listed)
     new: np.ndarray                 # [experts of a layer, copies]
     n_new: np.ndarray
+    mask: np.ndarray                # [2, chiplets]: the experts each bin and each chiplet holds, as bits
 
 
 @nb.njit(cache=True)
@@ -138,22 +154,33 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
         copies += ncopy[e]
     replicate(load, copies, min(max_copies, bins), s.r)
     content, count = s.content, s.count
-    pack(load, s.r, bins, content, count, s.weight, s.order, s.key)
-    held = s.held                       # chiplet (index in chips) x expert it holds now
-    held[:bins, :m] = 0
-    for e in range(m):
-        for k in range(ncopy[e]):
-            if where[slots[e, k]] >= 0:
-                held[where[slots[e, k]], e] = 1
+    pack(load, s.r, bins, content, count, s.weight, s.order, s.key, s.mask[0])
     cost = s.cost                       # minus the copies bin b would keep on chiplet j (integers)
-    cost[:bins, :bins] = 0.0
-    for b in range(bins):
-        for k in range(count[b]):
-            e = content[b, k]
-            if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
-                continue
+    if m <= MASK_BITS:                  # the experts bin b and chiplet j share, counted on bits
+        bmask, hmask = s.mask[0], s.mask[1]
+        hmask[:bins] = 0
+        for e in range(m):
+            for k in range(ncopy[e]):
+                if where[slots[e, k]] >= 0:
+                    hmask[where[slots[e, k]]] |= np.int64(1) << e
+        for b in range(bins):
             for j in range(bins):
-                cost[b, j] -= held[j, e]
+                cost[b, j] = 0.0 - popcount(bmask[b] & hmask[j])
+    else:
+        held = s.held                   # chiplet (index in chips) x expert it holds now
+        held[:bins, :m] = 0
+        for e in range(m):
+            for k in range(ncopy[e]):
+                if where[slots[e, k]] >= 0:
+                    held[where[slots[e, k]], e] = 1
+        cost[:bins, :bins] = 0.0
+        for b in range(bins):
+            for k in range(count[b]):
+                e = content[b, k]
+                if contains(content[b], k, e):      # a second copy of one expert in a bin counts once
+                    continue
+                for j in range(bins):
+                    cost[b, j] -= held[j, e]
     chip_of = s.ivec[1]
     assign_into(cost, bins, s.vec[0], s.vec[1], s.vec[2], s.ivec[0], chip_of, s.ivec[2], s.bvec[0],
                 s.bvec[1], s.ivec[3])
@@ -196,8 +223,8 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
     s = Scratch(np.zeros(c, np.bool_), np.full(c, -1), np.zeros(c, np.int64), np.ones(m, np.int64),
                 np.zeros(m, np.int64), np.zeros(m), np.full((c, m * max(1, max_copies)), -1),
                 np.zeros(c, np.int64), np.zeros(c), np.zeros((c, m), np.int64), np.zeros((c, c)),
-                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.bool_),
-                np.full((m, width), -1), np.zeros(m, np.int64))
+                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.int64),
+                np.full((m, width), -1), np.zeros(m, np.int64), np.zeros((2, c), np.int64))
     for g in range(len(offsets) - 1):
         a, b = offsets[g], offsets[g + 1]
         rebalance_layer(load[a:b], slots[a:b], ncopy[a:b], home[a:b], nhome[a:b], failed, max_copies,
@@ -245,7 +272,8 @@ def scatter(p_slots, p_ncopy, units, new, count):
 def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
     """Failed flags over chiplets ``0..top`` and every one of ``failed``."""
     dead = np.zeros(1 + max(top, max(failed, default=-1)), np.bool_)
-    dead[list(failed)] = True
+    for c in failed:
+        dead[c] = True
     return dead
 
 
