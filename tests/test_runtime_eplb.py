@@ -151,7 +151,8 @@ def test_compiled_packing_is_the_reference_ties_included():
     one, the assignment scanning listed rows and columns) against `reference_packing` on random layers:
     equal loads (ties in the replication, the pack and the assignment), failed chiplets, homes elsewhere,
     layers of 4 to 70 experts; and `pack`'s bits are the experts each bin holds."""
-    from dse.runtime.policies.eplb import MASK_BITS, pack, popcount, rebalance_arrays
+    from dse.runtime.policies.eplb import rebalance_arrays
+    from dse.runtime.policies.packing import MASK_BITS, pack, popcount
     rng = np.random.default_rng(48)
     for trial in range(120):
         m = int(rng.choice([4, 8, 13, MASK_BITS, 70]))
