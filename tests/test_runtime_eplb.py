@@ -109,3 +109,76 @@ def test_a_waiting_policy_is_not_asked():
     assert not periodic.waits(3, 540.0, 240.0) and not periodic.waits(1, 60.0, -np.inf)
     assert threshold.waits(0, 0.0, -np.inf) and not threshold.waits(1, 60.0, 0.0)
     assert not make_policy("on-failure").waits(0, 0.0, -np.inf)
+
+
+def reference_packing(load, slots, ncopy, home, nhome, failed, max_copies):
+    """One layer rebalanced as the module docstring describes it, in plain Python with scipy's
+    linear_sum_assignment: the reference the compiled packing must equal, bit for bit."""
+    m = len(load)
+    held = {int(c) for e in range(m) for c in slots[e, : ncopy[e]]}
+    chips = sorted(c for c in held | {int(c) for e in range(m) for c in home[e, : nhome[e]]} if not failed[c])
+    bins = len(chips)
+    if not bins:
+        return [list(slots[e, : ncopy[e]]) for e in range(m)]
+    cap, r = min(max_copies, bins), [1] * m
+    for _ in range(max(0, min(int(ncopy[:m].sum()), cap * m) - m)):
+        per = [load[e] / r[e] if r[e] < cap else -np.inf for e in range(m)]
+        r[int(np.argmax(per))] += 1
+    room = -(-sum(r) // bins)
+    content, weight = [[] for _ in range(bins)], [0.0] * bins
+    for e in np.argsort([-(load[e] / r[e]) for e in range(m)], kind="mergesort"):
+        for _ in range(r[e]):
+            free = [b for b in range(bins) if len(content[b]) < room]
+            b = min(free, key=lambda b: (e in content[b], weight[b], len(content[b]), b))
+            content[b].append(int(e))
+            weight[b] += load[e] / r[e]
+    gain = np.array([[sum(1 for e in set(content[b]) if chips[j] in slots[e, : ncopy[e]]) for j in range(bins)]
+                     for b in range(bins)])
+    col = linear_sum_assignment(gain, maximize=True)[1]
+    new = [[] for _ in range(m)]
+    for b in range(bins):
+        for e in content[b]:
+            new[e].append(chips[col[b]])
+    out = []
+    for e in range(m):
+        kept = [int(c) for c in slots[e, : ncopy[e]] if c in new[e]]
+        out.append(kept + [c for c in new[e] if c not in kept])
+    return out
+
+
+def test_compiled_packing_is_the_reference_ties_included():
+    """`rebalance_arrays` (experts kept as bits in a layer of up to `MASK_BITS`, as lists in a larger
+    one, the assignment scanning listed rows and columns) against `reference_packing` on random layers:
+    equal loads (ties in the replication, the pack and the assignment), failed chiplets, homes elsewhere,
+    layers of 4 to 70 experts; and `pack`'s bits are the experts each bin holds."""
+    from dse.runtime.policies.eplb import rebalance_arrays
+    from dse.runtime.policies.packing import MASK_BITS, pack, popcount
+    rng = np.random.default_rng(48)
+    for trial in range(120):
+        m = int(rng.choice([4, 8, 13, MASK_BITS, 70]))
+        layers, c, w = int(rng.integers(1, 3)), int(rng.integers(2, 14)), 3
+        n = m * layers
+        load = rng.integers(0, 3, n).astype(float) / 4          # many equal loads
+        ncopy, nhome = rng.integers(1, w + 1, n), rng.integers(0, w + 1, n)
+        slots, home = np.full((n, w), -1), np.full((n, w), -1)
+        for e in range(n):
+            ncopy[e], nhome[e] = min(ncopy[e], c), min(nhome[e], c)
+            slots[e, : ncopy[e]] = rng.choice(c, ncopy[e], replace=False)
+            home[e, : nhome[e]] = rng.choice(c, nhome[e], replace=False)
+        failed = rng.random(c) < 0.2
+        max_copies = int(rng.integers(1, 4))
+        out, count = rebalance_arrays(np.arange(0, n + 1, m).astype(np.int64), load, slots, ncopy, home, nhome,
+                                      failed, max_copies)
+        for g in range(layers):
+            rows = slice(g * m, (g + 1) * m)
+            ref = reference_packing(load[rows], slots[rows], ncopy[rows], home[rows], nhome[rows], failed,
+                                    max_copies)
+            got = [list(out[g * m + e, : count[g * m + e]]) for e in range(m)]
+            assert got == ref, (trial, g)
+    load, r = np.array([0.5, 0.25, 0.25, 0.125]), np.array([2, 1, 1, 1])
+    content, count, weight = np.full((3, 8), -1), np.zeros(3, np.int64), np.zeros(3)
+    mask = np.zeros(3, np.int64)
+    pack(load, r, 3, content, count, weight, np.zeros(4, np.int64), np.zeros(4), mask)
+    for b in range(3):
+        assert mask[b] == sum(1 << int(e) for e in set(content[b, : count[b]]))
+        assert popcount(mask[b]) == len(set(content[b, : count[b]]))

@@ -5,6 +5,8 @@ by the planner (dse.runtime.plan) under a key of what they depend on (mesh shape
 scenario fails stacks: the random draws are seeded, the same for each design of the shape)."""
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from ..model.routes import physical_links
@@ -76,7 +78,8 @@ class Shape:
         links = physical_links(package_spec.network(design.rows, design.cols))
         self.outs = outages(sc.failures, design.rows * design.cols, sc.horizon_s, links, design.hbm_stacks, strict)
         self.hbm_stacks = list(design.hbm_stacks)
-        self.memo: dict[float, Down] = {}
+        self.points = sorted({x for o in self.outs for x in (o.start_s, o.end_s)})
+        self.memo: dict[int, Down] = {}         # what is down between two of ``points`` (by how many <= t)
         self.edges: dict[int, list[float]] = {}
         self.templates: dict[bool, Template] = {}
         self.frames = []
@@ -86,9 +89,11 @@ class Shape:
                                                              for a, b in zip(e[:-1], e[1:])]))
 
     def downs(self, t: float) -> Down:
-        if t not in self.memo:
-            self.memo[t] = down_at(self.outs, t, self.hbm_stacks)
-        return self.memo[t]
+        """What is down at ``t``: once per stretch between outages' starts and ends (constant there)."""
+        k = bisect_right(self.points, t)
+        if k not in self.memo:
+            self.memo[k] = down_at(self.outs, t, self.hbm_stacks)
+        return self.memo[k]
 
     def cuts(self, w: int, t0: float, length: float) -> list[float]:
         """Window ``w`` cut where what is down changes: its segments' edges."""

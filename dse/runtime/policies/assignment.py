@@ -10,18 +10,22 @@ import numpy as np
 @nb.njit(cache=True)
 def assign_into(cost: np.ndarray, n: int, u, v, spc, path, col4row, row4col, sr, sc, remaining) -> None:
     """`assign_max` on ``cost[:n, :n]`` (the gains negated) with scratch of at least ``n``; the columns
-    land in ``col4row[:n]``."""
+    land in ``col4row[:n]``. ``sr`` / ``sc``: the rows and columns a search scanned, listed (integers), so
+    a row's dual update touches those alone (each is scanned once a search: the same updates as scipy's
+    sweep over flags, in another order, each element's its own)."""
     u[:n], v[:n] = 0.0, 0.0
     path[:n], col4row[:n], row4col[:n] = -1, -1, -1
     for cur in range(n):
         min_val, left = 0.0, n
         for it in range(n):
             remaining[it] = n - it - 1
-        sr[:n], sc[:n], spc[:n] = False, False, np.inf
+            spc[it] = np.inf
+        n_sr, n_sc = 0, 0
         sink, i = -1, cur
         while sink == -1:
             index, lowest = -1, np.inf
-            sr[i] = True
+            sr[n_sr] = i
+            n_sr += 1
             base = u[i]
             for it in range(left):          # selects, not branches (the same picks)
                 j = remaining[it]
@@ -39,16 +43,17 @@ def assign_into(cost: np.ndarray, n: int, u, v, spc, path, col4row, row4col, sr,
                 sink = j
             else:
                 i = row4col[j]
-            sc[j] = True
+            sc[n_sc] = j
+            n_sc += 1
             left -= 1
             remaining[index] = remaining[left]
         u[cur] += min_val
-        for i in range(n):
-            if sr[i] and i != cur:
-                u[i] += min_val - spc[col4row[i]]
-        for j in range(n):
-            if sc[j]:
-                v[j] -= min_val - spc[j]
+        for t in range(1, n_sr):            # sr[0] is cur
+            i = sr[t]
+            u[i] += min_val - spc[col4row[i]]
+        for t in range(n_sc):
+            j = sc[t]
+            v[j] -= min_val - spc[j]
         j = sink
         while True:
             i = path[j]
@@ -66,5 +71,5 @@ def assign_max(gain: np.ndarray) -> np.ndarray:
     cost = -gain.astype(np.float64)
     col4row = np.full(n, -1)
     assign_into(cost, n, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, -1), col4row, np.full(n, -1),
-                np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.int64))
+                np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
     return col4row

@@ -22,68 +22,9 @@ from ..imbalance import layer_ratio
 from ..mapping import ExpertGroups, Placement, placement_arrays
 from ..popularity import Popularity
 from .assignment import assign_into
+from .packing import MASK_BITS, contains, pack, popcount, replicate
 
 PACKINGS = 4096         # packings remembered per study's experts (then forgotten, all at once)
-
-
-@nb.njit(cache=True)
-def replicate(load: np.ndarray, copies: int, cap: int, r: np.ndarray) -> None:
-    """``r[:m]``: copies of each expert: one each, the rest one at a time to the highest load per copy
-    (the first such expert; at most ``cap`` each)."""
-    m = len(load)
-    r[:m] = 1
-    for _ in range(max(0, min(copies, cap * m) - m)):
-        best, pick = -np.inf, 0
-        for e in range(m):
-            per = load[e] / r[e] if r[e] < cap else -np.inf
-            if per > best:
-                best, pick = per, e
-        r[pick] += 1
-
-
-@nb.njit(cache=True)
-def pack(load: np.ndarray, r: np.ndarray, bins: int, content: np.ndarray, count: np.ndarray,
-         weight: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
-    """Each bin's experts (``content[b, :count[b]]``): copies heaviest first (a stable sort of the load
-    per copy) onto the least loaded bin with room (load, then copies, then index), a bin holding the
-    expert only when no other has room. ``order`` and ``key``: scratch of the layer's size."""
-    m = len(load)
-    total = 0
-    for e in range(m):
-        total += r[e]
-        key[e] = -(load[e] / r[e])
-    room = (total + bins - 1) // bins
-    for i in range(m):                  # insertion sort: stable, as the mergesort it stands for
-        j = i
-        while j > 0 and key[order[j - 1]] > key[i]:
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-    count[:bins] = 0
-    weight[:bins] = 0.0
-    for i in range(m):
-        e = order[i]
-        w = load[e] / r[e]
-        for _ in range(r[e]):
-            pick, pick_has = -1, True
-            for b in range(bins):
-                if count[b] >= room:
-                    continue
-                has = contains(content[b], count[b], e)
-                if pick < 0 or (pick_has and not has) or (has == pick_has and (
-                        weight[b] < weight[pick] or (weight[b] == weight[pick] and count[b] < count[pick]))):
-                    pick, pick_has = b, has
-            content[pick, count[pick]] = e
-            count[pick] += 1
-            weight[pick] += w
-
-
-@nb.njit(cache=True, inline="always")
-def contains(row: np.ndarray, n: int, x: int) -> bool:
-    for k in range(n):
-        if row[k] == x:
-            return True
-    return False
 
 
 class Scratch(NamedTuple):
@@ -104,9 +45,10 @@ class Scratch(NamedTuple):
     cost: np.ndarray                # [chiplets, chiplets]
     vec: np.ndarray                 # [3, chiplets]: the assignment's u, v, shortest path costs
     ivec: np.ndarray                # [4, chiplets]: its path, col4row, row4col, remaining
-    bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned
+    bvec: np.ndarray                # [2, chiplets]: its rows and columns scanned (listed)
     new: np.ndarray                 # [experts of a layer, copies]
     n_new: np.ndarray
+    mask: np.ndarray                # [2, chiplets]: the experts each bin and each chiplet holds, as bits
 
 
 @nb.njit(cache=True)
@@ -138,22 +80,33 @@ def rebalance_layer(load, slots, ncopy, home, nhome, failed, max_copies, out, ou
         copies += ncopy[e]
     replicate(load, copies, min(max_copies, bins), s.r)
     content, count = s.content, s.count
-    pack(load, s.r, bins, content, count, s.weight, s.order, s.key)
-    held = s.held                       # chiplet (index in chips) x expert it holds now
-    held[:bins, :m] = 0
-    for e in range(m):
-        for k in range(ncopy[e]):
-            if where[slots[e, k]] >= 0:
-                held[where[slots[e, k]], e] = 1
+    pack(load, s.r, bins, content, count, s.weight, s.order, s.key, s.mask[0])
     cost = s.cost                       # minus the copies bin b would keep on chiplet j (integers)
-    cost[:bins, :bins] = 0.0
-    for b in range(bins):
-        for k in range(count[b]):
-            e = content[b, k]
-            if contains(content[b], k, e):          # a second copy of one expert in a bin counts once
-                continue
+    if m <= MASK_BITS:                  # the experts bin b and chiplet j share, counted on bits
+        bmask, hmask = s.mask[0], s.mask[1]
+        hmask[:bins] = 0
+        for e in range(m):
+            for k in range(ncopy[e]):
+                if where[slots[e, k]] >= 0:
+                    hmask[where[slots[e, k]]] |= np.int64(1) << e
+        for b in range(bins):
             for j in range(bins):
-                cost[b, j] -= held[j, e]
+                cost[b, j] = 0.0 - popcount(bmask[b] & hmask[j])
+    else:
+        held = s.held                   # chiplet (index in chips) x expert it holds now
+        held[:bins, :m] = 0
+        for e in range(m):
+            for k in range(ncopy[e]):
+                if where[slots[e, k]] >= 0:
+                    held[where[slots[e, k]], e] = 1
+        cost[:bins, :bins] = 0.0
+        for b in range(bins):
+            for k in range(count[b]):
+                e = content[b, k]
+                if contains(content[b], k, e):      # a second copy of one expert in a bin counts once
+                    continue
+                for j in range(bins):
+                    cost[b, j] -= held[j, e]
     chip_of = s.ivec[1]
     assign_into(cost, bins, s.vec[0], s.vec[1], s.vec[2], s.ivec[0], chip_of, s.ivec[2], s.bvec[0],
                 s.bvec[1], s.ivec[3])
@@ -196,8 +149,8 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
     s = Scratch(np.zeros(c, np.bool_), np.full(c, -1), np.zeros(c, np.int64), np.ones(m, np.int64),
                 np.zeros(m, np.int64), np.zeros(m), np.full((c, m * max(1, max_copies)), -1),
                 np.zeros(c, np.int64), np.zeros(c), np.zeros((c, m), np.int64), np.zeros((c, c)),
-                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.bool_),
-                np.full((m, width), -1), np.zeros(m, np.int64))
+                np.zeros((3, c)), np.full((4, c), -1), np.zeros((2, c), np.int64),
+                np.full((m, width), -1), np.zeros(m, np.int64), np.zeros((2, c), np.int64))
     for g in range(len(offsets) - 1):
         a, b = offsets[g], offsets[g + 1]
         rebalance_layer(load[a:b], slots[a:b], ncopy[a:b], home[a:b], nhome[a:b], failed, max_copies,
@@ -245,7 +198,8 @@ def scatter(p_slots, p_ncopy, units, new, count):
 def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
     """Failed flags over chiplets ``0..top`` and every one of ``failed``."""
     dead = np.zeros(1 + max(top, max(failed, default=-1)), np.bool_)
-    dead[list(failed)] = True
+    for c in failed:
+        dead[c] = True
     return dead
 
 
