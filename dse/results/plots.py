@@ -287,8 +287,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     ax = fig.add_subplot()
     size, gap = 1.0, 0.45
     pitch = size + gap
-    # patches go in with add_artist, not add_patch: the limits are set below, so the data limits add_patch
-    # updates patch by patch (a third of an 8 x 8 floorplan's build) are not needed; the same pixels
+    # add_artist, not add_patch: the limits are set below (add_patch's per-patch limit updates: a third of the build)
     for chip in chips.itertuples(index=False):
         s, r, c = chip.slot, chip.row, chip.col
         x0, y0 = c * pitch, -r * pitch
@@ -325,14 +324,11 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         elif r1 == r2 or c1 == c2:                  # torus wrap-around: an arc along the gap beside the line
             ex, ey = (0.0, size / 2 if dx > 0 else -size / 2) if r1 == r2 else (size / 2 if dy < 0 else -size / 2, 0.0)
             rad = -2 * WRAP_BULGE / abs(dx + dy)    # arc3 bulges rad/2 x the chord: outwards for either direction
-            ax.add_artist(FancyArrowPatch((x1 + ex, y1 + ey), (x1 + dx + ex, y1 + dy + ey),
-                                          connectionstyle=f"arc3,rad={rad}",
-                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba,
-                                          alpha=0.85, zorder=3))
+            ax.add_artist(FancyArrowPatch((x1 + ex, y1 + ey), (x1 + dx + ex, y1 + dy + ey), connectionstyle=f"arc3,rad={rad}",
+                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba, alpha=0.85, zorder=3))
         else:                                       # a long link of a graph package: an arc over the chiplets
             ax.add_artist(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
-                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba,
-                                          alpha=0.85, zorder=3))
+                                          arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba, alpha=0.85, zorder=3))
     if len(util):
         cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
         cbar.set_label("link utilisation [% of the step the link is busy]")
