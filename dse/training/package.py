@@ -167,8 +167,10 @@ class TrainingEvaluator(PhaseEvaluator):
             out[rows] = self._layout_rows(out[rows], layout, peak[rows], capacity[rows], bandwidth[rows])
         return out
 
-    def _layout_rows(self, row: np.ndarray, layout: Layout, peak_flops, capacity, hbm_Bps) -> np.ndarray:
-        """Training metrics of the designs ``row`` (their forward metrics in, one layout) (module docstring)."""
+    def _layout_rows(self, row: np.ndarray, layout: Layout, peak_flops, capacity, state_Bps) -> np.ndarray:
+        """Training metrics of the designs ``row`` (their forward metrics in, one layout) (module docstring);
+        ``state_Bps``: the bandwidth of the tier holding the weights and optimizer state (HBM, or the DDR streamed
+        from under weight streaming)."""
         P, E, R = layout.pipeline, layout.experts, layout.replicas
         packages = P * E * R
         micro = self.global_batch / (self.batch * R)
@@ -192,7 +194,7 @@ class TrainingEvaluator(PhaseEvaluator):
                 layer_params = (self.dense_params + self.expert_params / E) / self.cfg.layers
                 params = layer_params * max(counts)            # the deepest stage paces gradients and Adam
             if self.tables.ddr_stream:
-                streamed = self._streamed(stage_s, passes, params, max(counts), hbm_Bps)
+                streamed = self._streamed(stage_s, passes, params, max(counts), state_Bps)
                 pipeline_s = pipeline_s + (m + (0 if uneven else P - 1)) * (streamed - micro_s)
             grads_bytes = params * GRADIENT_BYTES
             zero3 = 1.5 if training.zero == 3 else 1.0               # dse.training.iteration
@@ -200,7 +202,7 @@ class TrainingEvaluator(PhaseEvaluator):
             dp_s = zero3 * allreduce_s(R, grads_bytes, level) if level is not None else 0.0
             dp_s = np.maximum(0.0, dp_s - 2.0 * stage_s) if training.overlap_grad_reduce else np.full(len(row), dp_s)
             optimizer_bytes = params / (R if training.zero >= 1 else 1) * ADAM_BYTES_PER_PARAM
-            optimizer_s = np.where(hbm_Bps > 0, optimizer_bytes / np.where(hbm_Bps > 0, hbm_Bps, 1.0), np.inf)
+            optimizer_s = np.where(state_Bps > 0, optimizer_bytes / np.where(state_Bps > 0, state_Bps, 1.0), np.inf)
             iteration_s = pipeline_s + dp_s + optimizer_s
             tokens = self.global_batch * self.seq
 
