@@ -121,7 +121,7 @@ def test_idle_power_is_one_function_everywhere(timeline_prepared, timeline_desig
     """arch.idle_power_w: the chiplet's idle_w, never under its leakage; its leakage without one. The step
     model's tables, serving's waiting package and the runtime's powered-off chiplets read the same values
     (where no physics changed, the old paths' values: H100 122 W, an array without idle_w its leakage)."""
-    from dse.runtime.powered_off import off_energy_per_token
+    from dse.runtime.powered_off import idle_energy_per_token, idle_watts, off_energy_per_token
     from dse.serving.steps import slot_idle_w
 
     h100, sa = arch.preset("h100-like"), arch.preset("sa-128-ws")
@@ -140,6 +140,9 @@ def test_idle_power_is_one_function_everywhere(timeline_prepared, timeline_desig
     assert slots[:len(kinds)] == pytest.approx(np.asarray(t.kind_idle_w)) and slots[-1] == 0.0
     off = off_energy_per_token(t, SimpleNamespace(kind=kind), 0, [0], 2.0)
     assert off == pytest.approx(t.kind_idle_w[0] * 2.0 / t.tokens_per_step)
+    # the costing's single chiplets off, all at once: the same figures, bit for bit
+    each = idle_energy_per_token(t, idle_watts(t, kinds), np.full(len(kinds), 2.0))
+    assert each.tolist() == [off_energy_per_token(t, SimpleNamespace(kind=kind), 0, [k], 2.0) for k in kinds]
 
 
 def test_tpu_v5e_pays_its_measured_per_operator_overhead(dse_cli):

@@ -19,7 +19,7 @@ from ..model.contract import DecodedDesigns
 from ..model.metrics import METRICS
 from ..model.records import design_records
 from .link_energy import link_energy_per_token
-from .powered_off import chiplets_off, off_energy_per_token
+from .powered_off import chiplets_off, idle_energy_per_token, idle_watts, off_energy_per_token
 
 NEEDED = ("latency_s", "latency_p99_s", "energy_j_per_token")
 
@@ -86,23 +86,20 @@ def powered_off(every: list, same: list[int], planned: list[Planned], d: Decoded
                 intact_s: np.ndarray, tables) -> None:
     """Each item of ``every`` (design index, key index, mapping; ``same``: its row of ``d``) with chiplets
     down: the energy per token of those powered off (dse.runtime.powered_off, they draw nothing) taken
-    off its design's ``rows``; a single chiplet off, all at once (`off_energy_per_token`'s arithmetic,
-    element by element)."""
+    off its design's ``rows``; a single chiplet off, all at once (`idle_energy_per_token` element by
+    element, the same figure as `off_energy_per_token`)."""
     one, at = [], []
     for (i, k, _), j in zip(every, same):
         key = planned[i].table.keys[k]
-        if not key.failed:
-            continue
-        if len(key.failed) == 1 and (d.ddr[j] or not key.stacks):      # chiplets_off: the failed chiplet
+        off = chiplets_off(key.failed, key.stacks, d, j) if key.failed else []
+        if len(off) == 1:
             one.append((i, k))
-            at.append((j, next(iter(key.failed))))
-            continue
-        off = chiplets_off(key.failed, key.stacks, d, j)
-        if off:
+            at.append((j, off[0]))
+        elif off:
             rows[i][k, 2] -= off_energy_per_token(tables, d, j, off, intact_s[j])
     if one:
         j, chip = np.array(at, np.int64).T
-        energy = (np.asarray(tables.kind_idle_w)[d.kind[j, chip]] * intact_s[j] / tables.tokens_per_step).tolist()
+        energy = idle_energy_per_token(tables, idle_watts(tables, d.kind[j, chip]), intact_s[j]).tolist()
         for (i, k), e in zip(one, energy):
             rows[i][k, 2] -= e
 

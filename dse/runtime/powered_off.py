@@ -34,5 +34,15 @@ def off_energy_per_token(tables, d: DecodedDesigns, j: int, off: list[int], late
     docstring), over the step's tokens."""
     if not off:
         return 0.0
-    watts = np.asarray(tables.kind_idle_w)[d.kind[j, off]]          # arch.idle_power_w: at least the leakage
-    return float(watts.sum() * latency_s / tables.tokens_per_step)
+    return float(idle_energy_per_token(tables, idle_watts(tables, d.kind[j, off]).sum(), latency_s))
+
+
+def idle_watts(tables, kinds: np.ndarray) -> np.ndarray:
+    """Each chiplet kind of ``kinds``'s idle power (W): arch.idle_power_w, at least its leakage."""
+    return np.asarray(tables.kind_idle_w)[kinds]
+
+
+def idle_energy_per_token(tables, watts, latency_s):
+    """Energy per token (J) of ``watts`` drawn over a step of ``latency_s``, over the step's tokens (scalars
+    or arrays, element by element)."""
+    return watts * latency_s / tables.tokens_per_step
