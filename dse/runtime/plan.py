@@ -118,8 +118,6 @@ class DesignRun:
         self.seen_at: dict[tuple, float] = {}           # (placement count, popularity) -> imbalance seen
 
     def down(self, now) -> frozenset[int]:
-        if not now.stacks:              # `chips_down`'s own shortcut, without the call
-            return now.chiplets
         return chips_down(now, self.design.ddr_channels, self.design.hbm_stacks)
 
     def table(self) -> SegmentTable:
