@@ -69,3 +69,38 @@ def test_busiest_link_equals_one_pass_in_link_order():
                 one_pass = x if x > one_pass else one_pass
             got = busiest_link(row, 3, inv, 2, n_links)
             assert np.array([got]).view(np.int64)[0] == np.array([one_pass]).view(np.int64)[0]
+
+
+def test_padded_route_walk_equals_the_route_walk():
+    """The kernels walk each route from its padded copy (dse.model.routes.padded_routes, four links a step:
+    dse.model.hand_offs.add_route): the same links in the same order, the padding on spare lanes past the
+    table's links, so every link's load has the bits of a walk of the route alone (old routes taken away
+    and new ones added, as a failure re-routes); a chiplet's route to itself is empty and takes no time on
+    the intact tables (the failure pass walks it without a test). Intact and fault tables alike."""
+    from dse.model.hand_offs import add_route
+    from dse.model.routes import ROUTE_LANES, build_route_tables
+    prepared = dse.prepare(dse.load_study("tests/data/moe_small.yaml"))
+    package = prepared.package_evaluator.package
+    R = build_route_tables(package, links=True, routers_fail=True)
+    rng = np.random.default_rng(3)
+    for t in range(len(R.pair_base)):
+        L, pb = int(R.n_links[t]), int(R.pair_base[t])
+        n = int(round(((R.pair_base[t + 1] if t + 1 < len(R.pair_base) else len(R.pair_ptr) - 1) - pb) ** 0.5))
+        row = rng.choice([0.0, 1.0, 3.0e5, 7.25e-3], size=L + ROUTE_LANES) * rng.random(L + ROUTE_LANES)
+        walked = row.copy()
+        for q in rng.integers(0, n * n, size=40):
+            p = pb + int(q)
+            links = R.route_links[R.pair_ptr[p]:R.pair_ptr[p + 1]]
+            padded = R.pad_links[R.pad_ptr[p]:R.pad_ptr[p + 1]]
+            assert len(padded) % ROUTE_LANES == 0 and len(padded) - len(links) < ROUTE_LANES
+            assert np.array_equal(padded[:len(links)], links)
+            assert ((padded[len(links):] > L) & (padded[len(links):] < L + ROUTE_LANES)).all()
+            amount = float(rng.choice([-1.0, 1.0]) * rng.random() * 1e4)
+            add_route(row, 0, R.pad_ptr, R.pad_links, p, amount)
+            for link in links:
+                walked[link] += amount
+        assert row[:L].tobytes() == walked[:L].tobytes()
+    for sh in range(len(R.shape_rows)):
+        n, pb = int(R.shape_rows[sh] * R.shape_cols[sh]), int(R.pair_base[sh])
+        for i in range(n):
+            assert R.pair_latency[pb + i * n + i] == 0.0 and R.pad_ptr[pb + i * n + i + 1] == R.pad_ptr[pb + i * n + i]

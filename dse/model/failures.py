@@ -23,7 +23,7 @@ import numpy as np
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
-from .hand_offs import allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
+from .hand_offs import add_route, allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
 from .hbm_placement import local_capacity, place_merged
 from .perf_model import row_max
 from .scenarios import scenario_latency
@@ -83,7 +83,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
-    pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
+    pair_ptr, pair_latency, pair_energy, pad_ptr, pad_links = (R.pair_ptr, R.pair_latency, R.pair_energy, R.pad_ptr,
+                                                               R.pad_links)
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
@@ -286,9 +287,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 a, b = edge_src[nowrap(e)], edge_dst[nowrap(e)]
                 ca_old, cb_old = (1 if split else ncopy[nowrap(a)]), ncopy[nowrap(b)]
                 ca_new, cb_new = (1 if split else count2[nowrap(a)]), count2[nowrap(b)]
-                old_amount = edge_amt[nowrap(e)]
-                new_amount = old_amount if ca_new == ca_old and cb_new == cb_old else edge_amount(
-                    edge_bytes[nowrap(e)], ca_new, cb_new, split)
+                old_amount = edge_amt[nowrap(e)]       # edge_amount of the intact counts, as the base pass took it
+                new_amount = edge_amount(edge_bytes[nowrap(e)], ca_new, cb_new, split)
                 for instance in range(2 if stage_repeat[nowrap(s)] > 1 else 1):
                     if not in_instance(edge_phase[nowrap(e)], instance):
                         continue
@@ -299,27 +299,22 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         n_aff += 1
                         row_slot[nowrap(row)] = slot
                         aff_rows[nowrap(slot)] = row
-                        for link in range(L):
+                        for link in range(L + 4):       # with add_route's spare lanes
                             new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
                     base = slot * LM
+                    # a chiplet's route to itself is empty and takes no time on the intact routes: no i != j test
                     for ra in range(ca_old):
                         i = slots[nowrap(a), nowrap(ra)]
                         for rb in range(cb_old):
-                            j = slots[nowrap(b), nowrap(rb)]
-                            if i != j:
-                                p = pb + i * n + j
-                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                    new_loads[nowrap(base + route_links[nowrap(x)])] -= old_amount
+                            add_route(new_loads, base, pad_ptr, pad_links, pb + i * n + slots[nowrap(b), nowrap(rb)],
+                                      -old_amount)
                     longest = 0.0
                     for ra in range(ca_new):
                         i = slots2[nowrap(a), nowrap(ra)]
                         for rb in range(cb_new):
-                            j = slots2[nowrap(b), nowrap(rb)]
-                            if i != j:
-                                p = pb + i * n + j
-                                longest = max(longest, pair_latency[nowrap(p)])
-                                for x in range(pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]):
-                                    new_loads[nowrap(base + route_links[nowrap(x)])] += new_amount
+                            p = pb + i * n + slots2[nowrap(b), nowrap(rb)]
+                            longest = max(longest, pair_latency[nowrap(p)])
+                            add_route(new_loads, base, pad_ptr, pad_links, p, new_amount)
                     edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
             for k in range(n_aff):
                 s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2

@@ -97,13 +97,27 @@ def busiest_link(row, base, link_inv_bw, lb, n_links):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def add_route(row, base, pad_ptr, pad_links, p, amount):
+    """Add ``amount`` to the load of every link of pair p's route in the load row starting at ``row[base]``
+    (a negative ``amount`` takes it away: x + (-a) is x - a to the bit). The route is walked four links a
+    step from its padded copy (dse.model.routes: the padding writes to the row's spare lanes, never read),
+    each link's load updated as a walk of the route alone would, in the same order. Four: dse.model.routes.ROUTE_LANES."""
+    for x in range(pad_ptr[nowrap(p)], pad_ptr[nowrap(p + 1)], 4):
+        row[nowrap(base + pad_links[nowrap(x)])] += amount
+        row[nowrap(base + pad_links[nowrap(x + 1)])] += amount
+        row[nowrap(base + pad_links[nowrap(x + 2)])] += amount
+        row[nowrap(base + pad_links[nowrap(x + 3)])] += amount
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start, edge_phase, edge_src, edge_dst,
-                    edge_bytes, edge_sync, pair_ptr, route_links, pair_latency, pair_energy, link_inv_bw, comm, loads,
-                    edge_lat, edge_amt, pair_amt, pair_seen, pair_list):
+                    edge_bytes, edge_sync, pair_ptr, pad_ptr, pad_links, pair_latency, pair_energy, link_inv_bw, comm,
+                    loads, edge_lat, edge_amt, pair_amt, pair_seen, pair_list):
     """The hand-offs into stage s (``repeat`` identical instances) of an n-chiplet design on route table ``pb``
     / ``lb`` (``L`` links): each instance's time into ``comm[s]`` (longest hand-off + busiest link), each edge's
-    latency and per-pair bytes into ``edge_lat`` / ``edge_amt``, the link loads into ``loads``. A stage's
-    bytes are summed per chiplet pair first, then each pair's route is walked once.
+    latency and per-pair bytes into ``edge_lat`` / ``edge_amt``, the link loads into ``loads`` (rows of ``LM``:
+    the L links, then spare lanes `add_route` writes to). A stage's bytes are summed per chiplet pair first,
+    then each pair's route is walked once.
     Returns (byte-hops, network energy) of the whole step."""
     comm[nowrap(s), nowrap(REST)] = 0.0
     hand_off_net = 0.0
@@ -112,7 +126,7 @@ def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start
         edge_lat[nowrap(e)] = 0.0
     for instance in range(2 if repeat > 1 else 1):
         base = (2 * s + instance) * LM
-        for link in range(L):
+        for link in range(L + 4):       # the links and the spare lanes of a padded walk (`add_route`)
             loads[nowrap(base + link)] = 0.0
         hops = 0.0
         energy = 0.0
@@ -147,10 +161,8 @@ def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start
             pair_seen[nowrap(q)] = False
             amount = pair_amt[nowrap(q)]
             p = pb + q
-            start, end = pair_ptr[nowrap(p)], pair_ptr[nowrap(p + 1)]
-            for y in range(start, end):
-                loads[nowrap(base + route_links[nowrap(y)])] += amount
-            hops += amount * (end - start)
+            add_route(loads, base, pad_ptr, pad_links, p, amount)
+            hops += amount * (pair_ptr[nowrap(p + 1)] - pair_ptr[nowrap(p)])
             energy += amount * pair_energy[nowrap(p)]
         comm[nowrap(s), nowrap(instance)] = slowest + busiest_link(loads, base, link_inv_bw, lb, L)
         times = 1.0 if instance == FIRST else repeat - 1.0

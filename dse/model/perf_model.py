@@ -183,7 +183,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                               T.edge_phase)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
-    pair_ptr, route_links, pair_latency, pair_energy = R.pair_ptr, R.route_links, R.pair_latency, R.pair_energy
+    pair_ptr, pad_ptr, pad_links, pair_latency, pair_energy = (R.pair_ptr, R.pad_ptr, R.pad_links, R.pair_latency,
+                                                               R.pair_energy)
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
@@ -300,8 +301,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             repeat = stage_repeat[nowrap(s)]
             hand_off_net, hand_off_e = stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start,
                                                        edge_phase, edge_src, edge_dst, edge_bytes, edge_sync, pair_ptr,
-                                                       route_links, pair_latency, pair_energy, link_inv_bw, comm, loads,
-                                                       edge_lat, edge_amt, pair_amt, pair_seen, pair_list)
+                                                       pad_ptr, pad_links, pair_latency, pair_energy, link_inv_bw,
+                                                       comm, loads, edge_lat, edge_amt, pair_amt, pair_seen, pair_list)
             # per instance of the stage, except the network: byte-hops and joules of the whole step
             stage_e_compute[nowrap(s)] = e_compute
             stage_e_dram[nowrap(s)] = e_dram

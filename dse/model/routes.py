@@ -12,6 +12,11 @@ ch. 19.3). A ring all-reduce (dse.model.hand_offs.allreduce) gives each router o
 iSLIP matches every cycle, so it keeps the links' full bandwidth. Tables are
 concatenated; ``pair_base[t]`` and ``link_base[t]`` say where table t's rows start.
 
+The kernels walk a route from ``pad_ptr`` / ``pad_links``: the same links in the same order, each route padded
+to a multiple of `ROUTE_LANES` with links L + 1 .. L + 3 of its table's L (lanes past the package's links in
+each load row, never read: dse.model.workspace), so a walk takes steps of four links whatever the route's
+length (dse.model.hand_offs.add_route): a loop exit mispredicted per chunk rather than per route.
+
 Tables 0 .. shapes-1 are the intact packages in `shape_index` order. After them come the packages
 after a failure that changes routes (noc.faults.fault_routes with detours: routes that avoid the
 failure are kept, the others take a minimum-hop detour over what survives), when the study asks for
@@ -33,11 +38,12 @@ import noc
 from ..errors import StudyError
 from ..study.schema.package import PackageSpec
 
+ROUTE_LANES = 4                  # links per step of a route walk; a load row's spare lanes (dse.model.workspace)
 MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50 bytes each)
 
 RouteTables = namedtuple("RouteTables", ["pair_ptr", "route_links", "pair_latency", "pair_energy", "link_inv_bw",
                                          "link_base", "pair_base", "n_links", "shape_rows", "shape_cols",
-                                         "node_alt", "link_alt", "n_phys", "mc_alt"])
+                                         "node_alt", "link_alt", "n_phys", "mc_alt", "pad_ptr", "pad_links"])
 
 
 def shape_index(rows: int, cols: int, row_range: tuple[int, int], col_range: tuple[int, int]) -> int:
@@ -96,8 +102,9 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
     """Concatenate route tables into the flat arrays of `RouteTables` (links at ``switch_efficiency`` of
     their bandwidth)."""
     pair_ptr, route_links, pair_latency, pair_energy, inv_bw = [np.zeros(1, np.int64)], [], [], [], []
+    pad_ptr, pad_links = [np.zeros(1, np.int64)], []
     link_base, pair_base, n_links = [], [], []
-    n_pairs = n_route = n_link = 0
+    n_pairs = n_route = n_link = n_pad = 0
     for routes in tables:
         t = routes.topology
         n, L = t.n, t.n_links
@@ -106,6 +113,10 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
         n_links.append(L)
         pair_ptr.append(routes.route_ptr[1:] + n_route)
         route_links.append(routes.route_links)
+        ptr, padded = padded_routes(np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), L)
+        pad_ptr.append(ptr[1:] + n_pad)
+        pad_links.append(padded)
+        n_pad += int(ptr[-1])
         served = routes.hops.ravel() >= 0
         pair_latency.append(np.where(served, routes.incidence @ t.link_hop_latency_s, np.inf))
         pair_energy.append(np.where(served, routes.incidence @ t.link_hop_energy_j_per_byte, 0.0))
@@ -117,4 +128,21 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
                 route_links=np.concatenate(route_links).astype(np.int64),
                 pair_latency=np.concatenate(pair_latency), pair_energy=np.concatenate(pair_energy),
                 link_inv_bw=np.concatenate(inv_bw), link_base=np.array(link_base, np.int64),
-                pair_base=np.array(pair_base, np.int64), n_links=np.array(n_links, np.int64))
+                pair_base=np.array(pair_base, np.int64), n_links=np.array(n_links, np.int64),
+                pad_ptr=np.concatenate(pad_ptr).astype(np.int64),
+                pad_links=np.concatenate(pad_links).astype(np.int32))
+
+
+def padded_routes(route_ptr: np.ndarray, route_links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """One table's routes (CSR ``route_ptr`` / ``route_links``) each padded to a multiple of `ROUTE_LANES`
+    links: position k past the route's end holds link ``n_links + k % ROUTE_LANES`` (a spare lane)."""
+    lengths = np.diff(route_ptr)
+    padded = -(-lengths // ROUTE_LANES) * ROUTE_LANES
+    ptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(padded, out=ptr[1:])
+    pair = np.repeat(np.arange(len(lengths)), padded)
+    k = np.arange(int(ptr[-1])) - ptr[pair]
+    real = k < lengths[pair]
+    links = n_links + k % ROUTE_LANES
+    links[real] = route_links[route_ptr[pair[real]] + k[real]]
+    return ptr, links

@@ -7,6 +7,7 @@ from collections import namedtuple
 import numpy as np
 
 from .kernel_tables import KernelTables
+from .routes import ROUTE_LANES
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -33,8 +34,10 @@ Workspace = namedtuple("Workspace", [
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
-    """Scratch arrays for one design at a time, sized for the largest package of the study."""
+    """Scratch arrays for one design at a time, sized for the largest package of the study. A load row holds
+    ``max_links`` links and `ROUTE_LANES` spare lanes a padded route walk writes to (dse.model.routes)."""
     S = T.stage_repeat.shape[0]
+    LM = max_links + ROUTE_LANES
     U = T.unit_capacity.shape[0]
     E = T.edge_src.shape[0]
     n_scen = T.scen_prob.shape[0]
@@ -45,7 +48,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     return Workspace(
         ct=f(S, max_chips), ht=f(S, max_chips), sd=f(S), stage_t=f(S), comm=f(S, 2), stage_e_compute=f(S),
         stage_e_dram=f(S), stage_dram=f(S), stage_net=f(S), stage_e_net=f(S), copy_time=f(U, max_copies),
-        copy_ddr=f(U, max_copies), ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * max_links), edge_lat=f(E),
+        copy_ddr=f(U, max_copies), ar_time=f(U), f=f(U, max_copies), loads=f(2 * S * LM), edge_lat=f(E),
         edge_amt=f(E), stored=f(max_chips), overflow=f(max_chips), chip_ptr=i64(max_chips + 1), item_u=i64(items),
         item_r=i64(items), cursor=i64(max_chips), buf_size=f(items), buf_read=f(items), buf_density=f(items),
         buf_order=i64(items), buf_spill=f(items), buf_u=i64(items), buf_r=i64(items),
@@ -54,7 +57,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
         is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips),
         bk_ht=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E),
-        row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * max_links), bk_comm=f(2 * S),
+        row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * LM), bk_comm=f(2 * S),
         lq=f(S, max_chips), bk_lq=f(S, max_chips),
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
