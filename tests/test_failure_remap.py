@@ -104,3 +104,17 @@ def test_padded_route_walk_equals_the_route_walk():
         n, pb = int(R.shape_rows[sh] * R.shape_cols[sh]), int(R.pair_base[sh])
         for i in range(n):
             assert R.pair_latency[pb + i * n + i] == 0.0 and R.pad_ptr[pb + i * n + i + 1] == R.pad_ptr[pb + i * n + i]
+
+
+def test_reciprocal_of_a_power_of_two_divides_to_the_bit():
+    """dse.model.copy_cost.copy_roofline multiplies by 1 / c instead of dividing by c when the copy count c is
+    a power of two: the same bits for every double (subnormals, infinities, NaN, signed zeros), and its
+    figures equal those of c copies computed by division."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-310, 308, 2000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2250738585072014e-308,
+                         1.7976931348623157e308]])
+    with np.errstate(all="ignore"):
+        for c in (1, 2, 4, 8, 16, 64):
+            assert (x * (1.0 / c)).tobytes() == (x / c).tobytes()
+        assert (x * (1.0 / 3)).tobytes() != (x / 3).tobytes()      # not for other counts: those divide
