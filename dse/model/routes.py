@@ -39,7 +39,7 @@ from ..errors import StudyError
 from ..study.schema.package import PackageSpec
 
 ROUTE_LANES = 4                  # links per step of a route walk; a load row's spare lanes (dse.model.workspace)
-MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50 bytes each)
+MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50-100 bytes each)
 
 RouteTables = namedtuple("RouteTables", ["pair_ptr", "route_links", "pair_latency", "pair_energy", "link_inv_bw",
                                          "link_base", "pair_base", "n_links", "shape_rows", "shape_cols",
