@@ -255,3 +255,47 @@ def test_a_static_table_and_its_costing_equal_the_per_key_derivation(timeline_pr
         for name in ("latency_s", "latency_p99_s", "energy_j_per_token"):
             assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
         assert np.isfinite(a.latency_s).any()
+
+
+def test_designs_own_mappings_derived_together_equal_each_alone(timeline_prepared):
+    """The search's designs of a package variant derive their own mappings together (dse.runtime.derive.
+    own_all: the failure re-mappings in one compiled call, `remap_all.remapped_designs`, and the
+    relabellings to one set of popularities in one gather): each design's mappings and shares equal,
+    field for field, those derived key by key for it alone (`DesignMappings.effective`, one re-mapping
+    call per design), and each re-mapping equals `Evaluator.remapped_arrays`'. A rotating hot set with a
+    failure and its repair. Fails on the code before: there was no ``own_all`` or ``remap_all``."""
+    from dse.runtime.derive import DesignMappings, own_all
+    from dse.runtime.plan import Planner
+    from dse.runtime.policies.static import StaticPolicy
+    from dse.runtime.remap_all import Request, remap_many
+    from dse.runtime.scenario import scenario_from_dict
+
+    p = timeline_prepared
+    sc = scenario_from_dict({"horizon_s": 1800, "window_s": 60, "popularity": {"drift": "rotate", "rate_per_s": 0.01},
+                             "failures": {"events": [{"t_s": 610, "chiplet": 1, "repair_s": 300}]}})
+    rng = np.random.default_rng(11)
+    X = rng.integers(p.space.lower, np.asarray(p.space.upper) + 1, size=(5, p.space.n_var))
+    X[:1] = p.space.seeds[:1]
+    designs = p.evaluator.designs(X)
+    planner = Planner(p.package_evaluator, p.tables, p.study.hardware.package, p.study.mapping.max_replicas, sc,
+                      StaticPolicy(), p.study.workload.phase, compact=True, detail=False)
+    maps = [DesignMappings(planner, d) for d in designs]
+    items = [[at for _, at in planner.resting(planner.shape(d), d)[1]] for d in designs]
+    together = own_all(maps, items)
+    requests = []
+    for d, its, (mappings, shares) in zip(designs, items, together):
+        alone = DesignMappings(planner, d)
+        for (tail, _, now), m, share in zip(its, mappings, shares):
+            one, one_share = alone.effective(0, alone.home, tail[1], tail[0], now)
+            assert share == one_share and (m is None) == (one is None)
+            if m is not None:
+                assert np.array_equal(m.slots, one.slots) and np.array_equal(m.ncopy, one.ncopy)
+                assert np.array_equal(m.stacks, one.stacks) and m.links == one.links
+        if alone.holds(0, alone.home, frozenset({1})):
+            b = alone.base
+            requests.append(Request(b, b.slots[0], b.ncopy[0], b.stacks[0], frozenset({1})))
+    assert len(requests) > 1
+    ev = p.package_evaluator
+    for q, got in zip(requests, remap_many(ev, requests, planner.workspace(requests[0].slots.shape[1]))):
+        want = ev.remapped_arrays(q.base, [1])
+        assert got[0] == want[0] and np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2])

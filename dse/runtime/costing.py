@@ -44,7 +44,9 @@ class Planned(NamedTuple):
 
 def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[StepFigures]:
     """Each design's `StepFigures` (module docstring): one population call per package variant."""
-    rows: list[np.ndarray] = [np.full((len(p.table.keys), 3), np.nan) for p in planned]
+    start = np.concatenate([[0], np.cumsum([len(p.table.keys) for p in planned])]).astype(np.int64)
+    flat = np.full((int(start[-1]), 3), np.nan)         # every design's keys, one after another
+    rows: list[np.ndarray] = [flat[a:b] for a, b in zip(start[:-1].tolist(), start[1:].tolist())]
     extra: list = [None] * len(planned)
     todo: dict[int, list] = {}
     for i, p in enumerate(planned):
@@ -68,10 +70,7 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
         figures = serving.figures(variant, ev, d, metrics, intact_s) if serving is not None else None
         design = np.fromiter((i for i, _, _ in every), np.int64, len(every))
         key = np.fromiter((k for _, k, _ in every), np.int64, len(every))
-        row = np.asarray(same, np.int64)
-        bounds = np.flatnonzero(np.diff(design)) + 1        # each design's items are one run
-        for a, b in zip(np.concatenate([[0], bounds]).tolist(), np.concatenate([bounds, [len(every)]]).tolist()):
-            rows[design[a]][key[a:b]] = metrics[row[a:b]]
+        flat[start[design] + key] = metrics[np.asarray(same, np.int64)]
         if serving is None:
             powered_off(every, same, planned, d, rows, intact_s, ev.tables)
         for (i, k, _), j in zip(every, same) if figures is not None else ():
@@ -163,29 +162,48 @@ def distinct_rows(items: list, planned: list[Planned], arrays: Stacked) -> tuple
     each item's index among them; ordered by design, mapping version, popularity and what is down
     (`near`), so that a mapping follows the one it differs least from (a failure's re-mapping its intact
     mapping's): the kernel costs it incrementally (dse.model.perf_model.base_passes, ``incremental``)."""
-    seen: dict[tuple, int] = {}
-    bases: dict[int, bytes] = {}
+    package: dict[bytes, int] = {}  # each design's package (its rows, columns, kinds, DDR) by value
+    of: dict[int, int] = {}
     fits = True                     # slots as int16 where every chiplet index fits (fewer bytes to hash)
     for i in dict.fromkeys(i for i, _, _ in items):
         base = planned[i].base
-        bases[i] = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
+        same = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
+        of[i] = package.setdefault(same, len(package))
         fits = fits and int((base.rows * base.cols).max()) < 2 ** 15
+    links: dict[frozenset, int] = {}
+    n = len(items)
+    if not n:
+        return [], []
+    head = np.array([(of[i], arrays.widths[j], links.setdefault(m.links, len(links)))
+                     for j, (i, _, m) in enumerate(items)], np.int64)
     slots = arrays.slots.astype(np.int16) if fits else arrays.slots
-    full = slots.shape[2] if len(items) else 0
-    keep, index = [], []
-    for j, (i, _, m) in enumerate(items):
-        w = arrays.widths[j]
-        content = (bases[i], m.slots.shape, (slots[j] if w == full else slots[j, :, :w]).tobytes(),
-                   arrays.ncopy[j].tobytes(), arrays.stacks[j].tobytes(), m.links)
-        if content not in seen:
-            seen[content] = len(keep)
-            keep.append(j)
-        index.append(seen[content])
+    content = np.concatenate([np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
+                              for a in (head, slots, arrays.ncopy, arrays.stacks)], axis=1)
+    # each item's content (package, width, links, slots -1 padded, copies, stacks) as a row of bytes, and
+    # its fingerprint (the row's 8-byte words, weighted, summed modulo 2^64): rows are compared on a match
+    content = np.concatenate([content, np.zeros((n, -content.shape[1] % 8), np.uint8)], axis=1)
+    words = content.view(np.uint64)
+    weights = np.arange(words.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+    seen: dict[int, list[int]] = {}
+    first, index = [], []
+    for j, f in enumerate((words * weights).sum(axis=1, dtype=np.uint64).tolist()):
+        at = next((a for a in seen.get(f, ()) if np.array_equal(words[first[a]], words[j])), None)
+        if at is None:
+            at = len(first)
+            first.append(j)
+            seen.setdefault(f, []).append(at)
+        index.append(at)
     tails: dict = {}                # `near`'s tail once per segment key (designs share their keys)
-    order = sorted(range(len(keep)), key=lambda x: near(items[keep[x]], planned, tails))
-    position = np.empty(len(keep), np.int64)
-    position[order] = np.arange(len(keep))
-    return [keep[x] for x in order], position[index].tolist() if index else []
+    keys = [planned[items[j][0]].table.keys[items[j][1]] for j in first]
+    for key in keys:
+        if key not in tails:
+            tails[key] = near_tail(key)
+    rank = {key: r for r, key in enumerate(sorted(tails, key=tails.__getitem__))}
+    order = np.lexsort((np.fromiter((rank[k] for k in keys), np.int64, len(keys)),
+                        np.fromiter((items[j][0] for j in first), np.int64, len(keys))))
+    position = np.empty(len(first), np.int64)
+    position[order] = np.arange(len(first))
+    return np.asarray(first, np.int64)[order].tolist(), position[index].tolist()
 
 
 def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tuple:
@@ -196,9 +214,15 @@ def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tupl
     key = planned[i].table.keys[k]
     tails = {} if tails is None else tails
     if key not in tails:
-        tails[key] = (key.version, bytes(key.popularity), len(key.failed), tuple(sorted(key.failed)),
-                      tuple(sorted(key.links)), tuple(sorted(key.stacks)))
+        tails[key] = near_tail(key)
     return (i, *tails[key])
+
+
+def near_tail(key) -> tuple:
+    """`near`'s order after the design: a segment key's version, popularity, and the chiplets, links and
+    stacks down."""
+    return (key.version, bytes(key.popularity), len(key.failed), tuple(sorted(key.failed)),
+            tuple(sorted(key.links)), tuple(sorted(key.stacks)))
 
 
 def link_slowdown(ev, d: DecodedDesigns, j: int, links: frozenset, intact_s: float) -> float:

@@ -86,6 +86,7 @@ class Relabel:
         self.src = groups.flat_units
         self.memo: dict[Popularity, np.ndarray] = {}
         self.rows: dict[tuple, np.ndarray] = {}
+        self.many: dict[tuple, np.ndarray] = {}
 
     def dst(self, perm: Popularity) -> np.ndarray:
         if perm not in self.memo:
@@ -102,6 +103,13 @@ class Relabel:
             rows[self.dst(perm)] = self.src
             self.rows[perm, n_units] = rows
         return self.rows[perm, n_units]
+
+    def sources(self, perms: tuple, n_units: int) -> np.ndarray:
+        """`source` of each popularity of ``perms`` as rows ``[K, n_units]``, once per value of these."""
+        if (perms, n_units) not in self.many:
+            self.many[perms, n_units] = np.stack([self.source(p, n_units) for p in perms]) if perms \
+                else np.zeros((0, n_units), np.int64)
+        return self.many[perms, n_units]
 
     def __call__(self, slots: np.ndarray, ncopy: np.ndarray, perm: Popularity) -> tuple[np.ndarray, np.ndarray]:
         rows = self.source(perm, len(ncopy))
@@ -135,8 +143,7 @@ class Placement(NamedTuple):
         return {u: s[:c] for u, s, c in zip(unit_names, self.slots.tolist(), self.ncopy.tolist())}
 
 
-@dataclasses.dataclass(frozen=True)
-class SegmentMapping:
+class SegmentMapping(NamedTuple):
     """The design a segment costs as kernel arrays: unit slots ``[U, C]``, copies ``[U]``, HBM stacks per
     chiplet ``[S]`` (less failed stacks), and the links down (priced by the evaluator's re-routing)."""
 

@@ -26,7 +26,7 @@ from ..errors import StudyError
 from ..model.contract import DecodedDesigns
 from ..study.space import Design
 from .contention import contended, serving_traffic
-from .derive import DesignMappings
+from .derive import DesignMappings, own_all
 from .imbalance import placement_imbalance
 from .mapping import ExpertGroups, Relabel, SegmentKey, live_copies
 from .migration import NO_MOVE, MigrationModel, MoveCost, Priced
@@ -68,8 +68,16 @@ class Planner:
     def plan(self, design: Design, base: DecodedDesigns | None = None) -> tuple[SegmentTable, DecodedDesigns]:
         """``design``'s segment table and kernel arrays (``base``: given when the caller has them, else
         built from the record: dse.model.records)."""
-        maps = DesignMappings(self, design, base)
-        return DesignRun(self, design, maps).table(), maps.base
+        return self.plan_all([design], [base])[0]
+
+    def plan_all(self, designs: list[Design], bases: list) -> list[tuple[SegmentTable, DecodedDesigns]]:
+        """`plan` of each design of ``designs`` (``bases``: their kernel arrays or None): each one's run, then
+        the designs' own mappings of the windows at rest derived for all at once (dse.runtime.derive.
+        own_all), then each table."""
+        runs = [DesignRun(self, d, DesignMappings(self, d, b)) for d, b in zip(designs, bases)]
+        shells = [run.loop() for run in runs]
+        owns = own_all([run.maps for run in runs], [[at for _, at in pending] for _, pending in shells])
+        return [(run.finish(*shell, *own), run.maps.base) for run, shell, own in zip(runs, shells, owns)]
 
     def shape(self, design: Design) -> Shape:
         key = shape_key(self.scenario, design)
@@ -112,7 +120,7 @@ class DesignRun:
     def __init__(self, planner: Planner, design: Design, mappings: DesignMappings):
         self.p, self.design, self.maps = planner, design, mappings
         self.shape = planner.shape(design)
-        self.out: SegmentBuilder | None = None          # made by `table` (a policy that never acts needs none)
+        self.out: SegmentBuilder | None = None          # made by `loop` (a policy that never acts needs none)
         self.segments: dict[SegmentKey, tuple] = {}     # key -> (its mapping, share served)
         self.balance: dict[SegmentKey, float] = {}      # key (its version: the mapping serving) -> imbalance
         self.seen_at: dict[tuple, float] = {}           # (placement count, popularity) -> imbalance seen
@@ -120,15 +128,21 @@ class DesignRun:
     def down(self, now) -> frozenset[int]:
         return chips_down(now, self.design.ddr_channels, self.design.hbm_stacks)
 
-    def table(self) -> SegmentTable:
+    def finish(self, table: SegmentTable | None, pending: list, own: list, share: list) -> SegmentTable:
+        """The table of `loop` (``table``; None: the builder's) with the design's own mappings ``own`` and
+        the shares they serve ``share`` of the ``pending`` keys filled in."""
+        mappings, selected = (self.out.mappings, self.out.selected) if table is None else \
+            (list(table.mappings), table.selected.copy())
+        for (k, _), m, sel in zip(pending, own, share):
+            mappings[k], selected[k] = m, sel
+        return self.out.build() if table is None else table._replace(mappings=mappings, selected=selected)
+
+    def loop(self) -> tuple[SegmentTable | None, list]:
+        """The run, the own mappings of windows at rest not yet derived: the shape's table for a policy that
+        never acts (the search's), else None (``out`` has it), and the keys pending (index, (tail, w, down))."""
         p = self.p
         if p.compact and p.never_acts:          # the search's: its shape's segments, its own mappings
-            table, pending = p.resting(self.shape, self.design)
-            own, share = self.maps.own([at for _, at in pending])
-            mappings, selected = list(table.mappings), table.selected.copy()
-            for (k, _), m, sel in zip(pending, own, share):
-                mappings[k], selected[k] = m, sel
-            return table._replace(mappings=mappings, selected=selected)
+            return p.resting(self.shape, self.design)
         out = self.out = SegmentBuilder(p.view.starts, p.view.lengths)
         sc, view, shape = p.scenario, p.view, self.shape
         mig = MigrationModel(p.tables, p.package_spec, self.design, sc.migration.bandwidth_scale, p.routes)
@@ -166,15 +180,7 @@ class DesignRun:
                     index = out.key(key, *self.segment(key, run, w, now))
                 out.segment(w, b - a, b - a - lost, offered, index, now)
             out.window(w, move, self.imbalance(run, key, w) if p.detail else np.nan)
-        return self.build()
-
-    def build(self) -> SegmentTable:
-        """The table, the design's own mappings of the windows at rest derived at once."""
-        pending = self.out.pending
-        own, share = self.maps.own([at for _, at in pending])
-        for (k, _), m, sel in zip(pending, own, share):
-            self.out.mappings[k], self.out.selected[k] = m, sel
-        return self.out.build()
+        return None, out.pending
 
     def segment(self, key: SegmentKey, run: RunState, w: int, now) -> tuple:
         """The mapping a segment of ``key`` costs and the share it serves, once per key."""

@@ -56,17 +56,21 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
     reconfig = {c.name: c.reconfig_us * 1e-6 for c in prepared.study.hardware.chiplets if c.kind == "reconfigurable"}
     planners = {} if planners is None else planners
     serving = serving_windows(prepared)         # a serving study: the closed form per window
-    planned = []
+    work: dict[int, list[int]] = {}             # per package variant: its designs, planned together
     for i, design in enumerate(designs):
         variant = prepared.package_evaluator.variant_for(design) if prepared.variants else 0
+        work.setdefault(variant, []).append(i)
         if variant not in planners:     # one planner per package variant: popularity and packings shared
             package = prepared.for_design(design)
             planners[variant] = Planner(package.package_evaluator, package.tables, prepared.study.hardware.package,
                                         prepared.study.mapping.max_replicas, scenario,
                                         make_policy(policy, every_s, bound), prepared.study.workload.phase, reconfig,
                                         strict, detail, compact=serving is None and not detail)
-        table, base = planners[variant].plan(design, None if arrays is None else arrays.take(slice(i, i + 1)))
-        planned.append(Planned(table, variant, base))
+    planned: list = [None] * len(designs)
+    for variant, at in work.items():
+        bases = [None if arrays is None else arrays.take(slice(i, i + 1)) for i in at]
+        for i, (table, base) in zip(at, planners[variant].plan_all([designs[i] for i in at], bases)):
+            planned[i] = Planned(table, variant, base)
     figures = cost_segments(planned, planners, serving)
     out = []
     for p, step in zip(planned, figures):
