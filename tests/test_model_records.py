@@ -38,3 +38,44 @@ def test_records_of_a_replicated_study_round_trip():
     assert any(len(s) > 1 for d in designs for s in d.placement.values())
     again = p.evaluator.designs(X)
     assert [d.to_dict() for d in designs] == [d.to_dict() for d in again]
+
+
+def _arrays_unit_by_unit(designs, tables, max_slots, max_copies):
+    """`design_arrays` as it was before it read the placements on arrays (issue 52, sixth round)."""
+    P = len(designs)
+    kind = np.zeros((P, max_slots), np.int64)
+    stacks = np.zeros((P, max_slots), np.int64)
+    copies = max([max_copies] + [len(s) for d in designs for s in d.placement.values()])
+    slots = np.full((P, tables.n_units, copies), -1, np.int64)
+    ncopy = np.ones((P, tables.n_units), np.int64)
+    for p, d in enumerate(designs):
+        kind[p, : len(d.chiplets)] = [tables.kind_names.index(k) for k in d.chiplets]
+        stacks[p, : len(d.hbm_stacks)] = d.hbm_stacks
+        for u, name in enumerate(tables.unit_names):
+            where = d.placement[name]
+            slots[p, u, : len(where)] = where
+            ncopy[p, u] = len(where)
+    return kind, stacks, slots, ncopy
+
+
+def test_arrays_of_records_equal_a_unit_by_unit_reading():
+    """design_arrays on arrays: the same kinds, stacks, slots (-1 past a unit's copies) and copy counts as
+    writing each unit's slots in turn, for records of a replicated study and for hand-made placements with
+    up to 3 copies and unit orders of their own."""
+    from dse.model.records import design_arrays
+    p = dse.prepare(dse.load_study("tests/data/moe_small.yaml"))
+    ev, tables = p.package_evaluator, p.tables
+    space = ev.space
+    X = np.random.default_rng(1).integers(space.lower, space.upper + 1, size=(12, space.n_var))
+    designs = ev.designs(X)
+    rng = np.random.default_rng(2)
+    for d in designs[:4]:               # hand-made: shuffled unit order, 0-3 copies
+        names = list(d.placement)
+        rng.shuffle(names)
+        d.placement = {u: [int(s) for s in rng.integers(0, d.rows * d.cols, rng.integers(1, 4))] for u in names}
+    for group in (designs, designs[:1], designs[4:]):
+        got = design_arrays(group, tables, space.max_slots, ev.max_copies)
+        kind, stacks, slots, ncopy = _arrays_unit_by_unit(group, tables, space.max_slots, ev.max_copies)
+        assert np.array_equal(got.kind, kind) and np.array_equal(got.stacks, stacks)
+        assert got.slots.shape == slots.shape and np.array_equal(got.slots, slots)
+        assert np.array_equal(got.ncopy, ncopy)

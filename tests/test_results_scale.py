@@ -202,3 +202,32 @@ def test_old_design_files_still_read(small_run, tmp_path):
     assert "\n  L0.attn:\n  - " in old.read_text()                   # block style, one key per unit
     assert read_design(old, strict=True) == design
     assert design_from_dict(load_yaml(design_text(design))) == design
+
+
+def _flow_entry_by_entry(value) -> str:
+    """The row text as written before rows carried it (issue 52, sixth round): each entry formatted in turn."""
+    text = " ".join(map(str, value))
+    if "[" not in text and "None" not in text:
+        return f'"{text}"'
+    return '"' + " ".join("-" if e is None else "+".join(map(str, e)) if isinstance(e, list) else str(e)
+                          for e in value) + '"'
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_rows_written_from_codes_equal_rows_written_entry_by_entry(structured):
+    """A row's text made once per distinct placement (`_Slots.text`) is what formatting each entry gave,
+    rows with gaps (``-``) and copies (``+``) included; the design file's text is unchanged."""
+    from dse.results import design_yaml
+    rng = random.Random(5)
+    p = deepseek_like(rng)
+    if structured:
+        p.update({u: [int(u.rsplit(".e", 1)[1]) % 64] for u in p if ".e" in u and u[1:2].isdigit()})
+    compact = compact_placement(p)
+    rows = [v for v in compact.values() if isinstance(v, design_yaml._Row)]
+    assert rows and all(r.text is not None for r in rows)
+    if not structured:                              # random: gaps (expert 4 of layer 7) and copies
+        assert any("-" in r.text.split() for r in rows) and any("+" in r.text for r in rows)
+    for r in rows:
+        assert design_yaml._flow(r) == _flow_entry_by_entry(r)
+        plain = design_yaml._Row(r)                  # the same entries without the text: the fallback
+        assert design_yaml._flow(plain) == _flow_entry_by_entry(r)

@@ -121,3 +121,34 @@ def test_shards_send_once_and_all_reduce_in_a_ring(tiny):
     u = t.unit_names.index(attn)
     assert ring["bytes_per_occurrence"].to_numpy() == pytest.approx(2.0 * (2 - 1) * t.unit_out_bytes[u] / 2)
     assert np.all(ring["edge"] == -1) and set(ring["src_unit"]) == {attn}
+
+
+def _compute_unit_by_unit(d, prepared):
+    """chiplet_busy_s's compute time as the loop over units and copies it was before (issue 52, sixth round)."""
+    from dse.model.breakdown import design_state
+    p = prepared.for_design(d)
+    T, tables = p.package_evaluator.kernel, p.tables
+    _, a = design_state(d, p)
+    weight = T.stage_repeat * T.stage_prob
+    compute = np.zeros(d.rows * d.cols)
+    for u in range(len(tables.unit_names)):
+        c = a.ncopy[0, u]
+        for r in range(c):
+            i = a.slots[0, u, r]
+            compute[i] += weight[tables.unit_stage[u]] * T.unit_time[u, a.kind[0, i]] / c
+    return compute
+
+
+def test_busy_time_on_arrays_equals_the_unit_loop_and_the_table_takes_a_given_traffic():
+    """The compute time per chiplet summed on arrays (np.add.at, in (unit, copy) order) has the bits of the
+    loop over units; chiplet_table runs the intact pass once and takes the report's traffic matrix as is."""
+    from dse.model.breakdown import chiplet_busy_s
+    p = prepare(dse.load_study("tests/data/moe_small.yaml"))
+    space = p.evaluator.space
+    X = np.random.default_rng(4).integers(space.lower, space.upper + 1, size=(6, space.n_var))
+    for d in p.evaluator.designs(X):
+        compute, busy = chiplet_busy_s(d, p)
+        assert np.array_equal(compute, _compute_unit_by_unit(d, p))
+        traffic = chiplet_traffic(d, p.tables)
+        own, given = chiplet_table(d, p, 1e-3), chiplet_table(d, p, 1e-3, traffic)
+        assert own.equals(given) and np.array_equal(own["busy_s"].to_numpy(), busy)

@@ -85,33 +85,39 @@ def chiplet_busy_s(design: Design, prepared) -> tuple[np.ndarray, np.ndarray]:
     """(compute time, busy time) per chiplet per step: compute alone, and each copy's kernel times (compute
     and memory overlapped, dse.model.copy_cost.copy_roofline) plus all-reduces, as the evaluator charges them."""
     prepared = prepared.for_design(design)
+    return _busy(design_state(design, prepared), prepared, design.rows * design.cols)
+
+
+def _busy(state, prepared, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`chiplet_busy_s` from a design's `design_state` (``prepared``: the design's package). Each copy's
+    compute share is added per chiplet in (unit, copy) order (``np.add.at`` adds in index order), so the sums
+    have the bits of a loop over the units."""
+    W, d = state
     T = prepared.package_evaluator.kernel
     tables = prepared.tables
-    n = design.rows * design.cols
-    W, d = design_state(design, prepared)
-    kind, slots, ncopy = d.kind, d.slots, d.ncopy
+    kind, ncopy = d.kind[0], d.ncopy[0]
     weight = T.stage_repeat * T.stage_prob
     busy = weight @ W.ct[:, :n]
+    unit = np.repeat(np.arange(len(tables.unit_names)), ncopy)
+    copy = np.arange(len(unit)) - np.repeat(np.cumsum(ncopy) - ncopy, ncopy)
+    chip = d.slots[0, unit, copy]
     compute = np.zeros(n)
-    for u in range(len(tables.unit_names)):
-        s = tables.unit_stage[u]
-        c = ncopy[0, u]
-        for r in range(c):
-            i = slots[0, u, r]
-            compute[i] += weight[s] * T.unit_time[u, kind[0, i]] / c
+    np.add.at(compute, chip, weight[np.asarray(tables.unit_stage)[unit]] * T.unit_time[unit, kind[chip]] / ncopy[unit])
     return compute, busy
 
 
-def chiplet_table(design: Design, prepared, latency_s: float) -> pd.DataFrame:
-    """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic."""
+def chiplet_table(design: Design, prepared, latency_s: float, traffic: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic
+    (``traffic``: the design's dse.model.traffic.chiplet_traffic, when the caller has it). The evaluator's
+    intact pass runs once (`design_state`) for the GiB stored and the busy times."""
     prepared = prepared.for_design(design)
     tables = prepared.tables
     T = prepared.package_evaluator.kernel
     n = design.rows * design.cols
-    W, _ = design_state(design, prepared)
-    stored = W.stored[:n].copy()
-    compute, busy = chiplet_busy_s(design, prepared)
-    traffic = chiplet_traffic(design, tables)
+    state = design_state(design, prepared)
+    stored = state[0].stored[:n].copy()
+    compute, busy = _busy(state, prepared, n)
+    traffic = chiplet_traffic(design, tables) if traffic is None else traffic
     held: list[list[str]] = [[] for _ in range(n)]
     stacks = np.asarray(design.hbm_stacks[:n])      # the local tier: HBM, or a resident kind's SRAM without it
     kinds = np.array([tables.kind_names.index(c) for c in design.chiplets[:n]], dtype=np.int64)

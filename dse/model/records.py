@@ -5,6 +5,8 @@ arrays of records; `design_records` the records of arrays (dse.model.evaluator.E
 runtime's segments where the evaluator's record-based reports are needed)."""
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from ..study.space import Design
@@ -14,21 +16,22 @@ from .tables import EvalTables
 
 def design_arrays(designs: list[Design], tables: EvalTables, max_slots: int, max_copies: int) -> DecodedDesigns:
     """Kernel arrays of explicit designs (none unplaced)."""
-    P = len(designs)
+    P, U = len(designs), tables.n_units
     rows = np.array([d.rows for d in designs], np.int64)
     cols = np.array([d.cols for d in designs], np.int64)
     kind = np.zeros((P, max_slots), np.int64)
     stacks = np.zeros((P, max_slots), np.int64)
-    copies = max([max_copies] + [len(s) for d in designs for s in d.placement.values()])
-    slots = np.full((P, tables.n_units, copies), -1, np.int64)
-    ncopy = np.ones((P, tables.n_units), np.int64)
+    where = [list(map(d.placement.__getitem__, tables.unit_names)) for d in designs]   # slots, in unit order
+    ncopy = np.array([np.fromiter(map(len, w), np.int64, U) for w in where], np.int64).reshape(P, U)
+    copies = max([max_copies] + [max(map(len, d.placement.values()), default=0) for d in designs])
+    slots = np.full((P, U, copies), -1, np.int64)
+    unit = np.arange(U)
     for p, d in enumerate(designs):
         kind[p, : len(d.chiplets)] = [tables.kind_names.index(k) for k in d.chiplets]
         stacks[p, : len(d.hbm_stacks)] = d.hbm_stacks
-        for u, name in enumerate(tables.unit_names):
-            where = d.placement[name]
-            slots[p, u, : len(where)] = where
-            ncopy[p, u] = len(where)
+        flat = np.array(list(chain.from_iterable(where[p])), np.int64)    # each unit's slots one after another
+        count = ncopy[p]
+        slots[p, np.repeat(unit, count), np.arange(len(flat)) - np.repeat(np.cumsum(count) - count, count)] = flat
     ddr = np.array([d.ddr_channels for d in designs], np.int64)
     return DecodedDesigns(rows, cols, kind, stacks, ddr, slots, ncopy, np.zeros(P, np.int64))
 

@@ -35,7 +35,7 @@ class Breakdowns:
         """`chiplet_table` of ``design`` with busy shares over a step of ``latency_s``."""
         key = id(design)
         if key not in self._tables:
-            self._tables[key] = (design, chiplet_table(design, self.prepared, latency_s))
+            self._tables[key] = (design, chiplet_table(design, self.prepared, latency_s, self.traffic(design)))
         table = self._tables[key][1]
         return table.assign(busy_share=table["busy_s"] / latency_s)
 

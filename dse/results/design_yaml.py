@@ -45,7 +45,10 @@ _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Row(list):
-    """A list written in flow style (``[6, 25, [17, 4]]``) whatever it holds."""
+    """A list written in flow style (``[6, 25, [17, 4]]``) whatever it holds. ``text``: a placement row's
+    entries as the design file writes them (`_flow`), when `_Slots.row` made it from its slots' codes."""
+
+    text: str | None = None
 
 
 class Dumper(_SafeDumper):
@@ -222,17 +225,26 @@ class _Slots:
         self.entry = {c: s[0] if len(s) == 1 else s for s, c in first.items()}
         self.multi = np.zeros(n, bool)
         self.multi[[c for s, c in first.items() if len(s) != 1]] = True
+        self.text = np.empty(n, object)         # a code's entry as a row writes it (`_entry_text`)
+        for s, c in first.items():
+            self.text[c] = _entry_text(s[0] if len(s) == 1 else list(s))
 
     def row(self, codes: np.ndarray, indices: list[int]) -> _Row:
         """A ``#`` row: entry i the slots of index i (``null`` where the role has no unit of that index)."""
         entries = list(map(self.entry.__getitem__, codes.tolist()))
         for j in np.flatnonzero(self.multi[codes]).tolist():
             entries[j] = list(entries[j])
+        texts = self.text[codes].tolist()
         if indices[-1] + 1 == len(indices):
-            return _Row(entries)
-        row = _Row([None] * (indices[-1] + 1))
-        for i, entry in zip(indices, entries):
-            row[i] = entry
+            row = _Row(entries)
+        else:
+            row = _Row([None] * (indices[-1] + 1))
+            full = ["-"] * len(row)
+            for i, entry, text in zip(indices, entries, texts):
+                row[i] = entry
+                full[i] = text
+            texts = full
+        row.text = " ".join(texts)
         return row
 
 
@@ -292,14 +304,18 @@ def _key(key: str) -> str:
     return key if _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS else json.dumps(key)
 
 
+def _entry_text(entry) -> str:
+    """A row's entry as written: ``-`` for none, copies joined by ``+``, else the slot."""
+    return "-" if entry is None else "+".join(map(str, entry)) if isinstance(entry, list) else str(entry)
+
+
 def _flow(value) -> str:
-    """A placement value: a row as one quoted string (``"6 25 17+4 -"``), slots as a flow list (``[6, 9]``)."""
+    """A placement value: a row as one quoted string (``"6 25 17+4 -"``), slots as a flow list (``[6, 9]``).
+    A row `_Slots.row` made carries that text already (one string per distinct placement, joined)."""
     if isinstance(value, _Row):
-        text = " ".join(map(str, value))            # a row of single slots (most), else entry by entry
-        if "[" not in text and "None" not in text:
-            return f'"{text}"'
-        return '"' + " ".join("-" if e is None else "+".join(map(str, e)) if isinstance(e, list) else str(e)
-                              for e in value) + '"'
+        if value.text is not None:
+            return f'"{value.text}"'
+        return '"' + " ".join(map(_entry_text, value)) + '"'
     return "[" + ", ".join(map(str, value)) + "]"
 
 
