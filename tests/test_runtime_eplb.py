@@ -182,3 +182,39 @@ def test_compiled_packing_is_the_reference_ties_included():
     for b in range(3):
         assert mask[b] == sum(1 << int(e) for e in set(content[b, : count[b]]))
         assert popcount(mask[b]) == len(set(content[b, : count[b]]))
+
+
+def test_one_call_packing_equals_gather_pack_scatter():
+    """`rebalance_units` (issue 48 part 5: a placement's expert rows gathered, packed and scattered back in
+    one compiled call, not remembered) equals the steps it replaces: the rows gathered by NumPy, the
+    failed flags over every chiplet named, `rebalance_arrays`, and the rows written back (-1 padded,
+    as wide as the widest), on random placements with non-expert rows between the experts, equal loads
+    (ties), failed chiplets (one beyond every slot named) and homes elsewhere, with and without a bound."""
+    from dse.runtime.policies.eplb import rebalance_arrays, rebalance_units
+    rng = np.random.default_rng(485)
+    for trial in range(60):
+        m, layers, c, w, v = int(rng.choice([4, 8, 13])), int(rng.integers(1, 4)), int(rng.integers(2, 12)), 3, 2
+        n_units = m * layers + int(rng.integers(0, 6))
+        units = np.sort(rng.choice(n_units, m * layers, replace=False)).astype(np.int64)
+        ncopy, nhome = rng.integers(1, w + 1, n_units), rng.integers(0, v + 1, n_units)
+        slots, home = np.full((n_units, w), -1), np.full((n_units, v), -1)
+        for u in range(n_units):
+            ncopy[u], nhome[u] = min(ncopy[u], c), min(nhome[u], c)
+            slots[u, : ncopy[u]] = rng.choice(c, ncopy[u], replace=False)
+            home[u, : nhome[u]] = rng.choice(c, nhome[u], replace=False)
+        failed = sorted({int(x) for x in np.flatnonzero(rng.random(c) < 0.25)} | ({c + 1} if trial % 3 == 0 else set()))
+        load = rng.integers(0, 3, len(units)).astype(float) / 4
+        offsets = np.arange(0, len(units) + 1, m).astype(np.int64)
+        max_copies, bound = int(rng.integers(1, 4)), float(rng.choice([0.0, 1.2]))
+        dead = np.zeros(1 + max(int(slots[units].max()), int(home[units].max()), max(failed, default=-1)), bool)
+        dead[failed] = True
+        new, count = rebalance_arrays(offsets, load, slots[units], ncopy[units], home[units], nhome[units], dead,
+                                      max_copies, bound)
+        want = np.full((n_units, max(w, count.max())), -1)
+        want[:, :w], want_n = slots, ncopy.copy()
+        for i, u in enumerate(units):
+            want[u] = -1
+            want[u, : count[i]], want_n[u] = new[i, : count[i]], count[i]
+        got, got_n = rebalance_units(offsets, load, slots, ncopy, home, nhome, units, np.array(failed, np.int64),
+                                     max_copies, bound)
+        assert np.array_equal(got, want) and np.array_equal(got_n, want_n), trial

@@ -38,8 +38,7 @@ class ExpertGroups:
     offsets: np.ndarray = dataclasses.field(init=False, repr=False)
     flat_q: np.ndarray = dataclasses.field(init=False, repr=False)
     loads: dict = dataclasses.field(default_factory=dict, repr=False)     # Popularity -> `load`
-    packings: dict = dataclasses.field(default_factory=dict, repr=False)  # EPLB's, by content (policies.eplb)
-    packed: int = 0                     # packings computed (the rest were remembered)
+    packed: int = 0                     # EPLB's packings computed (policies.eplb)
 
     def __post_init__(self):
         sizes = [len(n) for n in self.names]

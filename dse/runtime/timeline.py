@@ -45,8 +45,8 @@ def run_timelines(prepared, designs: list[Design], scenario: Scenario, policy: s
     the search's designs differ in size); ``detail``: each window's record and imbalance (the search
     needs the totals only: its timelines have no windows); ``arrays``: the designs' kernel arrays when
     the caller decoded them (one package variant); ``planners``: the planners of earlier calls with the
-    same scenario and policy to reuse, by package variant (their popularity, outages and remembered
-    packings: the search's generations)."""
+    same scenario and policy to reuse, by package variant (their popularity, outages and shapes:
+    the search's generations)."""
     evaluator = prepared.system_evaluator          # the step's (a runtime study's evaluator wraps it)
     missing = [c for c in NEEDED if c not in evaluator.columns]
     if missing or any(d.system for d in designs):

@@ -24,8 +24,6 @@ from ..popularity import Popularity
 from .assignment import assign_into
 from .packing import MASK_BITS, contains, pack, popcount, replicate
 
-PACKINGS = 4096         # packings remembered per study's experts (then forgotten, all at once)
-
 
 class Scratch(NamedTuple):
     """Work arrays of `rebalance_layer`, allocated once per `rebalance_arrays` call: over chiplets
@@ -159,28 +157,6 @@ def rebalance_arrays(offsets, load, slots, ncopy, home, nhome, failed, max_copie
 
 
 @nb.njit(cache=True)
-def gather(p_slots, p_ncopy, h_slots, h_ncopy, units):
-    """The rows ``units`` of a placement's slots and copies and of its home's, in one buffer (the
-    packing's exact key); the highest chiplet their slots name (-1: none); whether int16 holds it."""
-    n, w, v = len(units), p_slots.shape[1], h_slots.shape[1]
-    buf = np.empty(n * (w + v + 2), np.int64)
-    for i in range(n):
-        for k in range(w):
-            buf[i * w + k] = p_slots[units[i], k]
-        buf[n * w + i] = p_ncopy[units[i]]
-        for k in range(v):
-            buf[n * (w + 1) + i * v + k] = h_slots[units[i], k]
-        buf[n * (w + v + 1) + i] = h_ncopy[units[i]]
-    top = -1
-    for x in buf[: n * w]:
-        top = max(top, x)
-    for x in buf[n * (w + 1): n * (w + v + 1)]:
-        top = max(top, x)
-    small = len(buf) == 0 or (buf.min() >= -2 ** 15 and buf.max() < 2 ** 15)
-    return buf, top, small
-
-
-@nb.njit(cache=True)
 def scatter(p_slots, p_ncopy, units, new, count):
     """A placement's slots and copies with rows ``units`` replaced by ``new[:, :count]`` (-1 padded,
     as wide as the widest)."""
@@ -195,6 +171,33 @@ def scatter(p_slots, p_ncopy, units, new, count):
     return slots, ncopy
 
 
+@nb.njit(cache=True)
+def rebalance_units(offsets, load, p_slots, p_ncopy, h_slots, h_ncopy, units, failed, max_copies, bound):
+    """`rebalance_arrays` of a placement's rows ``units`` (their home's ``h_slots`` / ``h_ncopy``; the
+    chiplets ``failed``, a list) and the placement with those rows replaced (`scatter`), in one call:
+    the failed flags as `dead_mask` sets them."""
+    n, w, v = len(units), p_slots.shape[1], h_slots.shape[1]
+    slots, ncopy = np.empty((n, w), np.int64), np.empty(n, np.int64)
+    home, nhome = np.empty((n, v), np.int64), np.empty(n, np.int64)
+    top = -1
+    for i in range(n):
+        for k in range(w):
+            slots[i, k] = p_slots[units[i], k]
+            top = max(top, slots[i, k])
+        ncopy[i] = p_ncopy[units[i]]
+        for k in range(v):
+            home[i, k] = h_slots[units[i], k]
+            top = max(top, home[i, k])
+        nhome[i] = h_ncopy[units[i]]
+    for c in failed:
+        top = max(top, c)
+    dead = np.zeros(1 + top, np.bool_)
+    for c in failed:
+        dead[c] = True
+    new, count = rebalance_arrays(offsets, load, slots, ncopy, home, nhome, dead, max_copies, bound)
+    return scatter(p_slots, p_ncopy, units, new, count)
+
+
 def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
     """Failed flags over chiplets ``0..top`` and every one of ``failed``."""
     dead = np.zeros(1 + max(top, max(failed, default=-1)), np.bool_)
@@ -206,29 +209,15 @@ def dead_mask(top: int, failed: frozenset[int]) -> np.ndarray:
 def rebalance_placement(p: Placement, home: Placement, groups: ExpertGroups, observed: Popularity,
                         failed: frozenset[int], max_copies: int, bound: float = 0.0) -> Placement:
     """`rebalance` of a `Placement` (every unit's rows; ``home``: the design's own; ``bound``: layers whose
-    imbalance stays within it are left alone, 0: none); a new object always.
-    The packing is remembered by its inputs' content (the experts' rows now and at home, exactly, the
-    observed popularity, the failed set), in ``groups`` (one study's experts): a hot set that cycles,
-    and designs of a population that share their experts' placement, pack once."""
+    imbalance stays within it are left alone, 0: none); a new object always. One compiled call
+    (`rebalance_units`: the rows gathered, packed and scattered back); not remembered: the bench's
+    packings repeat their inputs 38 times in 590 (docs/runtime.md), fewer than a key costs."""
     units, offsets, _ = groups.flat()
     if not len(units):
         return Placement(p.slots, p.ncopy)
-    buf, top, small = gather(p.slots, p.ncopy, home.slots, home.ncopy, units)
-    exact = buf.astype(np.int16) if small else buf          # fewer bytes to hash
-    w, v = p.slots.shape[1], home.slots.shape[1]
-    key = (w, v, exact.dtype.char, exact.tobytes(), observed, failed, max_copies, bound)
-    memo = groups.packings
-    hit = memo.get(key)
-    if hit is None:
-        if len(memo) >= PACKINGS:
-            memo.clear()
-        n = len(units)
-        hit = memo[key] = (observed, *rebalance_arrays(
-            offsets, groups.load(observed), buf[: n * w].reshape(n, w), buf[n * w: n * (w + 1)],
-            buf[n * (w + 1): n * (w + v + 1)].reshape(n, v), buf[n * (w + v + 1):], dead_mask(top, failed),
-            max_copies, bound))
-        groups.packed += 1
-    return Placement(*scatter(p.slots, p.ncopy, units, hit[1], hit[2]))
+    groups.packed += 1
+    return Placement(*rebalance_units(offsets, groups.load(observed), p.slots, p.ncopy, home.slots, home.ncopy,
+                                      units, np.array(sorted(failed), np.int64), max_copies, float(bound)))
 
 
 def rebalance(placement: dict[str, list[int]], groups: ExpertGroups, observed: Popularity,
