@@ -123,9 +123,9 @@ def test_report_costs_each_shown_design_once(tmp_path, monkeypatch):
     result = dse.load_study("tests/data/tiny.yaml").run(seed=5)
     calls: list[int] = []
 
-    def counted(design, prepared, latency_s):
+    def counted(design, prepared, latency_s, *traffic):
         calls.append(id(design))
-        return chiplet_table(design, prepared, latency_s)
+        return chiplet_table(design, prepared, latency_s, *traffic)
 
     monkeypatch.setattr(breakdowns, "chiplet_table", counted)
     out = dse.write_results(result, tmp_path / "tiny")
