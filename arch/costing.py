@@ -241,7 +241,9 @@ def op_costs(ops: pd.DataFrame, chiplets: list[Chiplet], precision: str = "bf16"
 
 def _rows_by_precision(ch: Chiplet, names, M, N, K, batch, precision) -> MatrixCost:
     """`matrix_costs` of rows that may compute at different precisions (`math_precision`), in row order."""
-    wanted = np.array([math_precision(name, precision) for name in names])
+    codes, distinct = pd.factorize(np.asarray(names))       # one lookup per operator name, not per row
+    wanted = np.array([math_precision(name, precision) for name in distinct.tolist()])[codes] if len(names) \
+        else np.array([])
     if (wanted == precision).all():
         return matrix_costs(ch, M, N, K, batch, precision)
     parts = {p: (np.flatnonzero(wanted == p), matrix_costs(ch, M[wanted == p], N[wanted == p], K[wanted == p],

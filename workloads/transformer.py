@@ -45,7 +45,7 @@ from .errors import WorkloadError
 from .precision import bytes_per_element
 from .layers import ffn_ops, kv_copy, moe_units, norm_scale, rope_ops
 from .routing import Router
-from .workload import AFFINITY_COLUMNS, Workload, summarize
+from .workload import AFFINITY_COLUMNS, Workload, per_row, summarize
 
 PHASES = ("prefill", "decode", "train")
 #: how a MoE layer's experts run (workloads.layers)
@@ -162,8 +162,8 @@ def extract_transformer(cfg: ModelConfig, phase: str = "decode", batch: float = 
     _annotate(b, groups)
     ops = b.ops()
     nodes = b.graph.nodes
-    ops["expert"] = ops["unit"].map({u: d["expert"] for u, d in nodes(data=True)}).astype(int)
-    ops["layer"] = ops["unit"].map({u: d["first_layer"] for u, d in nodes(data=True)}).astype(int)
+    ops["expert"] = per_row(ops["unit"], {u: d["expert"] for u, d in nodes(data=True)}, int)
+    ops["layer"] = per_row(ops["unit"], {u: d["first_layer"] for u, d in nodes(data=True)}, int)
     stage_table = pd.DataFrame(stages)
     wl = Workload(name=cfg.name, phase=phase, batch=batch, context=context, precision=precision,
                   tokens_per_step=st.T, ops=ops, graph=b.graph, stages=stage_table,

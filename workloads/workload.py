@@ -101,6 +101,13 @@ class Workload:
         return {**self.summary, "ops": self.ops.to_dict(orient="records")}
 
 
+def per_row(units: pd.Series, value_of: dict, dtype=None) -> np.ndarray:
+    """``value_of[unit]`` for each row's unit (an operator table's ``unit`` column), looked up once per
+    distinct unit: ``units.map(value_of)`` took ~0.05 s for DeepSeek-V3 per layer's 15,000 units."""
+    codes, names = pd.factorize(units)
+    return np.array(list(map(value_of.__getitem__, names.tolist())), dtype=dtype)[codes]
+
+
 def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, float],
               kv_per_token_layer: float, tp: int = 1) -> dict:
     """Headline figures of one step (``Workload.summary``): parameters (total, active per token), KV cache
@@ -112,7 +119,8 @@ def summarize(wl: Workload, cfg: ModelConfig | None, logical_params: dict[str, f
         node = g.nodes[unit] if unit in g else g.nodes[unit + ".tp0"]
         active += params * node["selection_prob"]
     stage_prob = wl.stages.set_index("stage")["prob"].to_dict()
-    unit_stage_prob = ops["unit"].map({u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)})
+    unit_stage_prob = pd.Series(per_row(ops["unit"], {u: stage_prob[d["stage"]] for u, d in g.nodes(data=True)}),
+                                index=ops.index)
     weighted = ops["layers"] * ops["prob"] * unit_stage_prob
     expert_probs = [d["prob"] for _, d in g.nodes(data=True) if d["kind"] == "expert"]
     summary = dict(

@@ -113,10 +113,11 @@ def characterize(prepared: Prepared) -> pd.DataFrame:
     df = pd.concat([_table(p) for p in parts], ignore_index=True)
     df = df.drop_duplicates(["unit", "precision", "chiplet"], ignore_index=True)
     by_unit = df.groupby(["unit", "precision"], sort=False)
+    group = by_unit.ngroup().to_numpy()          # each row's (unit, precision), numbered as first seen
+    chiplet = df["chiplet"].to_numpy(dtype=object)
     for column, by in (("best_by_latency", "time_s"), ("best_by_energy", "energy_j")):
-        best = df.loc[by_unit[by].idxmin(), ["unit", "precision", "chiplet"]]      # first of ties, as before
-        chosen = dict(zip(zip(best["unit"], best["precision"]), best["chiplet"]))
-        df[column] = [chosen[key] for key in zip(df["unit"], df["precision"])]
+        best = by_unit[by].idxmin().to_numpy()    # each group's best row (first of ties), groups as first seen
+        df[column] = chiplet[best][group].tolist()
     return df[COLUMNS]
 
 

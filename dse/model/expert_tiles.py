@@ -51,14 +51,15 @@ def expert_matrix_rows(wl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nodes = wl.graph.nodes
     ops = wl.ops
     unit_of_row, names = pd.factorize(ops["unit"].to_numpy())
-    expert = np.array([nodes[u]["kind"] == "expert" for u in names], dtype=bool)[unit_of_row]
+    attrs = [nodes[u] for u in names.tolist()]       # each unit's attributes, looked up once
+    expert = np.array([d["kind"] == "expert" for d in attrs], dtype=bool)[unit_of_row]
     rows = np.flatnonzero(expert & (ops["engine"].to_numpy() == "matrix") & (ops["M"].to_numpy(float) > 0))
     unit = unit_of_row[rows]
     q_unit = np.zeros(len(names))
     tokens_unit = np.zeros(len(names))
-    for i in np.unique(unit):
-        q_unit[i] = float(nodes[names[i]]["selection_prob"])
-        tokens_unit[i] = float(nodes[names[i]]["tokens"])
+    present = np.unique(unit)
+    q_unit[present] = [float(attrs[i]["selection_prob"]) for i in present.tolist()]
+    tokens_unit[present] = [float(attrs[i]["tokens"]) for i in present.tolist()]
     q, tokens = q_unit[unit], tokens_unit[unit]
     with np.errstate(divide="ignore", invalid="ignore"):
         route = np.where(q > 0, tokens / np.where(q > 0, q, 1.0), 0.0)

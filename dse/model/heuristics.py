@@ -48,7 +48,7 @@ def _hashable(value):
 
 def remembered(make):
     """``make(tables, *args)`` kept for its last few tables and arguments (the tables by identity, held while
-    kept): each caller gets its own dict of the same slot lists, to be replaced, never changed in place."""
+    kept): each caller gets the same arrays, read-only (never changed in place)."""
     made: dict = {}
 
     @functools.wraps(make)
@@ -58,14 +58,26 @@ def remembered(make):
         if hit is None or hit[0] is not t:
             if len(made) >= 8:
                 made.clear()
-            hit = made[key] = (t, make(t, *args, **kwargs))
-        return dict(hit[1])
+            arrays = make(t, *args, **kwargs)
+            for a in arrays:
+                a.flags.writeable = False
+            hit = made[key] = (t, arrays)
+        return hit[1]
     return wrapper
 
 
-@remembered
 def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], copies: int = 1) -> dict:
-    """LPT list scheduling per stage with HBM room as a tie-breaker (see module docstring)."""
+    """LPT list scheduling per stage with HBM room as a tie-breaker (see module docstring): unit -> its
+    slots, units in the order they were placed (`greedy_slots`)."""
+    order, chosen = greedy_slots(t, n, kinds, stacks, copies)
+    names, first, second = t.unit_names, chosen[:, 0].tolist(), chosen[:, 1].tolist()
+    return {names[u]: [first[u]] if second[u] < 0 else [first[u], second[u]] for u in order.tolist()}
+
+
+@remembered
+def greedy_slots(t: EvalTables, n: int, kinds: list[int], stacks: list[int], copies: int = 1) -> tuple:
+    """`greedy_by_load` on arrays: the units in the order they were placed, and each unit's slots ``[U, 2]``
+    (-1: no second copy)."""
     work = _unit_work(t, kinds)
     capacity = np.array(stacks, float) * (t.hbm.capacity_bytes if t.hbm else 0.0)
     hot = np.zeros(t.n_units, np.bool_)
@@ -77,9 +89,7 @@ def greedy_by_load(t: EvalTables, n: int, kinds: list[int], stacks: list[int], c
     order = np.concatenate(order).astype(np.int64) if order else np.zeros(0, np.int64)
     stage = t.unit_stage[order]
     new_stage = np.concatenate([[True], stage[1:] != stage[:-1]]) if len(order) else np.zeros(0, np.bool_)
-    chosen = _lpt(order, new_stage, work, _stored(t).astype(float), capacity, hot, n).tolist()
-    names = t.unit_names
-    return {names[u]: [i for i in chosen[u] if i >= 0] for u in order.tolist()}
+    return order, _lpt(order, new_stage, work, _stored(t).astype(float), capacity, hot, n)
 
 
 @nb.njit(cache=True)
@@ -112,9 +122,15 @@ def _lpt(order, new_stage, work, stored, capacity, hot, n):
     return chosen
 
 
-@remembered
 def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -> dict:
-    """Traffic-weighted growth from the mesh centre (see module docstring).
+    """Traffic-weighted growth from the mesh centre (see module docstring): unit -> its one slot
+    (`affinity_slots`)."""
+    return {name: [i] for name, i in zip(list(t.unit_names), affinity_slots(t, rows, cols, kinds)[0].tolist())}
+
+
+@remembered
+def affinity_slots(t: EvalTables, rows: int, cols: int, kinds: list[int]) -> tuple:
+    """`affinity_clustering` on arrays: a one-tuple of each unit's slot ``[U]``.
 
     Sparse: the traffic is a CSR matrix of the workload graph's edges and the unit to place next comes from
     a heap of pulls (bytes to units already placed) updated as each unit lands (units nobody pulls are taken
@@ -133,7 +149,7 @@ def affinity_clustering(t: EvalTables, rows: int, cols: int, kinds: list[int]) -
     first = int(np.argmax(np.asarray(traffic.sum(axis=1)).ravel()))
     slot = _grow(traffic.indptr.astype(np.int64), traffic.indices.astype(np.int64), traffic.data.astype(float),
                  work.astype(float), hops, t.unit_stage.astype(np.int64), int(t.unit_stage.max()) + 1, first, centre)
-    return {name: [i] for name, i in zip(list(t.unit_names), slot.tolist())}
+    return (slot,)
 
 
 @nb.njit(cache=True)
@@ -178,8 +194,17 @@ def _grow(ptr, nbr, val, work, hops, stage, n_stages, first, centre):
 
 def encode(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: int,
            placement: dict, unit_names: list[str]) -> np.ndarray:
-    """Gene vector of a package and placement. The genes hold a unit's first slot and its number of copies;
-    the decoder (dse.model.placement) puts further copies at its own stride, so only first slots survive exactly."""
+    """Gene vector of a package and placement (unit -> slots). The genes hold a unit's first slot and its
+    number of copies; the decoder (dse.model.placement) puts further copies at its own stride, so only first
+    slots survive exactly."""
+    slots = [placement[name] for name in unit_names]
+    return encode_slots(space, rows, cols, kinds, hbm, ddr, np.array([s[0] for s in slots], dtype=np.int64),
+                        np.array([len(s) for s in slots], dtype=np.int64))
+
+
+def encode_slots(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: int, first: np.ndarray,
+                 copies: np.ndarray) -> np.ndarray:
+    """`encode` on arrays: each unit's first slot and its number of copies ``[U]``, in the tables' unit order."""
     x = np.array(space.lower, dtype=np.int64)
     sl = space.slices
     x[sl["rows"]] = rows
@@ -190,12 +215,21 @@ def encode(space: Space, rows: int, cols: int, kinds: list[int], hbm: int, ddr: 
     x[sl["hbm"]] = hbm
     x[sl["ddr"]] = ddr
     place = sl["place"].start
-    copies = sl["copies"].start
-    U = len(unit_names)
-    slots = [placement[name] for name in unit_names]
-    x[place: place + U] = [s[0] for s in slots]
-    x[copies: copies + U] = np.minimum([len(s) for s in slots], space.upper[copies: copies + U])
+    at = sl["copies"].start
+    U = len(first)
+    x[place: place + U] = first
+    x[at: at + U] = np.minimum(copies, space.upper[at: at + U])
     return np.clip(x, space.lower, space.upper)
+
+
+def unique_rows(x: np.ndarray) -> np.ndarray:
+    """``np.unique(x, axis=0)`` of an integer matrix of a few long rows: the distinct rows in lexicographic
+    order (numpy views each row as a record of ``x.shape[1]`` fields to sort them, which takes ~0.1 s for
+    DeepSeek-V3 per layer's 30,000-gene rows; Python compares the rows' lists by the same order)."""
+    rows = x.tolist()
+    order = sorted(range(len(rows)), key=rows.__getitem__)
+    keep = [i for j, i in enumerate(order) if j == 0 or rows[i] != rows[order[j - 1]]]
+    return x[keep]
 
 
 def seed_vectors(study: Study, tables: EvalTables, space: Space) -> np.ndarray:
@@ -212,8 +246,8 @@ def seed_vectors(study: Study, tables: EvalTables, space: Space) -> np.ndarray:
         for k in range(len(tables.kind_names)):
             kinds = [k] * n
             stacks = spread_stacks(hbm, kinds, tables.kind_hbm_phy)
-            seeds.append(encode(space, rows, cols, kinds, hbm, ddr,
-                                greedy_by_load(tables, n, kinds, stacks, copies), tables.unit_names))
-            seeds.append(encode(space, rows, cols, kinds, hbm, ddr,
-                                affinity_clustering(tables, rows, cols, kinds), tables.unit_names))
-    return np.unique(np.array(seeds), axis=0)
+            chosen = greedy_slots(tables, n, kinds, stacks, copies)[1]
+            seeds.append(encode_slots(space, rows, cols, kinds, hbm, ddr, chosen[:, 0], (chosen >= 0).sum(axis=1)))
+            slot = affinity_slots(tables, rows, cols, kinds)[0]
+            seeds.append(encode_slots(space, rows, cols, kinds, hbm, ddr, slot, np.ones(len(slot), np.int64)))
+    return unique_rows(np.array(seeds))

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 import arch
 import memory
@@ -20,6 +21,7 @@ import workloads
 from ..errors import StudyError
 from ..study.spec import Study
 from .expert_tiles import expected_costs
+from .graph_columns import edge_columns, unit_columns
 from .phases import step_phase
 
 UNIT_KINDS = ("embedding", "attention", "ffn", "expert", "shared_expert", "lm_head", "router", "composer")
@@ -50,7 +52,7 @@ class EvalTables:
     edge_dst: np.ndarray
     edge_bytes: np.ndarray         # bytes per occurrence
     edge_repeat: np.ndarray        # occurrences per step
-    edge_sync_steps: np.ndarray    # collective steps a hand-off takes (see `_sync_steps`)
+    edge_sync_steps: np.ndarray    # collective steps a hand-off takes (dse.model.graph_columns.sync_steps)
     kind_names: list[str]
     kind_nodes: list[str]
     kind_area_mm2: np.ndarray      # [K]
@@ -151,7 +153,7 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     units = wl.units
     index = {u: i for i, u in enumerate(units)}
     ops = wl.ops
-    op_unit = ops["unit"].map(index).to_numpy()
+    op_unit = unit_codes(ops["unit"], index)
     prob = ops["prob"].to_numpy(float)
 
     def per_unit(values: np.ndarray) -> np.ndarray:
@@ -170,20 +172,14 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     # its matrix rows take their useful share (unmasked pairs / full tiles) of their full-tile time
     fused_row = np.diff(np.r_[-1, kernel]) == 0
     fused_row[np.flatnonzero(fused_row) - 1] = True
-    useful = _useful_share(ops.iloc[op_order])
+    sorted_ops = ops.iloc[op_order]
+    useful = _useful_share(sorted_ops)
     op_time = by_kernel(kernel, costs.time_s[op_order] * np.where(fused_row, useful, 1.0)[:, None])
     op_inv = 1.0 / costs.overlap_steps[op_order][first]
-    _flash_attention(ops.iloc[op_order], kernel, useful, chiplets, precision, op_time, op_inv)
+    _flash_attention(sorted_ops, kernel, useful, chiplets, precision, op_time, op_inv)
     other_dram = per_unit(costs.dram_bytes - ops["weight_bytes"].to_numpy(float)[:, None])
-    nodes = dict(wl.graph.nodes(data=True))     # unit -> its attributes, a plain dict (15,000 units: fast lookups)
-    out_bytes = np.zeros(len(units))          # a unit's output: the largest hand-off it sends
-    for a, _, d in wl.graph.edges(data=True):
-        out_bytes[index[a]] = max(out_bytes[index[a]], d["bytes"])
-    kv_bytes = np.array([nodes[u]["kv_bytes_per_token"] * wl.batch * wl.context for u in units])
-
-    edges = [(index[a], index[b], d["bytes"], d["repeat"], _sync_steps(nodes[a], nodes[b]))
-             for a, b, d in wl.graph.edges(data=True)]
-    e = np.array(edges, dtype=float).reshape(-1, 5)
+    per_unit_columns = unit_columns(wl.graph, units, wl.batch, wl.context, wl.tokens_per_step, UNIT_KINDS)
+    per_edge_columns = edge_columns(wl.graph, index, per_unit_columns.pop("shards"), len(units))
 
     mem = {m.kind: m.spec() for m in study.hardware.memory}
     hbm = next((s for s in mem.values() if s.is_hbm), None)
@@ -193,24 +189,16 @@ def build_tables(study: Study, workload: workloads.Workload | None = None) -> Ev
     peak_dyn = np.array([arch.peak_dynamic_power_w(c, precision) for c in chiplets])
     return _check_stream(study, EvalTables(
         unit_names=units,
-        unit_kind=np.array([UNIT_KINDS.index(nodes[u]["kind"]) for u in units]),
-        unit_stage=np.array([nodes[u]["stage"] for u in units]),
-        unit_capacity_bytes=np.array([nodes[u]["weight_bytes"] for u in units], dtype=float),
-        unit_kv_bytes=kv_bytes,
+        **per_unit_columns,
+        **per_edge_columns,
         unit_weight_read=weight_read,
         unit_time_s=per_unit(costs.time_s),
         unit_energy_j=per_unit(costs.energy_j),
         unit_other_dram=other_dram,
-        unit_out_bytes=out_bytes,
-        unit_prob=np.array([nodes[u]["prob"] for u in units], dtype=float),
-        unit_selection=np.array([nodes[u]["selection_prob"] for u in units], dtype=float),
-        unit_route_tokens=np.array([_route_tokens(nodes[u], wl.tokens_per_step) for u in units], dtype=float),
         stage_repeat=wl.stages["repeat"].to_numpy(float),
         stage_prob=wl.stages["prob"].to_numpy(float),
         stage_after=[tuple(a) for a in wl.stages["after"]],
         scenarios=list(wl.scenarios),
-        edge_src=e[:, 0].astype(np.int64), edge_dst=e[:, 1].astype(np.int64),
-        edge_bytes=e[:, 2].copy(), edge_repeat=e[:, 3].copy(), edge_sync_steps=e[:, 4].copy(),
         kind_names=[c.name for c in chiplets],
         kind_nodes=[c.node for c in chiplets],
         kind_area_mm2=kind_area,
@@ -347,20 +335,8 @@ def _useful_share(ops) -> np.ndarray:
     return np.where(matrix, ops["flops"].to_numpy(float) / np.where(matrix, full, 1.0), 1.0)
 
 
-def _sync_steps(src: dict, dst: dict) -> float:
-    """Steps of the collective a hand-off between chiplets is: between t shards of both units an
-    all-reduce (a ring: reduce-scatter then all-gather, 2(t - 1) steps), from t shards into one unit a
-    reduce (t - 1 steps), otherwise one send (Thakur, Rabenseifner & Gropp, IJHPCA 2005)."""
-    t = int(src.get("shards", 1))
-    if t > 1 and int(dst.get("shards", 1)) > 1:
-        return 2.0 * (t - 1)
-    return float(t - 1) if t > 1 else 1.0
-
-
-def _route_tokens(node: dict, default: float) -> float:
-    """Tokens that pass the unit's router in a step: its expected tokens over its selection probability
-    (an ensemble member sees only the requests routed to it)."""
-    q = node.get("selection_prob", 1.0)
-    if "tokens" in node and q > 0:
-        return float(node["tokens"]) / min(q, 1.0)
-    return float(default)
+def unit_codes(unit_column, index: dict) -> np.ndarray:
+    """Each operator row's unit index (``index``: unit -> its index): one lookup per distinct unit (the
+    column's 14,972 names for DeepSeek-V3 per layer) instead of one per row."""
+    codes, names = pd.factorize(unit_column)
+    return np.array(list(map(index.__getitem__, names.tolist())), dtype=np.int64)[codes]
