@@ -11,8 +11,10 @@
 Both work on one package (mesh, chiplet kinds, HBM stacks) and return a placement ``unit -> slots``; their
 loops over units are compiled (`_lpt`, `_grow`: a step per unit, 15,000 for DeepSeek-V3 per layer, took
 seconds in Python, with the same placements);
-`seed_vectors` turns a few of them into gene vectors of the study's space. Each keeps its last few placements
-(`remembered`): the EPLB-style seed (dse.search.baseline) starts from the ones `seed_vectors` made.
+`seed_vectors` turns a few of them into gene vectors of the study's space, straight from their slot arrays
+(`greedy_slots`, `affinity_slots`; a placement dict of 15,000 units built and read back took ~0.1 s). Each
+keeps its last few slot arrays (`remembered`): the EPLB-style seed (dse.search.baseline) starts from the
+ones `seed_vectors` made, as the placement dicts `greedy_by_load` and `affinity_clustering` build from them.
 """
 from __future__ import annotations
 
