@@ -100,3 +100,17 @@ def test_fault_limits_bound_only_surely_infeasible_designs(moe):
     beyond = (probe.to_numpy()[:, :N_KERNEL_METRICS] > limits).any(axis=1)
     assert beyond.tolist() == [True, False, False, False, True, False, False]
     assert (G[beyond] > 0).any(axis=1).all()
+
+
+def test_seed_rows_made_distinct_as_np_unique_made_them():
+    """`unique_rows` and `first_occurrences` (sets of tuples) give np.unique's rows, order and indices."""
+    from dse.model.heuristics import unique_rows
+    from dse.search.loop import first_occurrences
+    rng = np.random.default_rng(0)
+    rows = rng.integers(-3, 3, size=(12, 40))
+    rows[:, :37] = 0                                 # ties broken by the last genes
+    rows = np.vstack([rows, rows[[4, 0, 7]]])[rng.permutation(15)]
+    assert len(np.unique(rows, axis=0)) < len(rows)
+    made = unique_rows(list(rows))
+    assert made.dtype == np.int64 and np.array_equal(made, np.unique(rows, axis=0))
+    assert np.array_equal(first_occurrences(rows), np.sort(np.unique(rows, axis=0, return_index=True)[1]))
