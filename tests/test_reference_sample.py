@@ -114,3 +114,38 @@ def test_seed_rows_made_distinct_as_np_unique_made_them():
     made = unique_rows(list(rows))
     assert made.dtype == np.int64 and np.array_equal(made, np.unique(rows, axis=0))
     assert np.array_equal(first_occurrences(rows), np.sort(np.unique(rows, axis=0, return_index=True)[1]))
+
+
+def _copies_without_memory_everywhere(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident=None):
+    """`copies_without_memory` as it was: every design's copies counted, with or without DDR."""
+    P, S = kind.shape
+    copies = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]
+    slot = np.where(copies, slots, 0)
+    p = np.arange(P)[:, None, None]
+    ddr_ok = (np.asarray(ddr) > 0) & has_ddr
+    no_path = (stacks[p, slot] <= 0) & ~ddr_ok[:, None, None]
+    if resident is not None:
+        no_path &= ~np.asarray(resident)[kind[p, slot]]
+    need = needs[np.arange(needs.shape[0])[None, :, None], kind[p, slot]]
+    bad = copies & no_path & need
+    out = np.zeros((P, S), np.int64)
+    np.add.at(out, (np.broadcast_to(p, slot.shape)[bad], slot[bad]), 1)
+    return out
+
+
+@pytest.mark.parametrize("has_ddr", [True, False])
+def test_copies_without_memory_counts_only_packages_without_ddr(has_ddr):
+    from dse.model.memory_path import copies_without_memory
+    rng = np.random.default_rng(1)
+    P, S, U, C = 30, 9, 50, 3
+    kind = rng.integers(0, 2, (P, S))
+    stacks = rng.integers(0, 3, (P, S)) * (rng.random((P, S)) < 0.5)
+    ddr = rng.integers(0, 3, P)
+    slots = rng.integers(0, S, (P, U, C))
+    ncopy = rng.integers(1, C + 1, (P, U))
+    needs = rng.random((U, 2)) < 0.8
+    for resident in (None, np.array([False, True])):
+        expected = _copies_without_memory_everywhere(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident)
+        assert expected.any() or not has_ddr
+        assert np.array_equal(copies_without_memory(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident),
+                              expected)
