@@ -46,6 +46,18 @@ class DecodedDesigns(NamedTuple):
         return DecodedDesigns(*(a[rows] for a in self))
 
 
+class FaultsWithin(NamedTuple):
+    """``with_faults`` for the designs whose intact metrics lie within ``limits`` only: ``limits[j]`` bounds
+    the population kernel's metric column j (dse.model.metrics, ``N_KERNEL_METRICS`` of them; +inf: no
+    bound), and a design with a metric above its bound skips the failure pass, its fault columns as
+    ``with_faults=False`` leaves them (dse.model.objectives.fault_limits: the bounds beyond which a study's
+    design is surely infeasible). Every other column, and a design within bounds, is as with
+    ``with_faults=True``. The package evaluator (dse.model.evaluator), its variants and its quality wrapper
+    honour it; any other evaluator reads it as ``True`` (a truthy value: all the failures)."""
+
+    limits: np.ndarray
+
+
 class PopulationEvaluator(ABC):
     """Scores populations of one study's designs (module docstring).
 
@@ -65,7 +77,8 @@ class PopulationEvaluator(ABC):
 
     @abstractmethod
     def metrics_array(self, X: np.ndarray, with_faults: bool = True) -> np.ndarray:
-        """Every metric (`columns`) of the decision vectors ``X``: ``[P, len(columns)]``."""
+        """Every metric (`columns`) of the decision vectors ``X``: ``[P, len(columns)]``; ``with_faults``: a
+        bool, or `FaultsWithin` (the failure pass for some designs only)."""
 
     @abstractmethod
     def design_metrics(self, designs: list[Design], with_faults: bool = True) -> np.ndarray:

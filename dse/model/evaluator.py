@@ -12,10 +12,10 @@ import pandas as pd
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
-from .contract import DecodedDesigns, PopulationEvaluator
+from .contract import DecodedDesigns, FaultsWithin, PopulationEvaluator
 from .kernel_tables import kernel_tables
 from .memory_path import copies_without_memory, needs_memory
-from .metrics import METRICS, N_METRICS
+from .metrics import METRICS, N_KERNEL_METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_population
@@ -30,6 +30,7 @@ from .workspace import make_workspace
 BLOCK_BYTES = 4 << 20
 
 NO_FIGURES = np.zeros((0, len(PACKAGE_FIGURES)))      # evaluate_arrays computes each design's package figures
+NO_LIMITS = np.full(N_KERNEL_METRICS, np.inf)           # every design evaluated gets its failure pass
 
 
 class Evaluator(PopulationEvaluator):
@@ -82,15 +83,17 @@ class Evaluator(PopulationEvaluator):
             raise ValueError(f"mesh shape outside the study's range rows {r0}..{r1}, cols {c0}..{c1}")
         return np.asarray(shape_index(np.asarray(rows), np.asarray(cols), self.row_range, self.col_range), np.int64)
 
-    def _kernel(self, d: DecodedDesigns, with_faults: bool, workspaces, package: np.ndarray | None = None,
-                memory_path: bool = True, incremental: bool = False) -> np.ndarray:
+    def _kernel(self, d: DecodedDesigns, with_faults: bool | FaultsWithin, workspaces,
+                package: np.ndarray | None = None, memory_path: bool = True, incremental: bool = False) -> np.ndarray:
         """Every metric of the decoded designs ``d``, with the scratch ``workspaces`` of one thread;
-        ``package``: their `package_figures` if known; ``memory_path``: count the copies without one (else
-        that column is NaN); ``incremental``: dse.model.perf_model.base_passes's (without failures)."""
+        ``with_faults``: a bool or dse.model.contract.FaultsWithin; ``package``: their `package_figures` if
+        known; ``memory_path``: count the copies without one (else that column is NaN); ``incremental``:
+        dse.model.perf_model.base_passes's (without failures)."""
+        limits = with_faults.limits if isinstance(with_faults, FaultsWithin) else NO_LIMITS
         out = evaluate_arrays(self.kernel, self.routes, self._shapes(d.rows, d.cols), d.rows, d.cols, d.kind, d.stacks,
-                              d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, with_faults, self.screening,
+                              d.ddr, d.slots, d.ncopy, self.space.split, d.unplaced, bool(with_faults), self.screening,
                               self.mc_sets, NO_FIGURES if package is None else package, *workspaces,
-                              incremental and not with_faults)
+                              np.asarray(limits, np.float64), incremental and not with_faults)
         die = self._largest_die(d.chiplets, d.kind, d.stacks) if package is None else package[:, F_MAX_DIE]
         missing = self.without_memory(d).sum(axis=1) if memory_path else np.full(len(out), np.nan)
         return np.column_stack([out, die, missing])
@@ -117,9 +120,11 @@ class Evaluator(PopulationEvaluator):
         d = self.decode(X)
         return package_arrays(self.kernel, d.chiplets, d.kind, d.stacks, d.ddr)
 
-    def metrics_array(self, X: np.ndarray, with_faults: bool = True, package: np.ndarray | None = None) -> np.ndarray:
-        """Every metric of the decision vectors ``X``; ``package``: their `package_figures` when the caller
-        has them (a system's packages are one package design: dse.system.evaluator)."""
+    def metrics_array(self, X: np.ndarray, with_faults: bool | FaultsWithin = True,
+                      package: np.ndarray | None = None) -> np.ndarray:
+        """Every metric of the decision vectors ``X``; ``with_faults``: a bool or dse.model.contract.
+        FaultsWithin; ``package``: their `package_figures` when the caller has them (a system's packages
+        are one package design: dse.system.evaluator)."""
         X = self.vectors(X)
         block = self._block()
 

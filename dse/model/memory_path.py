@@ -29,13 +29,21 @@ def copies_without_memory(kind: np.ndarray, stacks: np.ndarray, ddr: np.ndarray,
     """``[P, S]``: per design and chiplet slot, the unit copies there that need memory (`needs_memory`)
     and have none: the slot has no HBM stack and the package no DDR channel (``has_ddr``: the study has
     a DDR memory at all) and its kind is not SRAM-resident (``resident[k]``; None: no kind is). Arrays as in
-    dse.model.contract.DecodedDesigns."""
+    dse.model.contract.DecodedDesigns. A package with DDR gives every copy a path: only the designs without
+    one are counted (DeepSeek-V3 per layer: a seventeenth of a population, each 15,000 units x 2 copies)."""
     P, S = kind.shape
+    ddr_ok = (np.asarray(ddr) > 0) & has_ddr
+    if ddr_ok.any():
+        out = np.zeros((P, S), np.int64)
+        rows = np.flatnonzero(~ddr_ok)
+        if len(rows):
+            out[rows] = copies_without_memory(kind[rows], stacks[rows], np.asarray(ddr)[rows], has_ddr, slots[rows],
+                                              ncopy[rows], needs, resident)
+        return out
     copies = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]          # [P, U, C] real copies
     slot = np.where(copies, slots, 0)
     p = np.arange(P)[:, None, None]
-    ddr_ok = (np.asarray(ddr) > 0) & has_ddr
-    no_path = (stacks[p, slot] <= 0) & ~ddr_ok[:, None, None]
+    no_path = stacks[p, slot] <= 0                  # (no design here has DDR)
     if resident is not None:
         no_path &= ~np.asarray(resident)[kind[p, slot]]
     need = needs[np.arange(needs.shape[0])[None, :, None], kind[p, slot]]

@@ -16,6 +16,7 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from arch.technology import reticle_limit_mm2
 
 from ..study.spec import Study
+from .metrics import M_SHORT, M_UNPLACED, METRICS, N_KERNEL_METRICS
 from .phases import PHASES, phase_constraints
 from .study_quality import study_quality
 
@@ -100,6 +101,27 @@ def constraint_matrix(metrics: pd.DataFrame, study: Study) -> np.ndarray:
         cols.append(c.min_quality - np.broadcast_to(kept, (len(metrics),)))
     cols += [constraint.violation(metrics, study) for constraint in phase_constraints(study)]
     return np.column_stack(cols)
+
+
+#: a budget's bound for `fault_limits`: a little above the budget, where the ``metric / budget - 1``
+#: of `constraint_matrix` is surely positive in floating point (> 1 + 2**-51 before rounding)
+BUDGET_MARGIN = 1.0 + 2.0**-50
+
+
+def fault_limits(study: Study) -> np.ndarray:
+    """Bounds on the population kernel's metric columns (dse.model.contract.FaultsWithin, +inf: none) above
+    which `constraint_matrix` surely marks a design infeasible: a capacity shortfall above the smallest
+    normal float (divided by 2**30, still positive), any unplaced expert, and each budget times
+    `BUDGET_MARGIN` (a normal, finite budget). Constraints on other columns are not bounded here: a design
+    within these bounds may still be infeasible."""
+    limits = np.full(N_KERNEL_METRICS, np.inf)
+    limits[M_SHORT] = np.finfo(float).tiny
+    limits[M_UNPLACED] = 0.0
+    for budget, column in _BUDGETS:
+        limit = getattr(study.constraints, budget)
+        if limit is not None and np.finfo(float).tiny <= limit and np.isfinite(limit * BUDGET_MARGIN):
+            limits[METRICS.index(column)] = limit * BUDGET_MARGIN
+    return limits
 
 
 def violations(metrics: pd.DataFrame, study: Study) -> list[dict[str, float]]:

@@ -136,16 +136,27 @@ def write_metrics(out, base, figures, tokens, unplaced):
     out[M_NET] = base[NET]
 
 
+@nb.njit(cache=True, inline="always")
+def within(row, limits):
+    """Whether no metric of ``row`` lies above its bound in ``limits`` (NaN lies within)."""
+    for j in range(limits.shape[0]):
+        if row[j] > limits[j]:
+            return False
+    return True
+
+
 @nb.njit(cache=True, nogil=True)
 def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, split, unplaced, with_faults, screen,
-                    mc_sets, package, W, W2, incremental):
+                    mc_sets, package, W, W2, limits, incremental):
     """Every metric of every design; ``package``: their package figures (dse.model.package_figures) when
     known (`package_arrays`: ``[P, 6]``; the packages of a system share them), else ``[0, 6]`` and they are
     computed here.
 
     Without failures every design's intact pass runs in one call (`base_passes`; ``incremental``: a design
     with the previous one's package costs only the stages that differ, the same figures); with them each
-    design's failures start from its own intact pass, so the passes go one design at a time."""
+    design's failures start from its own intact pass, so the passes go one design at a time, and a design
+    with a metric above its bound in ``limits`` (``[N_KERNEL_METRICS]``, +inf: none; dse.model.contract.
+    FaultsWithin) skips them, its fault columns as without failures."""
     P = rows.shape[0]
     out = np.zeros((P, N_KERNEL_METRICS))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
@@ -165,12 +176,13 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
             one_package(T, sizes[p], kind[p], stacks[p], ddr[p], figures)
         if with_faults:
             res[p] = base_pass(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, W)
+        write_metrics(out[p], res[p], figures, T.tokens, unplaced[p])
+        if with_faults and within(out[p], limits):
             failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, screen,
                             mc_sets, res[p], W, W2, sets, size, routes, after, out[p])
         else:                                       # no failures evaluated: none survived, Monte Carlo not run
             out[p, M_MC_RETAINED] = np.nan
             out[p, M_MC_SURVIVAL] = np.nan
-        write_metrics(out[p], res[p], figures, T.tokens, unplaced[p])
     return out
 
 

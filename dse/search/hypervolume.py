@@ -19,9 +19,11 @@ every algorithm and seed of a study is measured in the same box. A one-package d
 whose objectives are all intact metrics (`INTACT_OBJECTIVES`) evaluates its sample without the failure
 pass: those metrics and the constraints are the intact design's either way (only the fault columns,
 ``fault_tolerance_frac`` and its kin, come from the failures), so the reference point is the same. For the
-same reason, such a study with a fault objective evaluates its sample intact first and gives the failure
-pass to the feasible designs only, the pool's (a third of DeepSeek-V3 fault tolerance's sample is
-infeasible; issue 52): the same pool, so the same reference point.
+same reason, such a study with a fault objective gives the failure pass to the designs that may be feasible
+only, the pool's (a third of DeepSeek-V3 fault tolerance's sample is infeasible; issue 52): the sample is
+evaluated once with `FaultsWithin` the bounds beyond which a design is surely infeasible
+(dse.model.objectives.fault_limits; each design's intact pass runs once), and the pool reads its feasible
+designs, whose metrics are those of the failure pass: the same pool, so the same reference point.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import pandas as pd
 from pymoo.indicators.hv import HV
 
 from ..errors import StudyError
-from ..model.objectives import OBJECTIVES, constraint_matrix, non_dominated
+from ..model.contract import FaultsWithin
+from ..model.objectives import OBJECTIVES, constraint_matrix, fault_limits, non_dominated
 from ..study.schema.search import FRACTION_OBJECTIVES
 from ..study.spec import Study
 
@@ -85,16 +88,18 @@ def needs_faults(study: Study) -> bool:
 
 def sample_metrics(study: Study, evaluator, X: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
     """The metrics of the reference point's sample ``X`` that its pool reads, and which designs are feasible:
-    with the failure pass where `needs_faults`; for a plain study (`_plain`) only its feasible designs get it
-    (module docstring), the intact pass having told them apart; without any, every design gets it."""
+    with the failure pass where `needs_faults`; for a plain study (`_plain`) only its feasible designs are
+    read, and only the designs not surely infeasible get it (module docstring); without any feasible design,
+    every design gets it."""
     faults = needs_faults(study)
     if not (faults and _plain(study)):
         metrics = evaluator(X, with_faults=faults)
         return metrics, (constraint_matrix(metrics, study) <= 0).all(axis=1)
-    feasible = (constraint_matrix(evaluator(X, with_faults=False), study) <= 0).all(axis=1)
+    metrics = evaluator(X, with_faults=FaultsWithin(fault_limits(study)))
+    feasible = (constraint_matrix(metrics, study) <= 0).all(axis=1)
     if not feasible.any():
         return evaluator(X, with_faults=True), feasible
-    return evaluator(X[feasible], with_faults=True), np.ones(int(feasible.sum()), bool)
+    return metrics[feasible].reset_index(drop=True), np.ones(int(feasible.sum()), bool)
 
 
 def reference_point(study: Study, evaluator) -> dict[str, float]:
