@@ -231,3 +231,31 @@ def test_rows_written_from_codes_equal_rows_written_entry_by_entry(structured):
         assert design_yaml._flow(r) == _flow_entry_by_entry(r)
         plain = design_yaml._Row(r)                  # the same entries without the text: the fallback
         assert design_yaml._flow(plain) == _flow_entry_by_entry(r)
+
+
+def _slots_unit_by_unit(values: list) -> tuple:
+    """`_Slots`' codes, entries and multi flags as the unit-by-unit form made them (a dict of slot tuples)."""
+    import numpy as np
+    first: dict[tuple, int] = {}
+    codes = np.array([first.setdefault(tuple(v), k) for k, v in enumerate(values)], np.int64)
+    entry = {c: s[0] if len(s) == 1 else list(s) for s, c in first.items()}
+    return codes, entry, sorted(c for s, c in first.items() if len(s) != 1)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_slots_coded_on_arrays_equal_the_unit_by_unit_coding(big):
+    """`_Slots` codes a placement on arrays (each unit's slots as one integer, or a row past int64): the same
+    codes (the first unit holding the same slots), entries, copy flags and texts as coding unit by unit,
+    copies, units without slots and slots past 2^31 included."""
+    import numpy as np
+    from dse.results import design_yaml
+    rng = random.Random(11)
+    values = list(deepseek_like(rng).values()) + [[], [3, 9], [9, 3], [3, 9], [], [7]]
+    if big:
+        values += [[2**40, 5, 2**40 + 1], [2**40, 5, 2**40 + 1], [2**40]]
+    slots = design_yaml._Slots(values)
+    codes, entry, multi = _slots_unit_by_unit(values)
+    assert np.array_equal(slots.codes, codes)
+    assert {c: list(slots.entry[c]) if slots.multi[c] else slots.entry[c] for c in entry} == entry
+    assert np.flatnonzero(slots.multi).tolist() == multi
+    assert [slots.text[c] for c in entry] == [design_yaml._entry_text(e) for e in entry.values()]

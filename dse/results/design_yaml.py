@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from functools import lru_cache
 from typing import Any
 
@@ -218,20 +219,32 @@ class _Slots:
     whether that entry is a list (copies, or none)."""
 
     def __init__(self, values: list):
-        self.slots = list(map(tuple, values))
-        first: dict[tuple, int] = {}
-        n = len(self.slots)
-        self.codes = np.fromiter(map(first.setdefault, self.slots, range(n)), np.int64, n)
-        self.entry = {c: s[0] if len(s) == 1 else s for s, c in first.items()}
+        self.slots = values
+        n = len(values)
+        counts = np.fromiter(map(len, values), np.int64, n)
+        flat = np.fromiter(chain.from_iterable(values), np.int64, int(counts.sum()))
+        width = int(counts.max(initial=0))
+        held = np.zeros((n, width), np.int64)            # a unit's slots + 1, then 0 past its copies
+        copy = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)     # copy k of its unit
+        held[np.repeat(np.arange(n), counts), copy] = flat + 1
+        base = int(held.max(initial=0)) + 1
+        if width * np.log2(base) < 62:                  # one integer per unit: its slots in base `base`
+            _, first, inverse = np.unique(held @ base ** np.arange(width - 1, -1, -1, dtype=np.int64),
+                                          return_index=True, return_inverse=True)
+        else:
+            _, first, inverse = np.unique(held, axis=0, return_index=True, return_inverse=True)
+        self.codes = first[inverse.ravel()]             # return_index: each distinct row's first unit
         self.multi = np.zeros(n, bool)
-        self.multi[[c for s, c in first.items() if len(s) != 1]] = True
+        self.multi[first[counts[first] != 1]] = True
+        self.entry = np.empty(n, object)        # a code's entry: its slot, or its list of slots (copied by `row`)
         self.text = np.empty(n, object)         # a code's entry as a row writes it (`_entry_text`)
-        for s, c in first.items():
-            self.text[c] = _entry_text(s[0] if len(s) == 1 else list(s))
+        for c in first.tolist():
+            self.entry[c] = values[c] if self.multi[c] else values[c][0]
+            self.text[c] = _entry_text(self.entry[c])
 
     def row(self, codes: np.ndarray, indices: list[int]) -> _Row:
         """A ``#`` row: entry i the slots of index i (``null`` where the role has no unit of that index)."""
-        entries = list(map(self.entry.__getitem__, codes.tolist()))
+        entries = self.entry[codes].tolist()
         for j in np.flatnonzero(self.multi[codes]).tolist():
             entries[j] = list(entries[j])
         texts = self.text[codes].tolist()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import matplotlib
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MatplotlibFigure
@@ -24,6 +23,7 @@ from ..model.objectives import OBJECTIVES
 from ..model.traffic import link_loads, link_utilisation
 from ..study.space import Design
 from .breakdowns import Breakdowns
+from .figure_file import save
 from .knee import knee_index, minimised
 
 #: metric column -> (axis label, factor from SI, display unit)
@@ -329,6 +329,8 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         else:                                       # a long link of a graph package: an arc over the chiplets
             ax.add_artist(FancyArrowPatch((x1, y1), (x1 + dx, y1 + dy), connectionstyle="arc3,rad=0.25",
                                           arrowstyle="-|>,head_width=4,head_length=6", lw=2.5, color=rgba, alpha=0.85, zorder=3))
+    for artist in ax.artists:       # clipped to the axes: the layout need not measure them (matplotlib's own
+        artist.set_in_layout(False)     # test for that, clip box == axes box, fails on a rounding)
     if len(util):
         cbar = fig.colorbar(_mappable(cmap, norm), ax=ax, shrink=0.8)
         cbar.set_label("link utilisation [% of the step the link is busy]")
@@ -352,28 +354,6 @@ def _mappable(cmap, norm):
     sm = ScalarMappable(norm=norm, cmap=cmap)
     sm.set_array([])
     return sm
-
-
-MAX_PNG_PIXELS = 4_000_000     # a larger figure (an 8 x 8 floorplan) is written at a lower dpi; its SVG stays exact
-
-
-def png_dpi(fig: Figure) -> float:
-    """150 dpi, or less where the figure would exceed `MAX_PNG_PIXELS`."""
-    width, height = fig.get_size_inches()
-    return min(150.0, (MAX_PNG_PIXELS / max(width * height, 1e-9)) ** 0.5)
-
-
-def save(fig: Figure, folder: Path, name: str, svg: bool = False) -> list[Path]:
-    """Write ``name.png`` (150 dpi, within `MAX_PNG_PIXELS`) and, with ``svg`` (`dse run --svg`; docs/performance.md),
-    ``name.svg``, with no date and ids salted by ``name``: the same study writes the same bytes. PNG path first."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{name}.png"] + ([folder / f"{name}.svg"] if svg else [])
-    fig.savefig(paths[0], dpi=png_dpi(fig))
-    if svg:
-        fig.set_layout_engine("none")          # the layout is in inches: keep the PNG's, don't solve it again
-        with matplotlib.rc_context({"svg.hashsalt": name}):
-            fig.savefig(paths[1], metadata={"Date": None})
-    return paths
 
 
 def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str, str] | None = None,
