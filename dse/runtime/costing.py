@@ -54,6 +54,7 @@ def cost_segments(planned: list[Planned], planners: dict, serving=None) -> list[
         every.extend((i, k, m) for k, m in enumerate(p.table.mappings) if m is not None)
     cols = [METRICS.index(c) for c in NEEDED]
     for variant, every in todo.items():
+        every = [every[j] for j in ordered(every, planned)]     # the kernel's order, stacked once in it
         arrays = stacked(every)
         order, same = distinct_rows(every, planned, arrays)
         items = [every[j] for j in order]
@@ -114,29 +115,41 @@ class Stacked(NamedTuple):
 
 
 def stacked(items: list) -> Stacked:
-    """``items``' (design index, key index, `SegmentMapping`) arrays as one `Stacked`."""
+    """``items``' (design index, key index, `SegmentMapping`) arrays as one `Stacked` (arrays of one shape
+    joined along their first axis and reshaped: one copy, without `np.stack`'s per-array steps)."""
     if not items:
         return Stacked(np.zeros((0, 0, 0), np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64), [])
     widths = [m.slots.shape[1] for _, _, m in items]
+    n, units = len(items), items[0][2].slots.shape[0]
     if len(set(widths)) == 1:
-        slots = np.stack([m.slots for _, _, m in items])
+        slots = np.concatenate([m.slots for _, _, m in items]).reshape(n, units, widths[0])
     else:
-        slots = np.full((len(items), items[0][2].slots.shape[0], max(widths)), -1, np.int64)
+        slots = np.full((n, units, max(widths)), -1, np.int64)
         for j, (_, _, m) in enumerate(items):
             slots[j, :, : m.slots.shape[1]] = m.slots
-    return Stacked(slots, np.stack([m.ncopy for _, _, m in items]), np.stack([m.stacks for _, _, m in items]), widths)
+    return Stacked(slots, joined([m.ncopy for _, _, m in items]), joined([m.stacks for _, _, m in items]), widths)
+
+
+def joined(arrays: list) -> np.ndarray:
+    """``arrays`` (1-D) as rows ``[N, K]``: joined and reshaped when all have one length, else `np.stack`
+    (which names the mismatch)."""
+    size = arrays[0].shape[0]
+    if all(a.shape[0] == size for a in arrays):
+        return np.concatenate(arrays).reshape(len(arrays), size)
+    return np.stack(arrays)
 
 
 def population(items: list, planned: list[Planned], arrays: Stacked | None = None,
                rows: list[int] | None = None) -> DecodedDesigns:
     """The kernel arrays of ``items`` ((design index, key index, `SegmentMapping`)): each design's package
     with the segment's mapping and HBM stacks (``arrays``: the items' `stacked` arrays are rows ``rows`` of
-    these, when the caller has them)."""
+    these, ascending, when the caller has them; all of them: taken as they are, not copied)."""
     if arrays is None:
         arrays, rows = stacked(items), list(range(len(items)))
+    every = len(rows) == len(arrays.widths)
     take = np.asarray(rows, np.int64)
     width = max((arrays.widths[j] for j in rows), default=0)
-    slots = arrays.slots[take]
+    slots = arrays.slots if every else arrays.slots[take]
     if slots.shape[2] != width:
         slots = np.ascontiguousarray(slots[:, :, :width])
     first: dict[int, int] = {}      # each design's package rows once, then one gather
@@ -144,66 +157,78 @@ def population(items: list, planned: list[Planned], arrays: Stacked | None = Non
         first.setdefault(i, len(first))
     base = [planned[i].base for i in first]
     pos = np.fromiter((first[i] for i, _, _ in items), np.int64, len(items))
-    return DecodedDesigns(*(np.concatenate([r[f] for r in base])[pos] for f in (0, 1, 2)), arrays.stacks[take],
-                          np.concatenate([r.ddr for r in base])[pos], slots, arrays.ncopy[take],
+    return DecodedDesigns(*(np.concatenate([r[f] for r in base])[pos] for f in (0, 1, 2)),
+                          arrays.stacks if every else arrays.stacks[take], np.concatenate([r.ddr for r in base])[pos],
+                          slots, arrays.ncopy if every else arrays.ncopy[take],
                           np.zeros(len(items), np.int64))
 
 
 def distinct(items: list, planned: list[Planned]) -> tuple[list, list[int]]:
     """The segments of ``items`` (design index, key index, `SegmentMapping`) with distinct designs, in
-    `distinct_rows`' order, and each item's index among them."""
-    order, index = distinct_rows(items, planned, stacked(items))
-    return [items[j] for j in order], index
+    `ordered`'s order, and each item's index among them."""
+    perm = ordered(items, planned)
+    inside = [items[j] for j in perm]
+    first, index = distinct_rows(inside, planned, stacked(inside))
+    at = [0] * len(items)
+    for pos, j in enumerate(perm):
+        at[j] = index[pos]
+    return [inside[j] for j in first], at
+
+
+def ordered(items: list, planned: list[Planned]) -> list[int]:
+    """``items`` (design index, key index, `SegmentMapping`) ordered by design, mapping version, popularity
+    and what is down (`near`; ties in their order), so that a mapping follows the one it differs least
+    from (a failure's re-mapping its intact mapping's): the kernel costs it incrementally
+    (dse.model.perf_model.base_passes, ``incremental``), as indices into ``items``."""
+    tails: dict = {}                # `near`'s tail once per segment key (designs share their keys)
+    keys = [planned[i].table.keys[k] for i, k, _ in items]
+    for key in keys:
+        if key not in tails:
+            tails[key] = near_tail(key)
+    rank = {key: r for r, key in enumerate(sorted(tails, key=tails.__getitem__))}
+    return np.lexsort((np.fromiter((rank[k] for k in keys), np.int64, len(keys)),
+                       np.fromiter((i for i, _, _ in items), np.int64, len(keys)))).tolist()
 
 
 def distinct_rows(items: list, planned: list[Planned], arrays: Stacked) -> tuple[list[int], list[int]]:
     """The items (design index, key index, `SegmentMapping`) with distinct designs (the same package and
-    the same arrays: the same step), as indices into ``items`` (``arrays``: their `stacked` arrays), and
-    each item's index among them; ordered by design, mapping version, popularity and what is down
-    (`near`), so that a mapping follows the one it differs least from (a failure's re-mapping its intact
-    mapping's): the kernel costs it incrementally (dse.model.perf_model.base_passes, ``incremental``)."""
+    the same arrays: the same step), the first of each in ``items``' order, as ascending indices into
+    ``items`` (``arrays``: their `stacked` arrays), and each item's index among them."""
     package: dict[bytes, int] = {}  # each design's package (its rows, columns, kinds, DDR) by value
     of: dict[int, int] = {}
-    fits = True                     # slots as int16 where every chiplet index fits (fewer bytes to hash)
     for i in dict.fromkeys(i for i, _, _ in items):
         base = planned[i].base
         same = b"".join((base.rows.tobytes(), base.cols.tobytes(), base.kind.tobytes(), base.ddr.tobytes()))
         of[i] = package.setdefault(same, len(package))
-        fits = fits and int((base.rows * base.cols).max()) < 2 ** 15
     links: dict[frozenset, int] = {}
     n = len(items)
     if not n:
         return [], []
     head = np.array([(of[i], arrays.widths[j], links.setdefault(m.links, len(links)))
                      for j, (i, _, m) in enumerate(items)], np.int64)
-    slots = arrays.slots.astype(np.int16) if fits else arrays.slots
-    content = np.concatenate([np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
-                              for a in (head, slots, arrays.ncopy, arrays.stacks)], axis=1)
-    # each item's content (package, width, links, slots -1 padded, copies, stacks) as a row of bytes, and
-    # its fingerprint (the row's 8-byte words, weighted, summed modulo 2^64): rows are compared on a match
-    content = np.concatenate([content, np.zeros((n, -content.shape[1] % 8), np.uint8)], axis=1)
-    words = content.view(np.uint64)
-    weights = np.arange(words.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
-    seen: dict[int, list[int]] = {}
-    first, index = [], []
-    for j, f in enumerate((words * weights).sum(axis=1, dtype=np.uint64).tolist()):
-        at = next((a for a in seen.get(f, ()) if np.array_equal(words[first[a]], words[j])), None)
-        if at is None:
-            at = len(first)
-            first.append(j)
-            seen.setdefault(f, []).append(at)
-        index.append(at)
-    tails: dict = {}                # `near`'s tail once per segment key (designs share their keys)
-    keys = [planned[items[j][0]].table.keys[items[j][1]] for j in first]
-    for key in keys:
-        if key not in tails:
-            tails[key] = near_tail(key)
-    rank = {key: r for r, key in enumerate(sorted(tails, key=tails.__getitem__))}
-    order = np.lexsort((np.fromiter((rank[k] for k in keys), np.int64, len(keys)),
-                        np.fromiter((items[j][0] for j in first), np.int64, len(keys))))
-    position = np.empty(len(first), np.int64)
-    position[order] = np.arange(len(first))
-    return np.asarray(first, np.int64)[order].tolist(), position[index].tolist()
+    # each item's content (package, width, links, slots -1 padded, copies, stacks) as rows of 8-byte
+    # words, and its fingerprint (the words weighted and summed modulo 2^64, array by array): rows with the
+    # same fingerprint are compared whole, so equal rows are found exactly (all fingerprints distinct:
+    # all rows are)
+    parts = [head, arrays.slots.reshape(n, -1), arrays.ncopy.reshape(n, -1), arrays.stacks.reshape(n, -1)]
+    parts = [a if a.dtype == np.int64 else a.astype(np.int64) for a in parts]
+    f = np.zeros(n, np.int64)
+    for a in parts:
+        f += a @ (np.arange(1, a.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)).view(np.int64)
+    prints = f.tolist()
+    if len(set(prints)) == n:
+        first, index = list(range(n)), list(range(n))
+    else:
+        seen: dict[int, list[int]] = {}
+        first, index = [], []
+        for j, fp in enumerate(prints):
+            at = next((a for a in seen.get(fp, ()) if all(np.array_equal(x[first[a]], x[j]) for x in parts)), None)
+            if at is None:
+                at = len(first)
+                first.append(j)
+                seen.setdefault(fp, []).append(at)
+            index.append(at)
+    return first, index
 
 
 def near(item: tuple, planned: list[Planned], tails: dict | None = None) -> tuple:

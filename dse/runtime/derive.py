@@ -161,6 +161,7 @@ def own_all(maps: list[DesignMappings], items: list[list]) -> list[tuple[list, l
         for k, (tail, _, now) in enumerate(its):
             at.setdefault((tail[1], now), []).append(k)
         groups += [(i, failed, now, ks) for (failed, now), ks in at.items()]
+    lost_all(maps, groups)
     wanted: dict[tuple, Request] = {}
     for i, failed, now, _ in groups:
         q = maps[i].request(0, maps[i].home, failed, now)
@@ -193,6 +194,30 @@ def own_all(maps: list[DesignMappings], items: list[list]) -> list[tuple[list, l
         for j, k in enumerate(ks):
             mappings[k] = SegmentMapping(slots[j], ncopy[j], stacks, links)
     return out
+
+
+def lost_all(maps: list[DesignMappings], groups: list[tuple]) -> None:
+    """`DesignMappings.holds` and `orphans` of each design's own mapping (version 0) for the failed sets
+    of ``groups`` ((design, failed, what is down, items)) its memo lacks, per failed set and mapping
+    shape at once (the same arrays, element by element), into each memo under the keys `basis` reads."""
+    todo: dict[tuple, list[int]] = {}
+    for i, failed, _, _ in groups:
+        if failed and ("holds", 0, failed) not in maps[i].memo:
+            at = todo.setdefault((failed, maps[i].home.slots.shape), [])
+            if not at or at[-1] != i:
+                at.append(i)
+    for (failed, _), designs in todo.items():
+        slots = np.stack([maps[i].home.slots for i in designs])
+        ncopy = np.stack([maps[i].home.ncopy for i in designs])
+        valid = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]
+        on = on_chips(slots, failed)
+        holds = (valid & on).any(axis=(1, 2)).tolist()
+        orphan = ~(valid & ~on).any(axis=2) & (ncopy > 0)
+        other = (orphan & ~maps[designs[0]].planner.is_expert).any(axis=1).tolist()
+        for g, i in enumerate(designs):
+            maps[i].memo["holds", 0, failed] = holds[g]
+            if holds[g] and ("orphans", 0, failed) not in maps[i].memo:
+                maps[i].memo["orphans", 0, failed] = None if other[g] else orphan[g]
 
 
 def relabel_all(relabel: Relabel, sources: list[tuple], perms: list[tuple]) -> list[tuple]:

@@ -61,6 +61,15 @@ class Priced(NamedTuple):
         return cls(cost, moved.unit, moved.dest, moved.source, moved.links, moved.mem)
 
 
+class MeshTerms(NamedTuple):
+    """`MigrationModel.mesh_terms`: hops ``[S, S]``; by (dest, source), a reload's one hop last
+    ``[S, S + 1]``: the link's bandwidth on the route (inf: no hop, B/s) and the hops' energy (J/B)."""
+
+    hops: np.ndarray
+    link_bw: np.ndarray
+    hop_e: np.ndarray
+
+
 class MigrationModel:
     """Prices moves of unit copies within one design's package (module docstring)."""
 
@@ -114,7 +123,7 @@ class MigrationModel:
         set of ``links`` down)."""
         if ("arrays", links) not in self.per_byte:
             n = len(self.design.hbm_stacks)
-            hops = self.hop_array(links)
+            mesh = self.mesh_terms(links)
             stacks = np.asarray(self.design.hbm_stacks)
             ddr_bw, ddr_e = self.ddr()
             hbm = stacks > 0 if self.tables.hbm is not None else np.zeros(n, bool)
@@ -122,12 +131,24 @@ class MigrationModel:
             energy = np.where(hbm, self.tables.hbm.energy_j_per_byte if self.tables.hbm else 0.0, ddr_e)
             bw_s = np.append(bw, ddr_bw)[None, :]           # [dest, source]: the source's memory
             e_s = np.append(energy, ddr_e)[None, :]
-            h = np.hstack([hops.T, np.ones((n, 1), np.int64)])
-            link = np.where(h > 0, self.link.bandwidth_Bps, np.inf)
-            t = 1.0 / (np.minimum(np.minimum(bw_s, bw[:, None]), link) * self.scale)
-            e = e_s + h * self.link.hop_energy_j_per_byte + energy[:, None]
-            self.per_byte["arrays", links] = (t, e, hops)
+            t = 1.0 / (np.minimum(np.minimum(bw_s, bw[:, None]), mesh.link_bw) * self.scale)
+            e = e_s + mesh.hop_e + energy[:, None]
+            self.per_byte["arrays", links] = (t, e, mesh.hops)
         return self.per_byte["arrays", links]
+
+    def mesh_terms(self, links: frozenset) -> "MeshTerms":
+        """What `tables_of` takes from the mesh alone (`MeshTerms`): the hops (`hop_array`), and by (dest,
+        source) with a reload's one hop, the link's bandwidth (inf: no hop) and the hops' energy per byte
+        (hops x (link + router)), computed as `tables_of` did; once per mesh shape, link technology and
+        set of ``links`` down, shared through ``memo`` (the designs of a package variant)."""
+        key = ("mesh-terms", self.design.rows, self.design.cols, len(self.design.hbm_stacks), links,
+               self.link.bandwidth_Bps, self.link.hop_energy_j_per_byte)
+        if key not in self.memo:
+            hops = self.hop_array(links)
+            h = np.hstack([hops.T, np.ones((len(hops), 1), np.int64)])
+            self.memo[key] = MeshTerms(hops, np.where(h > 0, self.link.bandwidth_Bps, np.inf),
+                                       h * self.link.hop_energy_j_per_byte)
+        return self.memo[key]
 
     @property
     def routes(self):

@@ -135,7 +135,7 @@ class SegmentBuilder:
         """Template rows ``a:b`` (the ``windows`` at rest), the chiplets ``spared`` up (a spare stands in)."""
         self.flush()
         local = np.zeros(len(t.tails), np.int64)
-        for j in np.unique(t.key[a:b]).tolist():
+        for j in sorted(set(t.key[a:b].tolist())):         # as np.unique's, without its steps
             tail = t.tails[j]                       # (popularity, failed, links, stacks)
             tail = (tail[0], tail[1] - spared, *tail[2:])
             local[j] = self.key(SegmentKey(0, *tail), at=(tail, *t.at[j]))
