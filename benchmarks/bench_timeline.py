@@ -10,8 +10,8 @@ one-minute windows (a rotating hot set, one chiplet failure with a spare).
    (every metric, single failures included), both measured here in the same run, alternately, the least
    of ``REPEATS`` each: the ratio is the cost per design of ranking designs through the scenario (issue
    36's target was at most 5x; issue 48's: at most 4x for ``static`` and ``on-failure``, 10x for
-   ``periodic`` and ``threshold``, in process time). Each repetition starts a fresh runtime evaluator (a search's keeps its
-   planners, and what they remember, across generations). Printed with it, what the runtime's part is
+   ``periodic`` and ``threshold``, in process time). Each repetition starts a fresh runtime evaluator (a
+   search's keeps its planners, and what they remember, across generations). Printed with it, what the runtime's part is
    made of: how many distinct mappings a design's timeline serves and what their step evaluations cost
    (the evaluator's kernel, counted around its calls), how many EPLB packings the policy computes, and
    what those packings cost alone (`eplb_seconds`): with the snapshot, the least a rebalancing policy's
@@ -81,7 +81,7 @@ def bench_search(data: dict) -> None:
     scenario = scenario_from_dict(SCENARIO)
     prepared.evaluator.metrics_array(X[:4])                            # warm-up: compiles
     print(f"search: {POPULATION} designs of the Mixtral study, one thread, per design")
-    print("targets (issue 48, cpu): 4 for static and on-failure, 10 for periodic and threshold")
+    print("targets (issue 48, cpu): 4 static and on-failure, 10 periodic and threshold")
     print(f"{'policy':<11} {'snapshot ms':>11} {'runtime ms':>10} {'ratio':>6} {'cpu':>6} {'mappings':>8} "
           f"{'steps':>6} {'EPLB':>5}")
     spec = {p: RuntimeSpec(scenario="-", policy=p, every_s=300) for p in POLICIES}
