@@ -83,10 +83,8 @@ def test_fp8_efficiency_against_deepgemm():
 
 def test_collective_steps_follow_the_ring():
     # Thakur et al. 2005: a ring all-reduce over t devices is 2(t - 1) steps; a reduce t - 1
-    from dse.model.tables import _sync_steps
-    assert _sync_steps({"shards": 8}, {"shards": 8}) == 14
-    assert _sync_steps({"shards": 4}, {"shards": 1}) == 3
-    assert _sync_steps({"shards": 1}, {"shards": 4}) == 1
+    from dse.model.graph_columns import sync_steps
+    assert sync_steps(np.array([8, 4, 1]), np.array([8, 1, 4])).tolist() == [14, 3, 1]
     # 8 x A100 nccl-tests all-reduce of 32 KiB: 43.8 us (S. Bekman, ml-engineering network/README.md);
     # 14 steps at the nvlink3 sync latency plus 2 (p - 1)/p x 32 KiB at the bus bandwidth
     link = noc.link_tech("nvlink3")
