@@ -5,7 +5,7 @@ units) and four figures of every hand-off (29,819 edges). Looking each attribute
 per unit, and walking the edges twice, took about 0.1 s of the study's preparation; here each node's
 attribute dict is fetched once and each column is one pass over those dicts. The figures are the same
 numbers in the same order (the Python products and the float conversions of before), so the tables are
-bit for bit what the per-unit reading gave (tests/test_graph_columns.py keeps that reading as reference).
+bit for bit what the per-unit reading gave (tests/test_prepare_arrays.py keeps that reading as reference).
 """
 from __future__ import annotations
 
