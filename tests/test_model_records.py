@@ -79,3 +79,39 @@ def test_arrays_of_records_equal_a_unit_by_unit_reading():
         assert np.array_equal(got.kind, kind) and np.array_equal(got.stacks, stacks)
         assert got.slots.shape == slots.shape and np.array_equal(got.slots, slots)
         assert np.array_equal(got.ncopy, ncopy)
+
+
+def _slot_lists_by_sorting(slots, ncopy):
+    """`dse.model.records._slot_lists` as it was before its table of codes (issue 52, eighth round)."""
+    copies = slots.shape[1]
+    kept = np.where(np.arange(copies)[None, :] < ncopy[:, None], slots, -1) + 1
+    base = int(kept.max(initial=0)) + 1
+    if copies * np.log2(base) < 62:
+        distinct, of_unit = np.unique(kept @ (base ** np.arange(copies - 1, -1, -1, dtype=np.int64)),
+                                      return_inverse=True)
+    else:
+        distinct, of_unit = np.unique(kept, axis=0, return_inverse=True)
+    first = np.empty(len(distinct), np.int64)
+    of_unit = of_unit.ravel()
+    first[of_unit[::-1]] = np.arange(len(of_unit) - 1, -1, -1)
+    return [s[:c] for s, c in zip(slots[first].tolist(), ncopy[first].tolist())], of_unit
+
+
+def test_slot_lists_from_a_table_of_codes_equal_numpys_sort():
+    """`_slot_lists` finds a package's distinct placements in a table indexed by code (one or two copies on
+    64 slots) or by NumPy's sort (more copies): the same lists in the same order and the same index per
+    unit as sorting gave; units on the same slots share one list in the records."""
+    from dse.model.records import _slot_lists
+    rng = np.random.default_rng(7)
+    for copies, slots_n, units in [(1, 64, 15_000), (2, 64, 15_000), (2, 64, 300), (3, 36, 2_000), (8, 256, 50)]:
+        ncopy = rng.integers(1, copies + 1, size=units)
+        slots = np.where(np.arange(copies) < ncopy[:, None], rng.integers(0, slots_n, (units, copies)), -1)
+        lists, of_unit = _slot_lists(slots, ncopy)
+        want_lists, want_of = _slot_lists_by_sorting(slots, ncopy)
+        assert lists.dtype == object and list(lists) == want_lists and np.array_equal(of_unit, want_of)
+    d = DecodedDesigns(np.full(1, 8), np.full(1, 8), np.zeros((1, 64), np.int64), np.zeros((1, 64), np.int64),
+                       np.zeros(1, np.int64), slots[None, :, :2], np.minimum(ncopy, 2)[None], np.zeros(1, np.int64))
+    placement = design_records(d, _Tables(len(ncopy)), "ucie-advanced", "many-to-many", "mesh")[0].placement
+    by_slots = {}
+    for u, s in placement.items():
+        assert by_slots.setdefault(tuple(s), s) is s

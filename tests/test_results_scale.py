@@ -259,3 +259,48 @@ def test_slots_coded_on_arrays_equal_the_unit_by_unit_coding(big):
     assert {c: list(slots.entry[c]) if slots.multi[c] else slots.entry[c] for c in entry} == entry
     assert np.flatnonzero(slots.multi).tolist() == multi
     assert [slots.text[c] for c in entry] == [design_yaml._entry_text(e) for e in entry.values()]
+
+
+def _common_by_sorting(codes):
+    """`design_yaml._common` as it was before it counted on tables (issue 52, eighth round): np.unique."""
+    import numpy as np
+    if len(codes) == 1:
+        return codes[0]
+    values, inverse = np.unique(codes, return_inverse=True)
+    k, (n_rows, n_cols) = len(values), codes.shape
+    keys = (np.arange(n_cols)[None, :] * k + inverse.reshape(codes.shape)).ravel()
+    counts = np.bincount(keys, minlength=n_cols * k)
+    first = np.full(n_cols * k, n_rows, np.int64)
+    seen, at = np.unique(keys, return_index=True)
+    first[seen] = at // n_cols
+    return values[(counts * (n_rows + 1) - first).reshape(n_cols, k).argmax(axis=1)]
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_design_text_writes_rows_from_their_text_alone(structured):
+    """`design_text` makes each row's text without its entries (`_Slots.row_text`): the same file as writing
+    the compact form with its rows' entries (`compact_placement`), the same keys and texts; `_common`
+    counted on tables gives the codes NumPy's sort gave, ties and one-layer runs included."""
+    import numpy as np
+    from dse.results import design_yaml
+    from dse.study.space import Design
+    rng = random.Random(8)
+    p = deepseek_like(rng)
+    if structured:
+        p.update({u: [int(u.rsplit(".e", 1)[1]) % 64] for u in p if ".e" in u and u[1:2].isdigit()})
+        p["L7.e4"], p["L9.e12"], p["L11.e3"] = [4, 9], [63], []
+    design = Design(rows=8, cols=8, chiplets=["a"] * 64, hbm_stacks=[1] * 64, ddr_channels=0, link="ucie",
+                    mapping="many-to-many", placement=p)
+    full, texts = compact_placement(p), compact_placement(p, texts=True)
+    assert list(full) == list(texts)
+    for key, value in full.items():
+        if isinstance(value, design_yaml._Row):
+            assert isinstance(texts[key], design_yaml._RowText) and texts[key] == value.text
+        else:
+            assert texts[key] == value
+    head = design_text(design).split("placement:\n")[0]
+    assert design_text(design) == head + placement_yaml(full)
+    gen = np.random.default_rng(4)
+    for shape, high in [((1, 7), 9), ((5, 256), 3), ((58, 256), 40), ((2, 3), 2)]:
+        codes = gen.integers(0, high, shape) * 7
+        assert np.array_equal(design_yaml._common(codes), _common_by_sorting(codes))

@@ -50,28 +50,47 @@ def design_records(d: DecodedDesigns, tables: EvalTables, link: str, mapping: st
         units = {}
         if placement:
             lists, of_unit = _slot_lists(d.slots[p], d.ncopy[p])
-            units = dict(zip(tables.unit_names, map(lists.__getitem__, of_unit.tolist())))
+            units = dict(zip(tables.unit_names, lists[of_unit].tolist()))
         out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
                           hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=link,
                           mapping=mapping, placement=units, topology=topology))
     return out
 
 
-def _slot_lists(slots: np.ndarray, ncopy: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
-    """One design's placement as distinct slot lists and, per unit, the index of its list: ``slots``
-    (units x copies, -1 past a unit's ``ncopy``) read as one integer per unit (its first ``ncopy`` slots in
-    base ``max slot + 2``) and made unique with NumPy, so Python builds a list per distinct placement
-    only."""
-    copies = slots.shape[1]
+#: the most distinct codes `_slot_lists` counts in a table per unit (past it: NumPy's sort)
+_TABLE_PER_UNIT = 4
+
+
+def _slot_lists(slots: np.ndarray, ncopy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One design's placement as distinct slot lists (an object array) and, per unit, the index of its
+    list: ``slots`` (units x copies, -1 past a unit's ``ncopy``) read as one integer per unit (its first
+    ``ncopy`` slots in base ``max slot + 2``) and made unique, so Python builds a list per distinct
+    placement only. The lists come in the order of their codes (as ``np.unique`` sorts them); where the
+    codes are few (at most `_TABLE_PER_UNIT` per unit: a package's slots, one or two copies) a table
+    indexed by code finds them without sorting."""
+    units, copies = slots.shape
     kept = np.where(np.arange(copies)[None, :] < ncopy[:, None], slots, -1) + 1     # 0: no copy
     base = int(kept.max(initial=0)) + 1
     if copies * np.log2(base) < 62:
         code = kept @ (base ** np.arange(copies - 1, -1, -1, dtype=np.int64))
-        distinct, of_unit = np.unique(code, return_inverse=True)
+        size = base ** copies
+        if size <= _TABLE_PER_UNIT * units + 1024:
+            first = np.full(size, units, np.int64)              # first unit of each code, `units` for none
+            first[code[::-1]] = np.arange(units - 1, -1, -1)
+            present = first < units
+            of_unit = (np.cumsum(present) - 1)[code]
+            first = first[present]
+        else:
+            distinct, of_unit = np.unique(code, return_inverse=True)
+            first = None
     else:                                     # past int64: the rows themselves
         distinct, of_unit = np.unique(kept, axis=0, return_inverse=True)
-    first = np.empty(len(distinct), np.int64)
+        first = None
     of_unit = of_unit.ravel()
-    first[of_unit[::-1]] = np.arange(len(of_unit) - 1, -1, -1)          # a unit of each distinct placement
-    lists = [s[:c] for s, c in zip(slots[first].tolist(), ncopy[first].tolist())]
+    if first is None:
+        first = np.empty(len(distinct), np.int64)
+        first[of_unit[::-1]] = np.arange(len(of_unit) - 1, -1, -1)      # a unit of each distinct placement
+    lists = np.empty(len(first), object)
+    for k, (s, c) in enumerate(zip(slots[first].tolist(), ncopy[first].tolist())):
+        lists[k] = s[:c]
     return lists, of_unit

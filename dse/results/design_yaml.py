@@ -52,6 +52,10 @@ class _Row(list):
     text: str | None = None
 
 
+class _RowText(str):
+    """A ``#`` row as its text alone (`_Slots.row_text`): what `design_text` writes of a row."""
+
+
 class Dumper(_SafeDumper):
     """PyYAML's safe dumper (libyaml's C emitter when present) writing `_Row` lists on one flow line."""
 
@@ -198,25 +202,36 @@ def _layout(names: tuple[str, ...]) -> list:
 
 
 def _common(codes: np.ndarray) -> np.ndarray:
-    """Per column of ``codes`` (layers x indices) its most frequent code, the one first met on a tie (as
-    `collections.Counter.most_common` counts)."""
+    """Per column of ``codes`` (layers x indices; codes are `_Slots.codes`, unit positions, so at most as
+    many as units) its most frequent code, the one first met on a tie (as `collections.Counter.most_common`
+    counts). Counted on tables indexed by code, without sorting: a code's count and first row in a column
+    give it one score, distinct for distinct codes of a column."""
     if len(codes) == 1:
         return codes[0]
-    values, inverse = np.unique(codes, return_inverse=True)
-    k, (n_rows, n_cols) = len(values), codes.shape
-    keys = (np.arange(n_cols)[None, :] * k + inverse.reshape(codes.shape)).ravel()
+    n_rows, n_cols = codes.shape
+    present = np.zeros(int(codes.max()) + 1, bool)
+    present[codes.ravel()] = True
+    values = np.flatnonzero(present)                 # the distinct codes, ascending (as np.unique gives them)
+    k = len(values)
+    inverse = (np.cumsum(present) - 1)[codes]
+    keys = (np.arange(n_cols)[None, :] * k + inverse).ravel()
     counts = np.bincount(keys, minlength=n_cols * k)
-    first = np.full(n_cols * k, n_rows, np.int64)
-    seen, at = np.unique(keys, return_index=True)        # row-major: the first index is the earliest layer
-    first[seen] = at // n_cols
+    first = np.full(n_cols * k, n_rows, np.int64)    # row-major: the last write, reversed, is the earliest layer
+    first[keys[::-1]] = np.arange(len(keys) - 1, -1, -1) // n_cols
     score = (counts * (n_rows + 1) - first).reshape(n_cols, k)
     return values[score.argmax(axis=1)]
+
+
+#: the most distinct codes per unit `_Slots` looks up in a table indexed by code (past it: NumPy's sort)
+_TABLE_PER_UNIT = 4
 
 
 class _Slots:
     """A placement's slots coded: ``codes[k]`` the code of the k-th unit's slots, the position of the first unit
     holding the same slots; ``slots[c]`` those slots, ``entry[c]`` a row's entry for them, ``multi[c]``
-    whether that entry is a list (copies, or none)."""
+    whether that entry is a list (copies, or none). Where the slots read as few integers (at most
+    `_TABLE_PER_UNIT` per unit: a package's slots, one or two copies) a table indexed by them finds each
+    one's first unit; else NumPy's ``unique``."""
 
     def __init__(self, values: list):
         self.slots = values
@@ -228,12 +243,19 @@ class _Slots:
         copy = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)     # copy k of its unit
         held[np.repeat(np.arange(n), counts), copy] = flat + 1
         base = int(held.max(initial=0)) + 1
-        if width * np.log2(base) < 62:                  # one integer per unit: its slots in base `base`
-            _, first, inverse = np.unique(held @ base ** np.arange(width - 1, -1, -1, dtype=np.int64),
-                                          return_index=True, return_inverse=True)
+        if width * np.log2(base) < 62 and base ** width <= _TABLE_PER_UNIT * n + 1024:
+            code = held @ base ** np.arange(width - 1, -1, -1, dtype=np.int64)    # its slots in base `base`
+            table = np.full(base ** width, n, np.int64)     # the first unit of each code (the last write, reversed)
+            table[code[::-1]] = np.arange(n - 1, -1, -1)
+            self.codes = table[code]
+            first = table[table < n]
         else:
-            _, first, inverse = np.unique(held, axis=0, return_index=True, return_inverse=True)
-        self.codes = first[inverse.ravel()]             # return_index: each distinct row's first unit
+            if width * np.log2(base) < 62:
+                _, first, inverse = np.unique(held @ base ** np.arange(width - 1, -1, -1, dtype=np.int64),
+                                              return_index=True, return_inverse=True)
+            else:
+                _, first, inverse = np.unique(held, axis=0, return_index=True, return_inverse=True)
+            self.codes = first[inverse.ravel()]         # return_index: each distinct row's first unit
         self.multi = np.zeros(n, bool)
         self.multi[first[counts[first] != 1]] = True
         self.entry = np.empty(n, object)        # a code's entry: its slot, or its list of slots (copied by `row`)
@@ -260,16 +282,28 @@ class _Slots:
         row.text = " ".join(texts)
         return row
 
+    def row_text(self, codes: np.ndarray, indices: list[int]) -> _RowText:
+        """The text of `row` alone (what a design file writes), without its entries."""
+        texts = self.text[codes].tolist()
+        if indices[-1] + 1 != len(indices):
+            full = ["-"] * (indices[-1] + 1)
+            for i, text in zip(indices, texts):
+                full[i] = text
+            texts = full
+        return _RowText(" ".join(texts))
 
-def _compact_run(group, run: list[int], indices: list, codes: np.ndarray, slots: _Slots) -> dict[str, Any]:
+
+def _compact_run(group, run: list[int], indices: list, codes: np.ndarray, slots: _Slots,
+                 texts: bool = False) -> dict[str, Any]:
     """One run of layers of a role (``codes``: the slots' code of each layer's units, layers x indices): its
     most common placement over the run (when that writes less), then layers that deviate in many units
     whole, else their deviating units by name; consecutive layers written whole with the same placement
-    share one ``{a..b}`` key."""
+    share one ``{a..b}`` key. ``texts``: rows as their text alone (`_Slots.row_text`)."""
     prefix, role, indexed = group
+    row = slots.row_text if texts else slots.row
 
     def whole(codes_of):
-        return slots.row(codes_of, indices) if indexed else list(slots.slots[int(codes_of[0])])
+        return row(codes_of, indices) if indexed else list(slots.slots[int(codes_of[0])])
     common = _common(codes)
     deviating = codes != common[None, :]
     counts = deviating.sum(axis=1).tolist()
@@ -287,8 +321,9 @@ def _compact_run(group, run: list[int], indices: list, codes: np.ndarray, slots:
                     out.update({f"{prefix}L{layer}.{role}{indices[j]}": list(slots.slots[codes[r, j]])
                                 for j in np.flatnonzero(deviating[r]).tolist()})
     spans: list[list[int]] = []
+    same = [False] + (codes[1:] == codes[:-1]).all(axis=1).tolist()      # a layer placed as the one before
     for r in own:
-        if spans and spans[-1][-1] == r - 1 and np.array_equal(codes[spans[-1][-1]], codes[r]):
+        if spans and spans[-1][-1] == r - 1 and same[r]:
             spans[-1].append(r)
         else:
             spans.append([r])
@@ -296,10 +331,11 @@ def _compact_run(group, run: list[int], indices: list, codes: np.ndarray, slots:
     return out
 
 
-def compact_placement(placement: dict[str, list[int]]) -> dict[str, Any]:
+def compact_placement(placement: dict[str, list[int]], texts: bool = False) -> dict[str, Any]:
     """``placement`` in the design file's compact form (module docstring): names that are not per-layer
     units as they are, each per-layer role at the place of its first unit, by layer runs and rows. The
-    work per unit is a code for its slots; a role's common placement and deviations are array operations."""
+    work per unit is a code for its slots; a role's common placement and deviations are array operations.
+    ``texts``: each row as its text alone (`_RowText`, what `placement_yaml` writes), not its entries."""
     values = list(placement.values())
     slots = _Slots(values)
     out: dict[str, Any] = {}
@@ -307,7 +343,7 @@ def compact_placement(placement: dict[str, list[int]]) -> dict[str, Any]:
         if len(item) == 2:
             out[item[0]] = list(values[item[1]])
         else:
-            out.update(_compact_run(item[0], item[1], item[2], slots.codes[item[3]], slots))
+            out.update(_compact_run(item[0], item[1], item[2], slots.codes[item[3]], slots, texts))
     return out
 
 
@@ -325,6 +361,8 @@ def _entry_text(entry) -> str:
 def _flow(value) -> str:
     """A placement value: a row as one quoted string (``"6 25 17+4 -"``), slots as a flow list (``[6, 9]``).
     A row `_Slots.row` made carries that text already (one string per distinct placement, joined)."""
+    if isinstance(value, _RowText):
+        return f'"{value}"'
     if isinstance(value, _Row):
         if value.text is not None:
             return f'"{value.text}"'
@@ -357,4 +395,4 @@ def design_text(design) -> str:
                 ddr_channels=design.ddr_channels, link=design.link, mapping=design.mapping, **design.package_choices())
     if design.system:
         data["system"] = dict(design.system)
-    return dump_yaml(data) + placement_yaml(compact_placement(design.placement))
+    return dump_yaml(data) + placement_yaml(compact_placement(design.placement, texts=True))

@@ -48,9 +48,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
     if not experts:
         return []
     table = breakdowns.attributes(p) if breakdowns is not None else characterize(p)
-    at = {}                     # (unit, kind) -> its first row (a unit has one per precision it may take)
-    for i, key in enumerate(zip(table["unit"], table["chiplet"])):
-        at.setdefault(key, i)
+    at = _first_rows(table)
     held, held_note = _held_per_weight_byte(p.study)
     names, on_names, first = [], [], []
     for unit in experts:
@@ -59,7 +57,8 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
             continue
         names.append(unit)
         on_names.append(", ".join(on))
-        first.append(at[(unit, on[0])])
+        first.append((unit, on[0]))
+    first = at(first)
     if not names:
         return []
     here = table.iloc[first]
@@ -73,9 +72,34 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
     bandwidth = _slot_bandwidth(p, design)
     figures = []
     for k in kinds:
-        of_k = table.iloc[[at[(u, k)] for u in experts]]
+        of_k = table.iloc[at([(u, k) for u in experts])]
         figures.append((k, float(of_k["peak_flops"].iloc[0]), bandwidth.get(k, float(of_k["bandwidth_Bps"].median()))))
     return section_lines(design_id, why, held_note, df, figures)
+
+
+def _first_rows(table: pd.DataFrame):
+    """A function of (unit, chiplet) pairs giving each pair's first row of the attribute table ``table`` (a
+    unit has one row per precision it may take), a `KeyError` for a pair it lacks. The table's pairs are
+    coded on arrays (``pd.factorize`` of each column, the first row of each code by one reversed
+    assignment): DeepSeek-V3 per layer has about 60,000 rows."""
+    unit_code, units = pd.factorize(table["unit"])
+    kind_code, kinds = pd.factorize(table["chiplet"])
+    n_kinds = max(len(kinds), 1)
+    row = np.flatnonzero((unit_code >= 0) & (kind_code >= 0))     # rows naming both
+    keys = unit_code[row].astype(np.int64) * n_kinds + kind_code[row]
+    first = np.full(len(units) * n_kinds, -1, np.int64)
+    first[keys[::-1]] = row[::-1]
+    first = first.tolist()
+    unit_at = {u: i for i, u in enumerate(units.tolist())}
+    kind_at = {k: i for i, k in enumerate(kinds.tolist())}
+
+    def rows(pairs: list[tuple[str, str]]) -> list[int]:
+        out = [first[unit_at[u] * n_kinds + kind_at[k]] if u in unit_at and k in kind_at else -1
+               for u, k in pairs]
+        if -1 in out:
+            raise KeyError(pairs[out.index(-1)])
+        return out
+    return rows
 
 
 def section_lines(design_id: str, why: str, held_note: str, df: pd.DataFrame, figures: list[tuple]) -> list[str]:
