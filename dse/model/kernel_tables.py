@@ -43,6 +43,19 @@ def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, flat
 
 
+def incident_edges(src: np.ndarray, dst: np.ndarray, n_units: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's incident edges as a CSR list (pointers, edge numbers): the edges it sends or receives
+    (a unit's own loop once), ascending. Sorted on arrays by (unit, edge): 30,000 hand-offs of DeepSeek-V3
+    per layer without a Python step each."""
+    edge = np.arange(len(src), dtype=np.int64)
+    other = dst != src
+    unit = np.concatenate([src, dst[other]]).astype(np.int64)
+    edge = np.concatenate([edge, edge[other]])
+    ptr = np.zeros(n_units + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(unit, minlength=n_units))
+    return ptr, edge[np.lexsort((edge, unit))]
+
+
 def weight_per_copy(t: EvalTables, max_copies: int, split: bool) -> np.ndarray:
     """Expected weight bytes one copy reads per layer instance, for 1..max_copies copies: ``[U, C + 1]``.
 
@@ -73,12 +86,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     edge_phase = np.where(t.edge_repeat == repeat, 0, np.where(t.edge_repeat == 1, 1, 2))[e_order]
     assert ((edge_phase != 2) | (t.edge_repeat[e_order] == repeat[e_order] - 1)).all()
     src, dst = t.edge_src[e_order], t.edge_dst[e_order]
-    incident: list[list[int]] = [[] for _ in range(t.n_units)]
-    for e, (a, b) in enumerate(zip(src, dst)):
-        incident[a].append(e)
-        if b != a:
-            incident[b].append(e)
-    unit_edge_ptr, unit_edges = _csr(incident)
+    unit_edge_ptr, unit_edges = incident_edges(src, dst, t.n_units)
     after = [list(a) for a in t.stage_after]
     assert all(p < s for s, a in enumerate(after) for p in a), "stages must be numbered in topological order"
     after_ptr, after_ids = _csr(after)

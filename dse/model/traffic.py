@@ -15,6 +15,8 @@ Link loads follow the package's routes (noc.route: XY on a mesh or torus, shorte
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 import pandas as pd
 
@@ -40,12 +42,15 @@ def _slot_lists(design: Design, names: list[str], units: np.ndarray) -> tuple[np
     ``names``, each looked up in that order, so a missing unit is reported as the edge loop met it)."""
     start = np.zeros(len(names), dtype=np.int64)
     count = np.zeros(len(names), dtype=np.int64)
-    flat: list[int] = []
-    for u in units.tolist():
-        slots = _slots(design, names[u])
-        start[u], count[u] = len(flat), len(slots)
-        flat.extend(slots)
-    return start, count, np.array(flat, dtype=np.int64)
+    units = np.asarray(units, np.int64)
+    missing = object()
+    lists = [design.placement.get(names[u], missing) for u in units.tolist()]
+    for u, slots in zip(units.tolist(), lists):
+        if slots is missing:
+            _slots(design, names[u])                # the first unit without slots, named
+    held = np.fromiter(map(len, lists), np.int64, len(lists))
+    start[units], count[units] = np.cumsum(held) - held, held
+    return start, count, np.fromiter(chain.from_iterable(lists), np.int64, int(held.sum()))
 
 
 def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections import Counter
 from pathlib import Path
 
 import markdown
@@ -224,19 +225,21 @@ def system_text(design, row: pd.Series, package_step_s: float) -> str:
 MAX_UNITS_NAMED = 12
 
 
-def held_text(units: str, graph) -> str:
+def held_text(units: str, kind_of: dict[str, str]) -> str:
     """The units a chiplet holds (space-separated names) for a table cell: the names when few, else how
-    many of each kind (``250 expert, 1 attention``): a cell as long for 15,000 units as for 15."""
+    many of each kind (``250 expert, 1 attention``, kinds in the order first met; ``kind_of``: each unit's
+    kind, `unit_kinds`): a cell as long for 15,000 units as for 15."""
     names = units.split()
     if not names:
         return "-"
     if len(names) <= MAX_UNITS_NAMED:
         return units
-    counts: dict[str, int] = {}
-    for u in names:
-        kind = graph.nodes[u]["kind"]
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return ", ".join(f"{n} {kind}" for kind, n in Counter(map(kind_of.__getitem__, names)).items())
+
+
+def unit_kinds(graph) -> dict[str, str]:
+    """Each unit of a workload graph -> its kind, read once for a report's per-chiplet tables."""
+    return {u: kind for u, kind in graph.nodes(data="kind")}
 
 
 def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str],
@@ -262,10 +265,10 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
     chips = (breakdowns or Breakdowns(prepared)).chiplets(design, latency)
-    graph = prepared.tables.workload.graph
+    kind_of = unit_kinds(prepared.tables.workload.graph)
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
-        "kind": chips["kind"], "units held": [held_text(u, graph) for u in chips["units"]],
+        "kind": chips["kind"], "units held": [held_text(u, kind_of) for u in chips["units"]],
         "stored / HBM [GiB]": [memory_text(a, b) for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
         "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
         "compute [% of step]": 100 * chips["compute_s"] / latency,

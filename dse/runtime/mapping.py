@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -158,7 +159,7 @@ def placement_arrays(placement: dict[str, list[int]], unit_names: list[str], wid
     n = np.fromiter(map(len, lists), np.int64, len(lists))
     slots = np.full((len(lists), max(width, int(n.max(initial=1)))), -1, np.int64)
     slots[np.arange(len(lists)).repeat(n), np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)] = \
-        [s for x in lists for s in x]
+        np.fromiter(chain.from_iterable(lists), np.int64, int(n.sum()))
     return Placement(slots, n)
 
 
