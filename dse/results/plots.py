@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MatplotlibFigure
 from matplotlib.patches import FancyArrow, FancyArrowPatch, Rectangle
@@ -265,6 +265,10 @@ def _one_group(names) -> bool:
     return True
 
 
+#: a floorplan's text through FreeType's auto-hinter, not the font's own hinting program (which FreeType runs again
+#: each time matplotlib sets the size: before every glyph): an 8 x 8 floorplan's PNG in about a tenth less CPU,
+#: 1-3 % smaller, the same texts and layout (docs/performance.md, "Issue 52, eighth round (the floorplans)")
+FLOORPLAN_RC = {"text.hinting": "force_autohint"}
 WRAP_BULGE = 0.2        # how far a torus wrap-around arc leaves the chiplet edge (chiplet side = 1)
 #: chiplets above which a floorplan writes each chiplet's kind, units, memory and busy share as one text
 MANY_CHIPLETS = 16
@@ -403,7 +407,8 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
             else:
                 fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
                                      title=f"{title} {design_id}", breakdowns=breakdowns)
-            written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
+            with rc_context(FLOORPLAN_RC):
+                written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
         written["roofline"] = save(plot_roofline(breakdowns.attributes(prepared)), folder, "roofline", svg)[0]
     return written
 
