@@ -174,3 +174,24 @@ def test_floorplan_skips_data_limits_with_the_same_pixels(written, monkeypatch):
     slow = plot_floorplan(design, prepared)
     assert np.isfinite(slow.axes[0].dataLim.bounds).all()
     assert np.array_equal(pixels(slow), fast)
+
+
+def test_floorplans_saved_with_their_own_text_hinting(written, monkeypatch, tmp_path):
+    """The floorplans' PNGs are drawn with `FLOORPLAN_RC`'s hinting (FreeType's auto-hinter: docs/performance.md,
+    "Issue 52, eighth round (the floorplans)"); every other figure with matplotlib's, and the setting does not
+    outlive the floorplan."""
+    import matplotlib
+    from dse.results import plots
+    result, _ = written
+    hinting: dict[str, str] = {}
+
+    def save(fig, folder, name, svg=False):
+        hinting[name] = matplotlib.rcParams["text.hinting"]
+        return [folder / f"{name}.png"]
+    monkeypatch.setattr(plots, "save", save)
+    before = matplotlib.rcParams["text.hinting"]
+    plots.write_plots(result, tmp_path / "plots")
+    floorplans = {name: h for name, h in hinting.items() if name.startswith("floorplan_")}
+    assert floorplans and set(floorplans.values()) == {plots.FLOORPLAN_RC["text.hinting"]} != {before}
+    assert {h for name, h in hinting.items() if name not in floorplans} == {before}
+    assert matplotlib.rcParams["text.hinting"] == before

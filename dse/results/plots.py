@@ -7,12 +7,13 @@ results tables and from the study's own models (dse.model.traffic for link utili
 """
 from __future__ import annotations
 
+from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MatplotlibFigure
 from matplotlib.patches import FancyArrow, FancyArrowPatch, Rectangle
@@ -244,15 +245,30 @@ def plot_convergence(result, results_dir: str | Path | None = None) -> Figure:
 def _units_text(units: list[str], kinds: dict[str, str], one_group: bool, width: int = 3) -> str:
     """Units a chiplet holds, by name (``L0-31.e3`` -> ``e3`` when every layer shares one group), or
     counted by kind when there are many."""
-    if len(units) > 9:
-        counts: dict[str, int] = {}
-        for u in units:
-            counts[kinds[u]] = counts.get(kinds[u], 0) + 1
+    if len(units) > 9:          # kinds in the order first met (a Counter keeps it): an 8 x 8 floorplan counts 15,000
+        counts = Counter(map(kinds.__getitem__, units))
         return "\n".join(f"{n} x {k}" for k, n in counts.items())
     names = [u.split(".", 1)[1] if one_group and "." in u else u for u in units]
     return "\n".join(" ".join(names[i:i + width]) for i in range(0, len(names), width))
 
 
+def _one_group(names) -> bool:
+    """Whether every unit name with a group (``L0-31.e3``: the part before the first dot) has the same one; stops
+    at the second group (a model placed per layer has one a layer)."""
+    first = None
+    for name in names:
+        group, dot, _ = name.partition(".")
+        if dot and group != first:
+            if first is not None:
+                return False
+            first = group
+    return True
+
+
+#: a floorplan's text through FreeType's auto-hinter, not the font's own hinting program (which FreeType runs again
+#: each time matplotlib sets the size: before every glyph): an 8 x 8 floorplan's PNG in about a tenth less CPU,
+#: 1-3 % smaller, the same texts and layout (docs/performance.md, "Issue 52, eighth round (the floorplans)")
+FLOORPLAN_RC = {"text.hinting": "force_autohint"}
 WRAP_BULGE = 0.2        # how far a torus wrap-around arc leaves the chiplet edge (chiplet side = 1)
 #: chiplets above which a floorplan writes each chiplet's kind, units, memory and busy share as one text
 MANY_CHIPLETS = 16
@@ -274,7 +290,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     util = 100.0 * link_utilisation(loads, latency).to_numpy()
     chips = breakdowns.chiplets(design, latency)
     kinds = breakdowns.unit_kinds(design)
-    one_group = len({u.split(".", 1)[0] for u in tables.unit_names if "." in u}) <= 1
+    one_group = _one_group(tables.unit_names)
     kind_names = list(dict.fromkeys(list(tables.kind_names) + list(design.chiplets)))
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
 
@@ -391,7 +407,8 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
             else:
                 fig = plot_floorplan(design, prepared, rows.loc[design_id] if design_id in rows.index else None,
                                      title=f"{title} {design_id}", breakdowns=breakdowns)
-            written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
+            with rc_context(FLOORPLAN_RC):
+                written[f"floorplan_{design_id}"] = save(fig, folder, f"floorplan_{design_id}", svg)[0]
         written["roofline"] = save(plot_roofline(breakdowns.attributes(prepared)), folder, "roofline", svg)[0]
     return written
 
