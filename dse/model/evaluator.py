@@ -40,7 +40,9 @@ class Evaluator(PopulationEvaluator):
     def __init__(self, tables: EvalTables, space: Space, package: PackageSpec, max_copies: int,
                  faults: FaultsSpec | None = None):
         self.tables, self.space, self.link, self.topology = tables, space, package.link, package.topology
-        self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split)
+        self.kernel = kernel_tables(tables, max(space.max_slots, max_copies), space.split, max_copies,
+                                    int(space.upper[space.slices["hbm"]].max()),
+                                    int(space.upper[space.slices["ddr"]].max()))
         self.max_copies = max_copies
         self.needs_memory = needs_memory(tables)        # [U, K] (dse.model.memory_path)
         self.package = package

@@ -117,7 +117,10 @@ def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start
     / ``lb`` (``L`` links): each instance's time into ``comm[s]`` (longest hand-off + busiest link), each edge's
     latency and per-pair bytes into ``edge_lat`` / ``edge_amt``, the link loads into ``loads`` (rows of ``LM``:
     the L links, then spare lanes `add_route` writes to). A stage's bytes are summed per chiplet pair first,
-    then each pair's route is walked once.
+    then each pair's route is walked once. ``pair_amt`` is all 0.0 between calls (a fresh workspace's zeros;
+    each pair's sum is set back once routed), so a pair's first amount adds to 0.0 with no test, and a pair
+    first seen is listed without a branch (a mispredicted branch per new pair cost more: issue 52, eighth
+    round); the same sums, in the same order, as testing each pair.
     Returns (byte-hops, network energy) of the whole step."""
     comm[nowrap(s), nowrap(REST)] = 0.0
     hand_off_net = 0.0
@@ -148,18 +151,18 @@ def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start
                     if i != j:
                         q = i * n + j
                         longest = max(longest, pair_latency[nowrap(pb + q)])
-                        if not pair_seen[nowrap(q)]:
-                            pair_seen[nowrap(q)] = True
-                            pair_amt[nowrap(q)] = 0.0
-                            pair_list[nowrap(n_pairs)] = q
-                            n_pairs += 1
-                        pair_amt[nowrap(q)] += amount
+                        seen = pair_seen[nowrap(q)]     # a pair first seen goes on the list: no branch
+                        pair_list[nowrap(n_pairs)] = q
+                        n_pairs += 0 if seen else 1
+                        pair_seen[nowrap(q)] = True
+                        pair_amt[nowrap(q)] += amount     # 0.0 + amount for a new pair, as a sum from 0.0
             edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
             slowest = max(slowest, edge_lat[nowrap(e)])
         for x in range(n_pairs):
             q = pair_list[nowrap(x)]
             pair_seen[nowrap(q)] = False
             amount = pair_amt[nowrap(q)]
+            pair_amt[nowrap(q)] = 0.0       # every pair's sum back at 0.0 for the next stage
             p = pb + q
             add_route(loads, base, pad_ptr, pad_links, p, amount)
             hops += amount * (pair_ptr[nowrap(p + 1)] - pair_ptr[nowrap(p)])

@@ -13,6 +13,7 @@ import numpy as np
 
 import arch
 
+from .copy_table import COST_FIELDS, copy_tables
 from .grouped import group_tables
 from .tables import UNIT_KINDS, EvalTables, stream_buffer_bytes
 
@@ -33,7 +34,10 @@ KernelTables = namedtuple("KernelTables", [
     # weight streaming from the DDR (`stream_weights`): the two buffers' bytes in the fast tier; 0: off
     "stream_buf",
     # tiers below the package (dse.model.offload; ``offload`` False: none, every figure 0)
-    "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e"])
+    "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e",
+    # copy costs of the study alone (dse.model.copy_table): ``copy_table`` [U, C, K, copy_stacks + DDR channels, 4]
+    # (no rows: none), ``copy_fixed`` [U, C, K, 2]; ``copy_stacks`` the stack counts it covers
+    "copy_table", "copy_fixed", "copy_stacks"])
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,8 +78,11 @@ def weight_per_copy(t: EvalTables, max_copies: int, split: bool) -> np.ndarray:
     return if_run[:, None] * (1.0 - (1.0 - q) ** (tokens / c))
 
 
-def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
-    """Pack the study tables into the arrays the Numba kernels read (stages and edges in order)."""
+def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, stacks: int = -1,
+                  channels: int = -1) -> KernelTables:
+    """Pack the study tables into the arrays the Numba kernels read (stages and edges in order), with the copy
+    costs of the study alone (dse.model.copy_table) for 1..``copies`` copies, 0..``stacks`` HBM stacks on a
+    chiplet and 0..``channels`` DDR channels (``copies`` 0: none)."""
     assert (np.diff(t.unit_stage) >= 0).all(), "units must come in stage order"
     S = len(t.stage_repeat)
     stage_start = np.searchsorted(t.unit_stage, np.arange(S + 1)).astype(np.int64)
@@ -95,7 +102,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
     with np.errstate(divide="ignore", invalid="ignore"):    # share of a unit's weight bytes one copy reads
         unit_w_ratio = np.where(t.unit_weight_read[:, None] > 0, unit_w_copy / t.unit_weight_read[:, None], 0.0)
     hbm, ddr, f = t.hbm, t.ddr, float
-    return KernelTables(
+    T = KernelTables(
         unit_is_expert=(t.unit_kind == UNIT_KINDS.index("expert")), unit_stage=t.unit_stage.astype(np.int64),
         unit_read_scale=(t.stage_repeat * t.stage_prob)[t.unit_stage].astype(float),
         unit_capacity=t.unit_capacity_bytes, unit_kv=t.unit_kv_bytes, unit_w_copy=unit_w_copy, unit_time=t.unit_time_s, unit_energy=t.unit_energy_j,
@@ -135,7 +142,13 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         sram_over_hbm=bool(hbm is not None and t.kind_hbm_phy is not None
                            and np.any((t.kind_sram_Bps > 0) & t.kind_hbm_phy)),
         stream_buf=stream_buffer_bytes(t),
-        **_offload_fields(t.offload))
+        **_offload_fields(t.offload),
+        copy_table=np.zeros((0, 0, len(t.kind_mem_efficiency), 0, COST_FIELDS)),
+        copy_fixed=np.zeros((0, 0, len(t.kind_mem_efficiency), 2)), copy_stacks=0)
+    if copies <= 0:
+        return T
+    table, fixed = copy_tables(T, copies, stacks + 1, channels + 1)
+    return T._replace(copy_table=table, copy_fixed=fixed, copy_stacks=stacks + 1)
 
 
 def _offload_fields(o) -> dict:

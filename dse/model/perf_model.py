@@ -55,6 +55,7 @@ import numba as nb
 import numpy as np
 
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
+from .copy_table import table_entry
 from .grouped import add_groups
 from .hand_offs import allreduce, stage_hand_offs
 from .hbm_placement import place_design_ordered, stream_bandwidth
@@ -211,6 +212,8 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     f_sram = W.f_sram
     three = f_sram.shape[nowrap(0)] > 0                 # SRAM in front of HBM somewhere: no incremental costing
     stream_buf = T.stream_buf                           # weight streaming (> 0): no incremental costing either
+    copy_tab, copy_fixed, n_stacks = T.copy_table, T.copy_fixed, T.copy_stacks      # dse.model.copy_table
+    n_fixed = copy_fixed.shape[nowrap(1)]
     for d in range(sizes.shape[nowrap(0)]):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
@@ -262,19 +265,33 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                 for r in range(c):
                     i = slots[nowrap(u), nowrap(r)]
                     k = kind[nowrap(i)]
-                    b = copy_bytes(w_copy, other_dram, u, c, k)
-                    cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
-                                       f_sram[nowrap(u), nowrap(r)] if three else 0.0,
-                                       local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
-                                                    sram_e[nowrap(k)], ddr_bw, ddr_e,
-                                                    stream_bandwidth(stream_buf, stacks[nowrap(i)], hbm_cap,
-                                                                     sram_cap[nowrap(k)], ddr_bw)),
-                                       kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w, op_o,
-                                       op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k), op_e)
-                    t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j
-                    if cc.stream_s > 0.0 and (fill_stage < 0 or fill_stage == s):
-                        fill_stage = s
-                        fill = max(fill, cc.stream_s)
+                    if c <= n_fixed:        # the study's figures of (u, c, k) (dse.model.copy_table)
+                        b = copy_fixed[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(0)]
+                        e_unit = copy_fixed[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(1)]
+                    else:
+                        b = copy_bytes(w_copy, other_dram, u, c, k)
+                        e_unit = unit_energy[nowrap(u), nowrap(k)] / c
+                    v = table_entry(copy_tab, n_stacks, c, k, stacks[nowrap(i)], hbm_bw, sram_bw[nowrap(k)], ddr,
+                                    f[nowrap(u), nowrap(r)])
+                    if v >= 0:              # a cost of the study alone, looked up (dse.model.copy_table)
+                        t = copy_tab[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(v), nowrap(0)]
+                        b_ddr = copy_tab[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(v), nowrap(1)]
+                        ed = copy_tab[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(v), nowrap(2)]
+                        de = copy_tab[nowrap(u), nowrap(c - 1), nowrap(k), nowrap(v), nowrap(3)]
+                    else:
+                        cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)], b, f[nowrap(u), nowrap(r)],
+                                           f_sram[nowrap(u), nowrap(r)] if three else 0.0,
+                                           local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
+                                                        sram_e[nowrap(k)], ddr_bw, ddr_e,
+                                                        stream_bandwidth(stream_buf, stacks[nowrap(i)], hbm_cap,
+                                                                         sram_cap[nowrap(k)], ddr_bw)),
+                                           kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time, op_w,
+                                           op_o, op_prob, op_inv, power_terms(limit, floor, static_w, active_w, k),
+                                           op_e)
+                        t, b_ddr, ed, de = cc.time_s, cc.ddr_bytes, cc.dram_j, cc.clock_j
+                        if cc.stream_s > 0.0 and (fill_stage < 0 or fill_stage == s):
+                            fill_stage = s
+                            fill = max(fill, cc.stream_s)
                     copy_time[nowrap(u), nowrap(r)] = t + ar_time[nowrap(u)]
                     copy_ddr[nowrap(u), nowrap(r)] = b_ddr
                     ct[nowrap(s), nowrap(i)] += copy_time[nowrap(u), nowrap(r)]
@@ -285,8 +302,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
                                                                  issue[nowrap(k)], alone)
                     sd += b_ddr
                     dram += b
-                    e_compute += (unit_energy[nowrap(u), nowrap(k)] / c
-                                  + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)] + de)
+                    e_compute += e_unit + active_w[nowrap(k)] * copy_time[nowrap(u), nowrap(r)] + de
                     e_dram += ed
             if group_kernels[nowrap(s)] > 0.0:
                 e_compute += add_groups(s, n, kind, lq, group_kernels[nowrap(s)], overhead, issue, active_w, hosts, ct,

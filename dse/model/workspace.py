@@ -22,7 +22,8 @@ Workspace = namedtuple("Workspace", [
     "aff_rows", "new_loads", "bk_comm", "lq", "bk_lq",
     # scenarios
     "finish", "cps", "in_scen", "busy", "host_busy", "order",
-    # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair
+    # hand-off bytes per chiplet pair of one (stage, instance), routed once per pair (``pair_amt`` all 0.0
+    # between stages: dse.model.hand_offs.stage_hand_offs)
     "pair_amt", "pair_seen", "pair_list",
     # fractions of each copy in host DRAM and on SSD (dse.model.offload; no rows without those tiers)
     "f_host", "f_ssd",
