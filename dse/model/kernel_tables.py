@@ -33,7 +33,9 @@ KernelTables = namedtuple("KernelTables", [
     # weight streaming from the DDR (`stream_weights`): the two buffers' bytes in the fast tier; 0: off
     "stream_buf",
     # tiers below the package (dse.model.offload; ``offload`` False: none, every figure 0)
-    "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e"])
+    "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e",
+    # units whose copies cost the same on the same chiplet (`cost_classes`; dse.model.failures's memo)
+    "unit_cost_class"])
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +129,32 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool) -> KernelTables:
         sram_over_hbm=bool(hbm is not None and t.kind_hbm_phy is not None
                            and np.any((t.kind_sram_Bps > 0) & t.kind_hbm_phy)),
         stream_buf=stream_buffer_bytes(t),
-        **_offload_fields(t.offload))
+        **_offload_fields(t.offload),
+        unit_cost_class=cost_classes(t.op_ptr, (t.op_time_s, t.op_weight_bytes, t.op_other_bytes, t.op_prob,
+                                                t.op_inv_steps, t.op_energy_j),
+                                     (unit_w_ratio, unit_w_copy, t.unit_other_dram,
+                                      t.unit_kind == UNIT_KINDS.index("expert"))))
+
+
+def cost_classes(op_ptr: np.ndarray, per_op: tuple, per_unit: tuple) -> np.ndarray:
+    """``[U]``: a class per unit, equal for two units exactly when every figure
+    dse.model.copy_cost.copy_roofline reads of them is the same bits (their operators' rows ``per_op``, in
+    order, and their rows of ``per_unit``): a copy of either on the same chiplet, with the same copy count
+    and DDR fraction, then costs the same (dse.model.failures re-uses such costs). Classes are numbered in
+    order of first appearance."""
+    ops = np.column_stack([np.asarray(a, float).reshape(len(a), -1) for a in per_op])
+    seen: dict[bytes, int] = {}
+    op_class = np.fromiter((seen.setdefault(r.tobytes(), len(seen)) for r in ops), np.int64, len(ops))
+    U = len(op_ptr) - 1
+    counts = np.diff(op_ptr)
+    w = int(counts.max()) if U else 0
+    lane = np.arange(w)[None, :]
+    ids = np.where(lane < counts[:, None], op_class[np.minimum(op_ptr[:-1, None] + lane, max(len(ops) - 1, 0))]
+                   if len(ops) else 0, -1)
+    rows = np.ascontiguousarray(np.column_stack([counts, ids] + [np.ascontiguousarray(a, float).reshape(U, -1).view(np.int64)
+                                                                 for a in per_unit]).astype(np.int64))
+    units: dict[bytes, int] = {}
+    return np.fromiter((units.setdefault(r.tobytes(), len(units)) for r in rows), np.int64, U)
 
 
 def _offload_fields(o) -> dict:
