@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .kernel_tables import KernelTables
+from .kernel_tables import MEMO_COPIES, KernelTables
 from .routes import ROUTE_LANES
 
 Workspace = namedtuple("Workspace", [
@@ -36,9 +36,8 @@ Workspace = namedtuple("Workspace", [
     "memo_t", "memo_d", "memo_stamp", "combo", "memo_calls"])
 
 #: the copy-cost memo of dse.model.failures keeps at most this many chiplet classes (kind, HBM stacks) of a
-#: design and copy counts up to `MEMO_COPIES`; others are computed each time
+#: design and copy counts up to kernel_tables.MEMO_COPIES; others are computed each time
 MEMO_COMBOS = 16
-MEMO_COPIES = 4
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
