@@ -7,6 +7,12 @@ HBM/DDR and those of their copies whose DDR fraction changed re-costed; the hand
 moved unit are re-routed (link loads by subtraction and addition, on copies of their stages' load rows); and
 stage maxima are re-taken only where something changed. Every change is undone afterwards,
 so the workspace again holds the intact design.
+A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost
+class, chiplet class, copy count) where their chiplet's placement is unchanged (DDR fraction 0, or 1 without
+HBM): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
+same bits; DeepSeek-V3 per layer: 1,041 classes of 14,972 units) on chiplets of one kind and HBM stack count
+cost the same bits, so `failures_latency` keeps each such cost in a memo (``W.memo_*``, valid for one call),
+seeded with the intact pass's copies of that kind (no all-reduce, the same DDR fraction).
 The result equals a full evaluation of the re-mapped design (tests/test_evaluator_faults.py). Failures that
 change routes are evaluated in full instead (dse.model.failure_routes.rerouted_failures). A failure that
 leaves a larger capacity shortfall than the intact design counts as lost whatever its latency, so the
@@ -16,6 +22,8 @@ Its helpers are ``inline="always"`` and take arrays and scalars, not the table t
 "Implementation note"); `failures_latency` itself is kept whole (its docstring says why).
 """
 from __future__ import annotations
+
+import math
 
 import numba as nb
 import numpy as np
@@ -119,6 +127,42 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         count2[nowrap(u)] = ncopy[nowrap(u)]
         for r in range(slots.shape[nowrap(1)]):
             slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
+    # --- the copy-cost memo (module docstring): chiplet classes, then the intact pass's costs ---
+    ucls, memo_t, memo_d, memo_stamp, combo = T.unit_cost_class, W.memo_t, W.memo_d, W.memo_stamp, W.combo
+    W.memo_calls[0] += 1
+    stamp = W.memo_calls[0]
+    n_combos, memo_c = memo_t.shape[nowrap(1)], memo_t.shape[nowrap(2)]
+    deltas = False
+    for k_set in range(n_sets):
+        deltas = deltas or set_routes[nowrap(k_set)] < 0
+    if deltas:
+        n_c = 0
+        for i in range(n):
+            same = -1
+            for j in range(i):
+                if kind[nowrap(j)] == kind[nowrap(i)] and stacks[nowrap(j)] == stacks[nowrap(i)]:
+                    same = j
+                    break
+            if same >= 0:
+                combo[nowrap(i)] = combo[nowrap(same)]
+            elif n_c < n_combos:
+                combo[nowrap(i)] = n_c
+                n_c += 1
+            else:
+                combo[nowrap(i)] = -1
+        for u in range(slots.shape[nowrap(0)]):
+            c = ncopy[nowrap(u)]
+            if c >= memo_c or ar_time[nowrap(u)] != 0.0:      # copy_time holds t + all-reduce
+                continue
+            for r in range(c):
+                i = slots[nowrap(u), nowrap(r)]
+                j = combo[nowrap(i)]
+                fr = f[nowrap(u), nowrap(r)]
+                cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
+                if j >= 0 and fr == (1.0 if cap <= 0.0 else 0.0) and math.copysign(1.0, fr) > 0.0:
+                    memo_stamp[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = stamp
+                    memo_t[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = copy_time[nowrap(u), nowrap(r)]
+                    memo_d[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = copy_ddr[nowrap(u), nowrap(r)]
     for k_set in range(n_sets):
         if set_routes[nowrap(k_set)] >= 0:      # routes change: failure_routes.rerouted_failures
             continue
@@ -218,17 +262,28 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
             for r in range(c):
                 i = slots2[nowrap(u), nowrap(r)]
                 cap = local_capacity(stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
+                j = combo[nowrap(i)] if c < memo_c else -1      # its slot in the memo, -1: none
                 if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                     f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
+                else:
+                    j = -1
                 k = kind[nowrap(i)]
-                cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
-                                   copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)], 0.0,
-                                   local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
-                                                sram_e[nowrap(k)], ddr_bw, ddr_e, 0.0),
-                                   kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
-                                   op_w, op_o, op_prob, op_inv,
-                                   power_terms(limit, floor, static_w, active_w, k), op_e)
-                t, b_ddr = cc.time_s, cc.ddr_bytes
+                if j >= 0 and memo_stamp[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] == stamp:
+                    t = memo_t[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)]
+                    b_ddr = memo_d[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)]
+                else:
+                    cc = copy_roofline(u, k, c, w_ratio[nowrap(u), nowrap(c)],
+                                       copy_bytes(w_copy, other_dram, u, c, k), f2[nowrap(u), nowrap(r)], 0.0,
+                                       local_memory(stacks[nowrap(i)], hbm_bw, hbm_e, sram_bw[nowrap(k)],
+                                                    sram_e[nowrap(k)], ddr_bw, ddr_e, 0.0),
+                                       kind_terms(mem_eff, overhead, dispatch, k, alone), op_ptr, op_time,
+                                       op_w, op_o, op_prob, op_inv,
+                                       power_terms(limit, floor, static_w, active_w, k), op_e)
+                    t, b_ddr = cc.time_s, cc.ddr_bytes
+                    if j >= 0:
+                        memo_stamp[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = stamp
+                        memo_t[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = t
+                        memo_d[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] = b_ddr
                 ct[nowrap(s), nowrap(i)] += t + t_ar
                 if grouping:
                     lq[nowrap(s), nowrap(i)] += group_lq[nowrap(u)]

@@ -37,7 +37,12 @@ KernelTables = namedtuple("KernelTables", [
     "offload", "host_cap", "ssd_cap", "link_bps", "ssd_bps", "host_e", "ssd_e",
     # copy costs of the study alone (dse.model.copy_table): ``copy_table`` [U, C, K, copy_stacks + DDR channels, 4]
     # (no rows: none), ``copy_fixed`` [U, C, K, 2]; ``copy_stacks`` the stack counts it covers
-    "copy_table", "copy_fixed", "copy_stacks"])
+    "copy_table", "copy_fixed", "copy_stacks",
+    # units whose copies cost the same on the same chiplet (`cost_classes`; dse.model.failures's memo)
+    "unit_cost_class"])
+
+#: dse.model.failures's copy-cost memo keeps copy counts up to this (Workspace.memo_t's last axis)
+MEMO_COPIES = 4
 
 
 def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -144,11 +149,53 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, 
         stream_buf=stream_buffer_bytes(t),
         **_offload_fields(t.offload),
         copy_table=np.zeros((0, 0, len(t.kind_mem_efficiency), 0, COST_FIELDS)),
-        copy_fixed=np.zeros((0, 0, len(t.kind_mem_efficiency), 2)), copy_stacks=0)
+        copy_fixed=np.zeros((0, 0, len(t.kind_mem_efficiency), 2)), copy_stacks=0,
+        unit_cost_class=cost_classes(t.op_ptr, (t.op_time_s, t.op_weight_bytes, t.op_other_bytes, t.op_prob,
+                                                t.op_inv_steps, t.op_energy_j),
+                                     (unit_w_ratio[:, :MEMO_COPIES + 1], unit_w_copy[:, :MEMO_COPIES + 1],
+                                      t.unit_other_dram,
+                                      t.unit_kind == UNIT_KINDS.index("expert"))))
     if copies <= 0:
         return T
     table, fixed = copy_tables(T, copies, stacks + 1, channels + 1)
     return T._replace(copy_table=table, copy_fixed=fixed, copy_stacks=stacks + 1)
+
+
+def cost_classes(op_ptr: np.ndarray, per_op: tuple, per_unit: tuple) -> np.ndarray:
+    """``[U]``: a class per unit, equal for two units exactly when every figure
+    dse.model.copy_cost.copy_roofline reads of them is the same bits (their operators' rows ``per_op``, in
+    order, and their rows of ``per_unit``, for copy counts up to `MEMO_COPIES` where a row is per count): a
+    copy of either on the same chiplet, with the same copy count and DDR fraction, then costs the same
+    (dse.model.failures re-uses such costs). Classes are numbered in order of first appearance."""
+    ops = np.column_stack([np.asarray(a, float).reshape(len(a), -1) for a in per_op]).view(np.int64)
+    op_class = row_ids(ops)
+    U = len(op_ptr) - 1
+    counts = np.diff(op_ptr)
+    lane = np.arange(int(counts.max()) if U else 0)[None, :]
+    ids = np.where(lane < counts[:, None], op_class[np.minimum(op_ptr[:-1, None] + lane, max(len(ops) - 1, 0))]
+                   if len(ops) else 0, -1)
+    rows = np.column_stack([counts, ids] + [np.ascontiguousarray(a, float).reshape(U, -1).view(np.int64)
+                                            for a in per_unit]).astype(np.int64)
+    return row_ids(rows)
+
+
+def row_ids(rows: np.ndarray) -> np.ndarray:
+    """Ids of the rows of a 2-D int64 array, equal exactly for equal rows, numbered in order of first
+    appearance: rows grouped by a 64-bit hash (multiply-xor per column), the grouping checked row for row
+    (a dictionary of the rows' bytes where two rows share a hash)."""
+    h = np.zeros(len(rows), np.uint64)
+    for col in np.ascontiguousarray(rows.T).view(np.uint64):
+        h ^= col
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if not np.array_equal(rows[first][inverse], rows):
+        seen: dict[bytes, int] = {}
+        return np.fromiter((seen.setdefault(r.tobytes(), len(seen)) for r in rows), np.int64, len(rows))
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse]
 
 
 def _offload_fields(o) -> dict:

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .kernel_tables import KernelTables
+from .kernel_tables import MEMO_COPIES, KernelTables
 from .routes import ROUTE_LANES
 
 Workspace = namedtuple("Workspace", [
@@ -31,7 +31,14 @@ Workspace = namedtuple("Workspace", [
     # no rows unless such a kind can attach HBM: KernelTables.sram_over_hbm)
     "f_sram",
     # a survivor's free local capacity while units re-map onto it (dse.model.failure_remap.remap)
-    "free"])
+    "free",
+    # copy costs already computed for one design's failures (dse.model.failures): [cost class, chiplet class,
+    # copies] time, DDR bytes and the call they belong to; each chiplet's class, the calls so far
+    "memo_t", "memo_d", "memo_stamp", "combo", "memo_calls"])
+
+#: the copy-cost memo of dse.model.failures keeps at most this many chiplet classes (kind, HBM stacks) of a
+#: design and copy counts up to kernel_tables.MEMO_COPIES; others are computed each time
+MEMO_COMBOS = 16
 
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
@@ -43,6 +50,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
     E = T.edge_src.shape[0]
     n_scen = T.scen_prob.shape[0]
     items = U * max_copies
+    memo = (int(T.unit_cost_class.max()) + 1 if U else 0, min(max_chips, MEMO_COMBOS), min(max_copies, MEMO_COPIES) + 1)
     f = lambda *shape: np.zeros(shape)  # noqa: E731
     i64 = lambda *shape: np.zeros(shape, np.int64)  # noqa: E731
     b = lambda *shape: np.zeros(shape, np.bool_)  # noqa: E731
@@ -64,4 +72,5 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
         f_host=f(U if T.offload else 0, max_copies), f_ssd=f(U if T.offload else 0, max_copies),
         f_sram=f(U if T.sram_over_hbm else 0, max_copies),
-        free=f(max_chips))
+        free=f(max_chips),
+        memo_t=f(*memo), memo_d=f(*memo), memo_stamp=i64(*memo), combo=i64(max_chips), memo_calls=i64(1))
