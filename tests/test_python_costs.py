@@ -61,9 +61,9 @@ def test_unit_quality_and_operator_units_equal_the_per_unit_reading():
 
 def test_held_text_counts_kinds_as_the_graph_lookup_did():
     """The report's per-chiplet cell (dse.results.report.held_text) reads the kinds from one map of the
-    graph (`unit_kinds`) instead of a graph lookup per unit: the same text, kinds in the order first met."""
+    graph instead of a graph lookup per unit: the same text, kinds in the order first met."""
     import networkx as nx
-    from dse.results.report import MAX_UNITS_NAMED, held_text, unit_kinds
+    from dse.results.report import MAX_UNITS_NAMED, held_text
     g = nx.DiGraph()
     rng = np.random.default_rng(1)
     kinds = ["expert", "attention", "ffn", "lm_head"]
@@ -80,7 +80,7 @@ def test_held_text_counts_kinds_as_the_graph_lookup_did():
         for u in names:
             counts[g.nodes[u]["kind"]] = counts.get(g.nodes[u]["kind"], 0) + 1
         return ", ".join(f"{n} {kind}" for kind, n in counts.items())
-    kind_of = unit_kinds(g)
+    kind_of = dict(g.nodes(data="kind"))
     for n in (0, 3, MAX_UNITS_NAMED, MAX_UNITS_NAMED + 1, 250):
         units = " ".join(f"u{i}" for i in rng.choice(400, n, replace=False))
         assert held_text(units, kind_of) == by_graph(units)

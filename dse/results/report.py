@@ -228,18 +228,13 @@ MAX_UNITS_NAMED = 12
 def held_text(units: str, kind_of: dict[str, str]) -> str:
     """The units a chiplet holds (space-separated names) for a table cell: the names when few, else how
     many of each kind (``250 expert, 1 attention``, kinds in the order first met; ``kind_of``: each unit's
-    kind, `unit_kinds`): a cell as long for 15,000 units as for 15."""
+    kind, e.g. ``dict(graph.nodes(data="kind"))``): a cell as long for 15,000 units as for 15."""
     names = units.split()
     if not names:
         return "-"
     if len(names) <= MAX_UNITS_NAMED:
         return units
     return ", ".join(f"{n} {kind}" for kind, n in Counter(map(kind_of.__getitem__, names)).items())
-
-
-def unit_kinds(graph) -> dict[str, str]:
-    """Each unit of a workload graph -> its kind, read once for a report's per-chiplet tables."""
-    return {u: kind for u, kind in graph.nodes(data="kind")}
 
 
 def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str],
@@ -265,7 +260,7 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
     chips = (breakdowns or Breakdowns(prepared)).chiplets(design, latency)
-    kind_of = unit_kinds(prepared.tables.workload.graph)
+    kind_of = dict(prepared.tables.workload.graph.nodes(data="kind"))
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
         "kind": chips["kind"], "units held": [held_text(u, kind_of) for u in chips["units"]],
