@@ -10,7 +10,7 @@ so the workspace again holds the intact design.
 A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost
 class, chiplet class, copy count) where their chiplet's placement is unchanged (DDR fraction 0, or 1 without
 HBM): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
-same bits; DeepSeek-V3 per layer: 1,041 classes of 14,972 units) on chiplets of one kind and HBM stack count
+same bits; DeepSeek-V3 per layer: 262 classes of 14,972 units) on chiplets of one kind and HBM stack count
 cost the same bits, so `failures_latency` keeps each such cost in a memo (``W.memo_*``, valid for one call),
 seeded with the intact pass's copies of that kind (no all-reduce, the same DDR fraction).
 The result equals a full evaluation of the re-mapped design (tests/test_evaluator_faults.py). Failures that
