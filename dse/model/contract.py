@@ -88,6 +88,12 @@ class PopulationEvaluator(ABC):
     def designs(self, X: np.ndarray) -> list[Design]:
         """The design records the decision vectors ``X`` stand for."""
 
+    def designs_and_placements(self, X: np.ndarray) -> tuple[list[Design], list | None]:
+        """`designs` of ``X`` and, where this evaluator has them as arrays, each record's placement as
+        dse.model.records.placement_arrays gives it (copies of each unit, every unit's slots one after
+        another, int32, in the placement's order); None: the caller reads the records (the default)."""
+        return self.designs(X), None
+
     @abstractmethod
     def decode(self, X: np.ndarray) -> DecodedDesigns:
         """The packages and mappings of the decision vectors ``X`` as arrays."""

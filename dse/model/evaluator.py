@@ -19,7 +19,7 @@ from .metrics import METRICS, N_KERNEL_METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_population
-from .records import design_arrays, design_records
+from .records import design_arrays, design_records, placement_arrays
 from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
 from .tables import EvalTables
@@ -223,3 +223,9 @@ class Evaluator(PopulationEvaluator):
     def designs(self, X: np.ndarray) -> list[Design]:
         """The designs of gene vectors ``X`` (dse.model.records.design_records)."""
         return design_records(self.decode(X), self.tables, self.link, self.space.mapping, self.topology)
+
+    def designs_and_placements(self, X: np.ndarray) -> tuple[list[Design], list]:
+        """`designs` and their placements as arrays (dse.model.records.placement_arrays), decoded once."""
+        d = self.decode(X)
+        return (design_records(d, self.tables, self.link, self.space.mapping, self.topology),
+                placement_arrays(d))

@@ -2,7 +2,8 @@
 what a user writes, the results keep, the failure reports read) and the kernel arrays
 (dse.model.contract.DecodedDesigns: what the kernels and the runtime cost). `design_arrays` gives the
 arrays of records; `design_records` the records of arrays (dse.model.evaluator.Evaluator.designs, and the
-runtime's segments where the evaluator's record-based reports are needed)."""
+runtime's segments where the evaluator's record-based reports are needed), `placement_arrays` their
+placements as flat arrays (the results' CSV cells and placements table)."""
 from __future__ import annotations
 
 from itertools import chain
@@ -45,15 +46,29 @@ def design_records(d: DecodedDesigns, tables: EvalTables, link: str, mapping: st
     place."""
     names = tables.kind_names
     out = []
+    empty = dict.fromkeys(tables.unit_names) if placement else {}    # every unit, in order: copied, then filled
     for p in (range(len(d.rows)) if which is None else which):
         n = int(d.chiplets[p])
         units = {}
         if placement:
             lists, of_unit = _slot_lists(d.slots[p], d.ncopy[p])
-            units = dict(zip(tables.unit_names, lists[of_unit].tolist()))
+            units = empty.copy()        # sized for every unit at once (dict(zip(...)) grows it step by step)
+            units.update(zip(tables.unit_names, lists[of_unit].tolist()))
         out.append(Design(rows=int(d.rows[p]), cols=int(d.cols[p]), chiplets=[names[k] for k in d.kind[p, :n]],
                           hbm_stacks=[int(s) for s in d.stacks[p, :n]], ddr_channels=int(d.ddr[p]), link=link,
                           mapping=mapping, placement=units, topology=topology))
+    return out
+
+
+def placement_arrays(d: DecodedDesigns, which=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The placements `design_records` gives designs ``which`` (default: all) of ``d``, as arrays: per design
+    (copies of each unit, every unit's slots one after another), little-endian int32, in the records' unit
+    order: dse.results.placement_store.flat_placement of each record, without reading the records' dicts."""
+    copy = np.arange(d.slots.shape[2])
+    out = []
+    for p in (range(len(d.rows)) if which is None else which):
+        count = d.ncopy[p]
+        out.append((count.astype("<i4"), d.slots[p][copy[None, :] < count[:, None]].astype("<i4")))
     return out
 
 

@@ -34,8 +34,11 @@ def placement_text(placement: dict[str, list[int]]) -> str:
     return ";".join(f"{u}={'+'.join(map(str, s))}" for u, s in placement.items())
 
 
-#: unit names of a placement (in its order) -> (the order sorting them, their sorted names as bytes)
+#: unit names of a placement (in its order) -> (the order sorting them, the SHA-256 of their sorted names, each
+#: followed by a newline: the start of every `placement_digest` of that order, copied before it goes on)
 _SORTED: dict[tuple, tuple] = {}
+#: unit names of a placement (in its order) -> the characters of their names (`placement_cell`)
+_CHARS: dict[tuple, int] = {}
 
 
 def flat_placement(placement: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -55,14 +58,17 @@ def placement_digest(placement: dict[str, list[int]], flat: tuple | None = None)
         if len(_SORTED) > 64:
             _SORTED.clear()
         order = np.array(sorted(range(len(names)), key=names.__getitem__), np.int64)
-        _SORTED[names] = (order, "".join(names[i] + "\n" for i in order).encode())
-    order, blob = _SORTED[names]
+        _SORTED[names] = (order, hashlib.sha256("".join(names[i] + "\n" for i in order).encode()))
+    order, names_hash = _SORTED[names]
     counts, slots = flat if flat is not None else flat_placement(placement)
     starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)[:-1]])
     ordered = counts[order]                     # each unit's slots gathered in name order, by whole runs
     begin = np.repeat(starts[order] - np.concatenate([[0], np.cumsum(ordered, dtype=np.int64)[:-1]]), ordered)
     gathered = slots[begin + np.arange(len(slots))]
-    return hashlib.sha256(blob + ordered.astype("<i4").tobytes() + gathered.astype("<i4").tobytes()).hexdigest()[:16]
+    digest = names_hash.copy()
+    digest.update(ordered.astype("<i4").tobytes())
+    digest.update(gathered.astype("<i4").tobytes())
+    return digest.hexdigest()[:16]
 
 
 def placement_summary(placement: dict[str, list[int]], slots: int, files: str, flat: tuple | None = None) -> str:
@@ -79,8 +85,12 @@ def placement_summary(placement: dict[str, list[int]], slots: int, files: str, f
 def placement_cell(placement: dict[str, list[int]], slots: int, files: str, flat: tuple | None = None) -> str:
     """The ``placement`` cell of a design: the placement itself when it fits in `MAX_CELL` characters, else
     `placement_summary` naming ``files`` (``flat``: the `flat_placement` arrays, when already made)."""
-    names = sum(map(len, placement)) + 3 * len(placement)      # "u=s;" at least: no need to write what cannot fit
-    if names <= MAX_CELL:
+    names = tuple(placement)
+    if names not in _CHARS:
+        if len(_CHARS) > 64:
+            _CHARS.clear()
+        _CHARS[names] = sum(map(len, names))
+    if _CHARS[names] + 3 * len(names) <= MAX_CELL:      # "u=s;" at least: no need to write what cannot fit
         text = placement_text(placement)
         if len(text) <= MAX_CELL:
             return text

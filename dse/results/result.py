@@ -122,13 +122,18 @@ class StudyResult:
 
 def build_result(study: Study, X: np.ndarray, metrics: pd.DataFrame, generation: np.ndarray,
                  pareto_index: np.ndarray, designs: list[Design], kind_names: list[str],
-                 convergence: pd.DataFrame | None = None, reference_point: dict | None = None) -> StudyResult:
+                 convergence: pd.DataFrame | None = None, reference_point: dict | None = None,
+                 flats: list[tuple] | None = None) -> StudyResult:
+    """The `StudyResult` of evaluated designs; ``flats``: each design's placement as
+    dse.results.placement_store.flat_placement arrays, when the evaluator gave them (else read from the
+    records)."""
     ids = [f"d{i:05d}" for i in range(len(X))]
     G = constraint_matrix(metrics, study)
     front_set = set(int(i) for i in pareto_index)
     files = [f"designs/{ids[i]}.yaml and {PLACEMENTS_FILE}" if i in front_set else PLACEMENTS_FILE
              for i in range(len(ids))]
-    flats = [flat_placement(d.placement) for d in designs]     # once per design: its CSV cell and the table
+    if flats is None:               # once per design: its CSV cell and the table
+        flats = [flat_placement(d.placement) for d in designs]
     table = pd.concat([pd.DataFrame({"design_id": ids, "generation": generation}),
                        design_columns(designs, kind_names, files, flats), metrics.reset_index(drop=True)[reported_metrics(study, metrics.columns)]],
                       axis=1)

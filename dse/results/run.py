@@ -66,10 +66,10 @@ def _result(study: Study, p: Prepared, outcome: SearchOutcome) -> StudyResult:
     if study.search.screening:
         outcome, report, exact = exact_again(p.evaluator, study, outcome)
         screening = report.as_dict()
-    designs = p.evaluator.designs(outcome.X)
+    designs, placements = p.evaluator.designs_and_placements(outcome.X)
     result = build_result(study, outcome.X, outcome.metrics, outcome.generation, outcome.pareto_index, designs,
                           p.tables.kind_names, convergence=outcome.convergence,
-                          reference_point=outcome.reference_point)
+                          reference_point=outcome.reference_point, flats=placements)
     if exact is not None:
         result.evaluations["fidelity"] = np.where(exact, "exact", "screening")
         result.screening = screening

@@ -162,7 +162,15 @@ class SystemEvaluator(PopulationEvaluator):
 
     def designs(self, X: np.ndarray) -> list[Design]:
         X = self.vectors(X)
-        out = self.package.designs(X)
+        return self._with_layouts(self.package.designs(X), X)
+
+    def designs_and_placements(self, X: np.ndarray) -> tuple[list[Design], list | None]:
+        X = self.vectors(X)
+        out, placements = self.package.designs_and_placements(X)
+        return self._with_layouts(out, X), placements
+
+    def _with_layouts(self, out: list[Design], X: np.ndarray) -> list[Design]:
+        """``out`` (the package designs of ``X``) with each one's parallel layout, for a system."""
         if self.is_system:
             for design, layout in zip(out, self.layouts_of(X)):
                 design.system = layout.as_dict()

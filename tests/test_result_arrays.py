@@ -1,0 +1,84 @@
+"""Issue 52, ninth round: the results' placements read from the decoded arrays, not from the records'
+dicts (dse.model.records.placement_arrays, the evaluators' `designs_and_placements`), the records' dicts
+copied from one sized for every unit, and the digest's sorted names hashed once per name order; every
+result the same as the per-record reading kept here as the reference."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+import dse
+from dse.model.contract import DecodedDesigns
+from dse.model.records import design_records, placement_arrays
+from dse.results import placement_store
+from dse.results.placement_store import flat_placement, placement_cell, placement_digest
+from dse.results.result import build_result
+
+
+class _Tables:
+    def __init__(self, units: int):
+        self.unit_names = [f"u{u}" for u in range(units)]
+        self.kind_names = ["a", "b"]
+
+
+def _same_flat(got, want) -> bool:
+    return all(g.dtype == w.dtype == np.dtype("<i4") and np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_placement_arrays_equal_the_records_flat_placements():
+    rng = np.random.default_rng(5)
+    for copies, side in [(1, 2), (2, 8), (3, 5)]:
+        P, U, S = 5, 30, side * side
+        ncopy = rng.integers(0, copies + 1, size=(P, U))             # 0: a unit without copies
+        slots = np.where(np.arange(copies) < ncopy[..., None], rng.integers(0, S, (P, U, copies)),
+                         rng.integers(-1, S, (P, U, copies)))        # past ncopy: -1 or stale slots
+        d = DecodedDesigns(np.full(P, side), np.full(P, side), rng.integers(0, 2, (P, S)),
+                           rng.integers(0, 3, (P, S)), np.zeros(P, np.int64), slots, ncopy, np.zeros(P, np.int64))
+        records = design_records(d, _Tables(U), "ucie-advanced", "many-to-many", "mesh")
+        for r, flat in zip(records, placement_arrays(d)):
+            assert _same_flat(flat, flat_placement(r.placement))
+            assert list(r.placement) == [f"u{u}" for u in range(U)]
+        assert _same_flat(placement_arrays(d, [3])[0], flat_placement(records[3].placement))
+
+
+def test_evaluators_give_the_placements_of_their_records_and_the_same_result():
+    p = dse.prepare(dse.load_study("tests/data/moe_small.yaml"))
+    space = p.evaluator.space
+    X = np.random.default_rng(0).integers(space.lower, space.upper + 1, size=(12, space.n_var))
+    designs, placements = p.evaluator.designs_and_placements(X)
+    assert placements is not None and len(placements) == len(designs) == 12
+    assert [d.to_dict() for d in designs] == [d.to_dict() for d in p.evaluator.designs(X)]
+    for d, flat in zip(designs, placements):
+        assert _same_flat(flat, flat_placement(d.placement))
+    metrics = p.evaluator(X, with_faults=False)
+    args = (p.study, X, metrics, np.zeros(12, np.int64), np.array([0, 4, 7]), designs, p.tables.kind_names)
+    old, new = build_result(*args), build_result(*args, flats=placements)
+    assert old.evaluations.equals(new.evaluations) and old.pareto.equals(new.pareto)
+    assert old.placements.equals(new.placements)
+
+
+def _digest_before(placement: dict) -> str:
+    """`placement_digest` as it was: one SHA-256 over the sorted names, the counts and the slots."""
+    names = sorted(placement)
+    counts = np.array([len(placement[u]) for u in names], "<i4")
+    slots = np.array([s for u in names for s in placement[u]], "<i4")
+    blob = "".join(u + "\n" for u in names).encode()
+    return hashlib.sha256(blob + counts.tobytes() + slots.tobytes()).hexdigest()[:16]
+
+
+def test_digest_and_cell_equal_the_one_pass_forms():
+    rng = np.random.default_rng(7)
+    names = [f"L{i // 40}.e{i % 40}" for i in range(4_000)]     # past the cell's cap
+    for order in (names, list(rng.permutation(names))):
+        for _ in range(3):
+            placement = {u: [int(s) for s in rng.integers(0, 64, int(rng.integers(0, 3)))] for u in order}
+            assert placement_digest(placement) == _digest_before(placement)
+            assert placement_digest(placement, flat_placement(placement)) == _digest_before(placement)
+            assert hasattr(placement_store._SORTED[tuple(placement)][1], "copy")     # a hash, not the names
+            cell = placement_cell(placement, 64, "f")
+            assert cell.endswith("whole in f") and _digest_before(placement) in cell
+    small = {"a": [1], "b": [2, 3]}
+    assert placement_cell(small, 4, "f") == "a=1;b=2+3"
+    long_names = {("x" * 40) + str(i): [0] for i in range(800)}        # the names alone pass the cell's cap
+    assert placement_cell(long_names, 4, "f").startswith("800 units in 800 copies")
