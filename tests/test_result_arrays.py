@@ -82,3 +82,37 @@ def test_digest_and_cell_equal_the_one_pass_forms():
     assert placement_cell(small, 4, "f") == "a=1;b=2+3"
     long_names = {("x" * 40) + str(i): [0] for i in range(800)}        # the names alone pass the cell's cap
     assert placement_cell(long_names, 4, "f").startswith("800 units in 800 copies")
+
+
+def _ops_chunk_by_chunk(builder):
+    """`workloads.builder.Builder.ops` as it was: each chunk's numbers filled into rows, then concatenated."""
+    from workloads.builder import _rows
+    from workloads.workload import OP_COLUMNS
+    data = {c: np.concatenate([np.asarray(_rows(ch[c])) for ch in builder.chunks]) for c in OP_COLUMNS}
+    return data
+
+
+def test_workload_rows_equal_the_chunk_by_chunk_columns(monkeypatch):
+    """The operator rows of a study's workload (numbers kept whole per chunk, repeated at once) are the
+    rows filled chunk by chunk, to the bit: a sharded per-layer MoE and the quickstart's model."""
+    from dse.model.tables import build_workload
+    from workloads import builder as module
+    seen = []
+    ops = module.Builder.ops
+
+    def spy(self):
+        frame = ops(self)
+        seen.append((frame, _ops_chunk_by_chunk(self), self))
+        return frame
+    monkeypatch.setattr(module.Builder, "ops", spy)
+    for path in ("tests/data/tiny_moe.yaml", "studies/quickstart.yaml"):
+        build_workload(dse.load_study(path))
+    assert len(seen) >= 2
+    for frame, want, b in seen:
+        assert any(isinstance(ch["flops"], module._Filled) for ch in b.chunks)
+        for c, column in want.items():
+            got = frame[c].to_numpy()
+            if got.dtype == object:
+                assert got.tolist() == column.tolist()
+            else:
+                assert got.dtype == np.float64 and np.array_equal(got.view(np.int64), column.astype(float).view(np.int64))

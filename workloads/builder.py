@@ -6,6 +6,8 @@ tensor-parallel pieces (``name.tp0`` ...): its operator rows are given per shard
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -17,13 +19,43 @@ from .workload import OP_COLUMNS
 #: Nsight Compute's memory tables count atomic and reduction requests by L2 sector)
 ATOMIC_SECTOR_BYTES = 2 * 32.0
 _NUMERIC = [c for c in OP_COLUMNS if c not in ("unit", "name", "engine")]
+_FLOATS = frozenset(_NUMERIC)                   # the columns `Builder._add` makes by `_column`
 
 
-def _column(value, n: int) -> np.ndarray:
-    """``value`` (a number, or one per row) as a column of ``n`` float rows: a number filled in (faster than a
-    broadcast view for the ~25,000 columns of DeepSeek-V3 per layer's chunks), an array broadcast."""
+class _Filled(NamedTuple):
+    """A chunk's column of ``n`` rows holding one number: made into rows by `_joined` with the other chunks'
+    (one ``np.repeat`` for all of them, not an array per chunk: DeepSeek-V3 per layer has ~25,000)."""
+
+    value: np.float64
+    n: int
+
+
+def _column(value, n: int):
+    """``value`` (a number, or one per row) as a column of ``n`` float rows: a number as `_Filled`, an array
+    broadcast."""
     a = np.asarray(value, dtype=float)
-    return np.full(n, a) if a.ndim == 0 else np.broadcast_to(a, (n,))
+    return _Filled(a[()], n) if a.ndim == 0 else np.broadcast_to(a, (n,))
+
+
+def _rows(column) -> np.ndarray:
+    """A chunk's column (`_column`) as its rows."""
+    return np.full(column.n, column.value) if isinstance(column, _Filled) else column
+
+
+def _joined(parts: list) -> np.ndarray:
+    """The chunks' columns (`_column`: arrays and `_Filled`) one after another as float rows: the numbers
+    repeated at once, the arrays written in their places (the same values as concatenating every chunk's
+    rows)."""
+    if not any(isinstance(part, _Filled) for part in parts):
+        return np.concatenate(parts) if parts else np.zeros(0)
+    lengths = [part.n if isinstance(part, _Filled) else len(part) for part in parts]
+    out = np.repeat(np.array([part.value if isinstance(part, _Filled) else 0.0 for part in parts], float), lengths)
+    start = 0
+    for part, n in zip(parts, lengths):
+        if not isinstance(part, _Filled):
+            out[start:start + n] = part
+        start += n
+    return out
 
 
 class Builder:
@@ -91,7 +123,7 @@ class Builder:
         row["engine"] = np.full(n, engine, dtype=object)
         self.chunks.append(row)
         # stored parameters: weights an operator reads are parameters of its unit (all layers)
-        welems = row["weight_bytes"] / self.wbytes
+        welems = _rows(row["weight_bytes"]) / self.wbytes if count_params else None
         if count_params and welems.any():
             for u, w in zip(units, welems):
                 node = self.graph.nodes[u]
@@ -145,7 +177,8 @@ class Builder:
     def ops(self) -> pd.DataFrame:
         if not self.chunks:
             return pd.DataFrame(columns=OP_COLUMNS)
-        data = {c: np.concatenate([ch[c] for ch in self.chunks]) for c in OP_COLUMNS}
+        data = {c: _joined([ch[c] for ch in self.chunks]) if c in _FLOATS else
+                np.concatenate([ch[c] for ch in self.chunks]) for c in OP_COLUMNS}
         df = pd.DataFrame(data, columns=OP_COLUMNS)
         df[_NUMERIC] = df[_NUMERIC].astype(float)
         return df
