@@ -116,3 +116,40 @@ def test_workload_rows_equal_the_chunk_by_chunk_columns(monkeypatch):
                 assert got.tolist() == column.tolist()
             else:
                 assert got.dtype == np.float64 and np.array_equal(got.view(np.int64), column.astype(float).view(np.int64))
+
+
+def test_package_decoding_equals_the_full_decoding():
+    """The packages decoded without their units (dse.model.evaluator.Evaluator.decode_packages: a system's
+    package arrays, the package figures) are the full decoding's, and so are the package figures."""
+    from dse.model.package_figures import package_arrays
+    for path in ("tests/data/moe_small.yaml", "studies/quickstart.yaml"):
+        p = dse.prepare(dse.load_study(path))
+        space = p.evaluator.space
+        X = np.random.default_rng(1).integers(space.lower, space.upper + 1, size=(40, space.n_var))
+        full, packages = p.evaluator.decode(X), p.evaluator.decode_packages(X)
+        for field in ("rows", "cols", "kind", "stacks", "ddr"):
+            assert np.array_equal(getattr(full, field), getattr(packages, field))
+        assert packages.slots.shape[:2] == (40, 0) and full.slots.shape[1] == space.n_units
+        package = p.evaluator.package_evaluators()[0]
+        want = package_arrays(package.kernel, full.chiplets, full.kind, full.stacks, full.ddr)
+        assert np.array_equal(package.package_figures(X), want, equal_nan=True)
+
+
+def test_whole_duplicates_equal_pymoos_distances():
+    """dse.search.variables.WholeDuplicates marks the rows pymoo's default elimination marks (kept as the
+    reference), within a population and against another, for whole-number genes; other genes go to pymoo's."""
+    from pymoo.core.duplicate import DefaultDuplicateElimination
+    from pymoo.core.population import Population
+    from dse.search.variables import WholeDuplicates
+    rng = np.random.default_rng(11)
+    for n_var, high in [(3, 2), (40, 3), (3_000, 60)]:
+        X = rng.integers(0, high, (30, n_var))
+        X[rng.integers(0, 30, 8)] = X[rng.integers(0, 30, 8)]          # some equal rows
+        Y = np.vstack([X[rng.integers(0, 30, 5)], rng.integers(0, high, (6, n_var))])
+        pop, other = Population.new(X=X), Population.new(X=Y)
+        for args in [(), (other,)]:
+            want = DefaultDuplicateElimination().do(pop, *args, return_indices=True)
+            got = WholeDuplicates().do(pop, *args, return_indices=True)
+            assert want[1] == got[1] and want[2] == got[2]
+    floats = Population.new(X=np.array([[0.5, 1.0], [0.5, 1.0 + 1e-17], [0.25, 1.0]]))
+    assert WholeDuplicates().do(floats, return_indices=True)[2] == [1]

@@ -98,6 +98,11 @@ class PopulationEvaluator(ABC):
     def decode(self, X: np.ndarray) -> DecodedDesigns:
         """The packages and mappings of the decision vectors ``X`` as arrays."""
 
+    def decode_packages(self, X: np.ndarray) -> DecodedDesigns:
+        """The packages of ``X`` as `decode` gives them (``rows``, ``cols``, ``kind``, ``stacks``, ``ddr``),
+        for callers that read nothing else: an evaluator may leave the units out (the default decodes all)."""
+        return self.decode(X)
+
     @abstractmethod
     def package_evaluators(self) -> list:
         """The package evaluators (dse.model.evaluator.Evaluator) this evaluator builds on."""

@@ -73,10 +73,18 @@ class Evaluator(PopulationEvaluator):
         return self.workspace(copies), self.workspace(copies)
 
     def decode(self, X: np.ndarray) -> DecodedDesigns:
+        return self._decode(X, self.space.n_units)
+
+    def decode_packages(self, X: np.ndarray) -> DecodedDesigns:
+        """`decode` of the packages alone: the kernel decodes no unit (``slots`` ``[P, 0, copies]``), the
+        packages' rows, columns, kinds, stacks and DDR channels the same (decoded before any unit)."""
+        return self._decode(X, 0)
+
+    def _decode(self, X: np.ndarray, units: int) -> DecodedDesigns:
         sl = self.space.slices
         return DecodedDesigns(*decode_population(
             self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start, sl["ddr"].start,
-            sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
+            sl["place"].start, sl["copies"].start, self.space.max_slots, units, self.max_copies,
             self.kernel.unit_is_expert, self.space.exclusive_experts, self.tables.kind_hbm_phy))
 
     def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -119,7 +127,7 @@ class Evaluator(PopulationEvaluator):
     def package_figures(self, X: np.ndarray) -> np.ndarray:
         """Silicon area, package area, cost, peak and static power and largest die of each design's package
         (dse.model.package_figures.package_arrays): ``[P, 6]``."""
-        d = self.decode(X)
+        d = self.decode_packages(X)
         return package_arrays(self.kernel, d.chiplets, d.kind, d.stacks, d.ddr)
 
     def metrics_array(self, X: np.ndarray, with_faults: bool | FaultsWithin = True,

@@ -85,6 +85,9 @@ class SystemEvaluator(PopulationEvaluator):
     def decode(self, X) -> DecodedDesigns:
         return self.package.decode(X)
 
+    def decode_packages(self, X) -> DecodedDesigns:
+        return self.package.decode_packages(X)
+
     def package_evaluators(self) -> list:
         return self.package.package_evaluators()
 
@@ -194,7 +197,7 @@ class SystemEvaluator(PopulationEvaluator):
     def decoded_package_arrays(self, X: np.ndarray) -> PackageArrays:
         """The packages of decision vectors, for their embodied carbon and memory."""
         X = self.vectors(X)
-        d = self.decode(X)
+        d = self.decode_packages(X)
         variant = X[:, self.space.slices["variant"].start] if "variant" in self.space.slices \
             else np.zeros(len(X), np.int64)
         return PackageArrays(d.chiplets, d.kind, d.stacks, d.ddr, variant)
