@@ -175,9 +175,35 @@ class GeneMutation(Mutation):
                 X[row, genes] = random_state.integers(xl[genes[0]], xu[genes[0]] + 1)
 
 
+class WholeDuplicates(DefaultDuplicateElimination):
+    """pymoo's default duplicate elimination (a row within 1e-16 of an earlier row, or of a row of the other
+    population, by every pair's Euclidean distance) found by the rows' bytes where the genes are whole
+    numbers: two such rows lie within 1e-16 exactly when they are equal (distinct integers below 2**53
+    differ by 1 or more as floats), so the same rows are duplicates without the pairs' distances (30,000
+    genes a row for DeepSeek-V3 per layer). Other genes: pymoo's distances."""
+
+    def _do(self, pop, other, is_duplicate):
+        X = self.func(pop)
+        Y = None if other is None else self.func(other)
+        if not all(np.issubdtype(np.asarray(a).dtype, np.integer) and np.abs(a).max(initial=0) < 2 ** 53
+                   for a in ((X,) if Y is None else (X, Y))):
+            return super()._do(pop, other, is_duplicate)
+        rows = [row.tobytes() for row in np.ascontiguousarray(X, np.int64)]
+        if Y is None:
+            seen: set[bytes] = set()
+            for i, row in enumerate(rows):
+                if row in seen:
+                    is_duplicate[i] = True
+                seen.add(row)
+        else:
+            seen = {row.tobytes() for row in np.ascontiguousarray(Y, np.int64)}
+            is_duplicate[np.array([row in seen for row in rows], bool)] = True
+        return is_duplicate
+
+
 def operators(space, layer_moves: float = LAYER_MOVE_SHARE) -> dict:
     """Sampling, crossover, mutation and duplicate elimination for a pymoo genetic algorithm."""
     categorical = categorical_mask(space)
     return dict(sampling=GeneSampling(), crossover=GeneCrossover(categorical),
                 mutation=GeneMutation(categorical, roles=layer_roles(space), layer_moves=layer_moves),
-                eliminate_duplicates=DefaultDuplicateElimination())
+                eliminate_duplicates=WholeDuplicates())
