@@ -177,27 +177,29 @@ class GeneMutation(Mutation):
 
 class WholeDuplicates(DefaultDuplicateElimination):
     """pymoo's default duplicate elimination (a row within 1e-16 of an earlier row, or of a row of the other
-    population, by every pair's Euclidean distance) found by the rows' bytes where the genes are whole
+    population, by every pair's Euclidean distance) found by comparing equal rows where the genes are whole
     numbers: two such rows lie within 1e-16 exactly when they are equal (distinct integers below 2**53
     differ by 1 or more as floats), so the same rows are duplicates without the pairs' distances (30,000
-    genes a row for DeepSeek-V3 per layer). Other genes: pymoo's distances."""
+    genes a row for DeepSeek-V3 per layer). Rows are compared whole only where one integer sum of their
+    genes (fixed odd weights, wrapping) agrees. Other genes: pymoo's distances."""
 
     def _do(self, pop, other, is_duplicate):
-        X = self.func(pop)
-        Y = None if other is None else self.func(other)
-        if not all(np.issubdtype(np.asarray(a).dtype, np.integer) and np.abs(a).max(initial=0) < 2 ** 53
+        X = np.asarray(self.func(pop))
+        Y = None if other is None else np.asarray(self.func(other))
+        if not all(a.dtype.kind in "iu" and a.ndim == 2 and (not a.size or -2 ** 53 < a.min() and a.max() < 2 ** 53)
                    for a in ((X,) if Y is None else (X, Y))):
             return super()._do(pop, other, is_duplicate)
-        rows = [row.tobytes() for row in np.ascontiguousarray(X, np.int64)]
-        if Y is None:
-            seen: set[bytes] = set()
-            for i, row in enumerate(rows):
-                if row in seen:
-                    is_duplicate[i] = True
-                seen.add(row)
-        else:
-            seen = {row.tobytes() for row in np.ascontiguousarray(Y, np.int64)}
-            is_duplicate[np.array([row in seen for row in rows], bool)] = True
+        weights = np.random.default_rng(0).integers(0, 2 ** 62, X.shape[1], dtype=np.int64) * 2 + 1
+        earlier: dict[int, list[np.ndarray]] = {}
+        if Y is not None:
+            for key, row in zip((Y.astype(np.int64) @ weights).tolist(), Y):
+                earlier.setdefault(key, []).append(row)
+        for i, (key, row) in enumerate(zip((X.astype(np.int64) @ weights).tolist(), X)):
+            rows = earlier.setdefault(key, [])
+            if any(np.array_equal(row, r) for r in rows):
+                is_duplicate[i] = True
+            if Y is None:
+                rows.append(row)
         return is_duplicate
 
 
