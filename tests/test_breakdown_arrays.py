@@ -100,3 +100,12 @@ def test_an_equal_design_gets_the_kept_breakdowns(prepared, monkeypatch):
     assert kept.traffic(copy.deepcopy(design)) is kept.traffic(design)
     kept.chiplets(_design(prepared, 5), 1e-3)
     assert len(calls) == 2
+
+
+def test_first_met_is_the_order_dict_fromkeys_gives(prepared):
+    """The roofline's kinds and unit kinds (dse.results.plots.first_met) in the attribute table's first-met order."""
+    from dse.results.plots import first_met
+    table = Breakdowns(prepared).attributes(prepared)
+    for name in ("chiplet", "unit_kind", "unit"):
+        assert first_met(table[name]) == list(dict.fromkeys(table[name]))
+        assert first_met(table[name][::-1]) == list(dict.fromkeys(table[name][::-1]))
