@@ -4,6 +4,7 @@ replace (docs/performance.md, "Issue 52, eighth round (the floorplans)")."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from dse.results.plots import _one_group, _units_text
 
@@ -23,8 +24,9 @@ def test_units_counted_by_kind_in_the_order_first_met():
              "expert" if ".e" in u else "attention" for u in names}
     for size in (10, 11, 40, len(names)):
         units = rng.sample(names, size)
-        assert _units_text(units, kinds, one_group=False) == _counted(units, kinds)
-    assert _units_text(["L0.a0", "L0.e1"], kinds, one_group=True) == "a0 e1"     # few: named, not counted
+        counts = list(Counter(kinds[u] for u in units).items())     # as Breakdowns.kind_counts gives them
+        assert _units_text(" ".join(units), len(units), counts, one_group=False) == _counted(units, kinds)
+    assert _units_text("L0.a0 L0.e1", 2, [], one_group=True) == "a0 e1"     # few: named, not counted
 
 
 def test_one_group_as_the_set_of_groups():

@@ -61,7 +61,10 @@ def test_unit_quality_and_operator_units_equal_the_per_unit_reading():
 
 def test_held_text_counts_kinds_as_the_graph_lookup_did():
     """The report's per-chiplet cell (dse.results.report.held_text) reads the kinds from one map of the
-    graph instead of a graph lookup per unit: the same text, kinds in the order first met."""
+    graph instead of a graph lookup per unit: the same text, kinds in the order first met; the counts are
+    Breakdowns.kind_counts' (tests/test_breakdown_arrays.py)."""
+    from collections import Counter
+
     import networkx as nx
     from dse.results.report import MAX_UNITS_NAMED, held_text
     g = nx.DiGraph()
@@ -83,7 +86,8 @@ def test_held_text_counts_kinds_as_the_graph_lookup_did():
     kind_of = dict(g.nodes(data="kind"))
     for n in (0, 3, MAX_UNITS_NAMED, MAX_UNITS_NAMED + 1, 250):
         units = " ".join(f"u{i}" for i in rng.choice(400, n, replace=False))
-        assert held_text(units, kind_of) == by_graph(units)
+        counts = list(Counter(map(kind_of.__getitem__, units.split())).items())    # as Breakdowns.kind_counts
+        assert held_text(units, n, counts) == by_graph(units)
 
 
 def test_slot_arrays_of_placements_equal_the_unit_by_unit_lists():

@@ -8,6 +8,8 @@ the critical path of every stage; the rest of the step it waits for other chiple
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 import pandas as pd
 
@@ -106,10 +108,40 @@ def _busy(state, prepared, n: int) -> tuple[np.ndarray, np.ndarray]:
     return compute, busy
 
 
-def chiplet_table(design: Design, prepared, latency_s: float, traffic: np.ndarray | None = None) -> pd.DataFrame:
+def held_units(design: Design, unit_names: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The units each of the design's ``n`` chiplets holds, once each and in the units' order: (unit indices
+    grouped by chiplet, bounds: chiplet i's are ``[bounds[i], bounds[i + 1])``). Found on arrays (a (unit,
+    chiplet) code per slot, `np.unique`, a stable sort by chiplet): DeepSeek-V3 per layer places 15,000 units.
+    A slot outside ``0 .. n - 1`` is read by the unit-by-unit loop (`_held_lists`) as before."""
+    lists = [design.placement[u] for u in unit_names]
+    count = np.fromiter(map(len, lists), np.int64, len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), np.int64, int(count.sum()))
+    if len(flat) and (flat.min() < 0 or flat.max() >= n):
+        held = _held_lists(design, unit_names, n)
+        index = {u: i for i, u in enumerate(unit_names)}
+        units = np.array([index[u] for h in held for u in h], np.int64)
+        return units, np.concatenate([[0], np.cumsum([len(h) for h in held])]).astype(np.int64)
+    pair = np.unique(np.repeat(np.arange(len(lists), dtype=np.int64), count) * n + flat)   # by unit, then chiplet
+    chip = pair % n
+    order = np.argsort(chip, kind="stable")
+    return (pair // n)[order], np.concatenate([[0], np.cumsum(np.bincount(chip, minlength=n))]).astype(np.int64)
+
+
+def _held_lists(design: Design, unit_names: list[str], n: int) -> list[list[str]]:
+    """Each chiplet's units, one pass over the units in their order (`held_units`' reference)."""
+    held: list[list[str]] = [[] for _ in range(n)]
+    for u in unit_names:
+        for i in dict.fromkeys(design.placement[u]):
+            held[i].append(u)
+    return held
+
+
+def chiplet_table(design: Design, prepared, latency_s: float, traffic: np.ndarray | None = None,
+                  held: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """One row per chiplet: slot, (row, col), kind, HBM, units held, GiB stored, busy share, traffic
-    (``traffic``: the design's dse.model.traffic.chiplet_traffic, when the caller has it). The evaluator's
-    intact pass runs once (`design_state`) for the GiB stored and the busy times."""
+    (``traffic``: the design's dse.model.traffic.chiplet_traffic, ``held``: its `held_units`, when the
+    caller has them). The evaluator's intact pass runs once (`design_state`) for the GiB stored and the busy
+    times."""
     prepared = prepared.for_design(design)
     tables = prepared.tables
     T = prepared.package_evaluator.kernel
@@ -118,17 +150,16 @@ def chiplet_table(design: Design, prepared, latency_s: float, traffic: np.ndarra
     stored = state[0].stored[:n].copy()
     compute, busy = _busy(state, prepared, n)
     traffic = chiplet_traffic(design, tables) if traffic is None else traffic
-    held: list[list[str]] = [[] for _ in range(n)]
+    units, bounds = held_units(design, tables.unit_names, n) if held is None else held
+    names = np.array(tables.unit_names, dtype=object)[units].tolist()
+    held_names = [names[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
     stacks = np.asarray(design.hbm_stacks[:n])      # the local tier: HBM, or a resident kind's SRAM without it
     kinds = np.array([tables.kind_names.index(c) for c in design.chiplets[:n]], dtype=np.int64)
     local_GiB = np.where(stacks > 0, stacks * T.hbm_cap + T.kind_sram_cap[kinds], T.kind_sram_cap[kinds]) / GIB
-    for u in tables.unit_names:                     # one pass over the units, in their order
-        for i in dict.fromkeys(design.placement[u]):
-            held[i].append(u)
     return pd.DataFrame({
         "slot": np.arange(n), "row": np.arange(n) // design.cols, "col": np.arange(n) % design.cols,
         "kind": design.chiplets, "hbm_stacks": design.hbm_stacks[:n],
-        "units": [" ".join(h) for h in held], "n_units": [len(h) for h in held],
+        "units": [" ".join(h) for h in held_names], "n_units": [len(h) for h in held_names],
         "stored_GiB": stored / GIB, "hbm_GiB": local_GiB,
         "spill_GiB": np.maximum(stored / GIB - local_GiB, 0.0),
         "compute_s": compute, "busy_s": busy, "busy_share": busy / latency_s,

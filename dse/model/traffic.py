@@ -16,6 +16,7 @@ Link loads follow the package's routes (noc.route: XY on a mesh or torus, shorte
 from __future__ import annotations
 
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -58,6 +59,32 @@ def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
 
     ``edge`` is the flow's edge in the tables' edge arrays (-1 for an all-reduce). Built with whole-array
     operations: edge by edge, each sender copy, then each receiver copy."""
+    h = _hand_offs(design, tables)
+    e = h.edge
+    label = np.array(tables.unit_names, dtype=object)
+    src_u, dst_u = np.asarray(tables.edge_src, np.int64), np.asarray(tables.edge_dst, np.int64)
+    flows = pd.DataFrame({
+        "src_unit": label[src_u[e]], "dst_unit": label[dst_u[e]], "src_slot": h.src_slot, "dst_slot": h.dst_slot,
+        "kind": np.full(len(e), "hand-off", dtype=object), "edge": e, "bytes_per_occurrence": h.share,
+        "occurrences_per_step": h.occurrences, "bytes_per_step": h.share * h.occurrences}, columns=FLOW_COLUMNS)
+    rows = _ring_rows(design, tables)
+    if not rows:
+        return flows if len(flows) else pd.DataFrame([], columns=FLOW_COLUMNS)
+    rings = pd.DataFrame(rows, columns=FLOW_COLUMNS)
+    return pd.concat([flows, rings], ignore_index=True) if len(flows) else rings
+
+
+class _HandOffs(NamedTuple):
+    """`unit_flows`' hand-off rows as arrays."""
+    edge: np.ndarray
+    src_slot: np.ndarray
+    dst_slot: np.ndarray
+    share: np.ndarray           # bytes per occurrence
+    occurrences: np.ndarray     # occurrences per step
+
+
+def _hand_offs(design: Design, tables: EvalTables) -> _HandOffs:
+    """`unit_flows`' hand-off rows (sender copy, receiver copy) as arrays."""
     split = design.mapping in SPLIT_MAPPINGS
     names = tables.unit_names
     src_u, dst_u = np.asarray(tables.edge_src, np.int64), np.asarray(tables.edge_dst, np.int64)
@@ -70,39 +97,44 @@ def unit_flows(design: Design, tables: EvalTables) -> pd.DataFrame:
     per_edge = senders * receivers
     e = np.repeat(np.arange(len(src_u)), per_edge)
     k = np.arange(len(e)) - np.repeat(np.cumsum(per_edge) - per_edge, per_edge)     # position in the edge's block
-    label = np.array(names, dtype=object)
-    flows = pd.DataFrame({
-        "src_unit": label[src_u[e]], "dst_unit": label[dst_u[e]],
-        "src_slot": flat[start[src_u[e]] + k // receivers[e]], "dst_slot": flat[start[dst_u[e]] + k % receivers[e]],
-        "kind": np.full(len(e), "hand-off", dtype=object), "edge": e, "bytes_per_occurrence": share[e],
-        "occurrences_per_step": occurrences[e], "bytes_per_step": share[e] * occurrences[e]}, columns=FLOW_COLUMNS)
+    return _HandOffs(e, flat[start[src_u[e]] + k // receivers[e]], flat[start[dst_u[e]] + k % receivers[e]], share[e],
+                     occurrences[e])
+
+
+def _ring_rows(design: Design, tables: EvalTables) -> list[tuple]:
+    """`unit_flows`' all-reduce rows (shards of a split mapping pass chunks round a ring)."""
     rows = []
-    if split:
-        for u, name in enumerate(names):
-            ring = _slots(design, name)
-            c = len(ring)
-            if c < 2:
-                continue
-            s = tables.unit_stage[u]
-            occurrences = tables.stage_repeat[s] * tables.stage_prob[s]
-            chunk_bytes = 2.0 * (c - 1) * tables.unit_out_bytes[u] / c
-            for r in range(c):
-                rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", -1, chunk_bytes, occurrences,
-                             chunk_bytes * occurrences))
-    if not rows:
-        return flows if len(flows) else pd.DataFrame([], columns=FLOW_COLUMNS)
-    rings = pd.DataFrame(rows, columns=FLOW_COLUMNS)
-    return pd.concat([flows, rings], ignore_index=True) if len(flows) else rings
+    if design.mapping not in SPLIT_MAPPINGS:
+        return rows
+    for u, name in enumerate(tables.unit_names):
+        ring = _slots(design, name)
+        c = len(ring)
+        if c < 2:
+            continue
+        s = tables.unit_stage[u]
+        occurrences = tables.stage_repeat[s] * tables.stage_prob[s]
+        chunk_bytes = 2.0 * (c - 1) * tables.unit_out_bytes[u] / c
+        for r in range(c):
+            rows.append((name, name, ring[r], ring[(r + 1) % c], "all-reduce", -1, chunk_bytes, occurrences,
+                         chunk_bytes * occurrences))
+    return rows
 
 
 def chiplet_traffic(design: Design, tables: EvalTables) -> np.ndarray:
-    """Expected bytes per step from chiplet i to chiplet j (N x N, zero diagonal)."""
+    """Expected bytes per step from chiplet i to chiplet j (N x N, zero diagonal): `unit_flows`' bytes per
+    step summed in its row order, read from its arrays without building its table (DeepSeek-V3 per layer:
+    about 100,000 flows, whose unit-name columns cost more than the sums)."""
     n = design.rows * design.cols
     traffic = np.zeros((n, n))
-    flows = unit_flows(design, tables)
-    off_chip = flows[flows["src_slot"] != flows["dst_slot"]]
-    np.add.at(traffic, (off_chip["src_slot"].to_numpy(int), off_chip["dst_slot"].to_numpy(int)),
-              off_chip["bytes_per_step"].to_numpy(float))
+    h = _hand_offs(design, tables)
+    src, dst, amount = h.src_slot, h.dst_slot, h.share * h.occurrences
+    rows = _ring_rows(design, tables)
+    if rows:
+        src = np.concatenate([src, np.array([r[2] for r in rows], np.int64)])
+        dst = np.concatenate([dst, np.array([r[3] for r in rows], np.int64)])
+        amount = np.concatenate([amount, np.array([r[8] for r in rows], float)])
+    off_chip = src != dst
+    np.add.at(traffic, (src[off_chip], dst[off_chip]), amount[off_chip])
     return traffic
 
 

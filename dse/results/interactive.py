@@ -81,13 +81,12 @@ def group(name: str, df: pd.DataFrame, columns: list[str], colour: str, symbol: 
             "values": {c: [_number(v) for v in df[c].to_numpy(float)] for c in columns if c in df.columns}}
 
 
-def _units_text(units: list[str], kinds: dict[str, str]) -> str:
-    if len(units) <= MAX_UNIT_NAMES:
-        return " ".join(units)
-    counts: dict[str, int] = {}
-    for u in units:
-        counts[kinds[u]] = counts.get(kinds[u], 0) + 1
-    return ", ".join(f"{n} {k}" for k, n in counts.items())
+def _units_text(units: str, n_units: int, counts: list[tuple[str, int]]) -> str:
+    """A chiplet's units (its ``n_units`` names joined by spaces), or counted by kind when there are many
+    (``counts``: dse.results.breakdowns.Breakdowns.kind_counts, kinds in the order first met)."""
+    if n_units <= MAX_UNIT_NAMES:
+        return units
+    return ", ".join(f"{n} {k}" for k, n in counts)
 
 
 def design_detail(design, prepared, latency_s: float, breakdowns: Breakdowns | None = None) -> dict:
@@ -97,7 +96,7 @@ def design_detail(design, prepared, latency_s: float, breakdowns: Breakdowns | N
     breakdowns = breakdowns or Breakdowns(prepared)
     view = prepared.for_design(design)
     chips = breakdowns.chiplets(design, latency_s)
-    kinds = breakdowns.unit_kinds(design)
+    counts = breakdowns.kind_counts(design)
     loads = link_loads(design, breakdowns.traffic(design), view.study.hardware.package)
     util = 100.0 * link_utilisation(loads, latency_s).to_numpy(float)
     return {
@@ -106,7 +105,7 @@ def design_detail(design, prepared, latency_s: float, breakdowns: Breakdowns | N
         "system": bool(design.system),
         "chiplets": [{"slot": int(c.slot), "row": int(c.row), "col": int(c.col), "kind": c.kind,
                       "hbm_stacks": int(c.hbm_stacks), "n_units": int(c.n_units),
-                      "units": _units_text(c.units.split(), kinds) if c.units else "",
+                      "units": _units_text(c.units, c.n_units, counts[c.slot]) if c.units else "",
                       "stored_GiB": _number(c.stored_GiB), "hbm_GiB": _number(c.hbm_GiB),
                       "spill_GiB": _number(c.spill_GiB), "busy_pct": _number(100 * c.busy_share),
                       "compute_pct": _number(100 * c.compute_s / latency_s), "sent_MB": _number(c.sent_MB),

@@ -7,7 +7,6 @@ results tables and from the study's own models (dse.model.traffic for link utili
 """
 from __future__ import annotations
 
-from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
@@ -242,13 +241,13 @@ def plot_convergence(result, results_dir: str | Path | None = None) -> Figure:
     return fig
 
 
-def _units_text(units: list[str], kinds: dict[str, str], one_group: bool, width: int = 3) -> str:
-    """Units a chiplet holds, by name (``L0-31.e3`` -> ``e3`` when every layer shares one group), or
-    counted by kind when there are many."""
-    if len(units) > 9:          # kinds in the order first met (a Counter keeps it): an 8 x 8 floorplan counts 15,000
-        counts = Counter(map(kinds.__getitem__, units))
-        return "\n".join(f"{n} x {k}" for k, n in counts.items())
-    names = [u.split(".", 1)[1] if one_group and "." in u else u for u in units]
+def _units_text(units: str, n_units: int, counts: list[tuple[str, int]], one_group: bool, width: int = 3) -> str:
+    """Units a chiplet holds (``units``: its ``n_units`` names joined by spaces), by name (``L0-31.e3`` -> ``e3``
+    when every layer shares one group), or counted by kind when there are many (``counts``: the chiplet's
+    dse.results.breakdowns.Breakdowns.kind_counts, kinds in the order first met)."""
+    if n_units > 9:             # an 8 x 8 floorplan counts 15,000
+        return "\n".join(f"{n} x {k}" for k, n in counts)
+    names = [u.split(".", 1)[1] if one_group and "." in u else u for u in units.split()]
     return "\n".join(" ".join(names[i:i + width]) for i in range(0, len(names), width))
 
 
@@ -289,7 +288,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     loads = link_loads(design, breakdowns.traffic(design), prepared.study.hardware.package)
     util = 100.0 * link_utilisation(loads, latency).to_numpy()
     chips = breakdowns.chiplets(design, latency)
-    kinds = breakdowns.unit_kinds(design)
+    counts = breakdowns.kind_counts(design)
     one_group = _one_group(tables.unit_names)
     kind_names = list(dict.fromkeys(list(tables.kind_names) + list(design.chiplets)))
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_names)}
@@ -308,12 +307,11 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
         s, r, c = chip.slot, chip.row, chip.col
         x0, y0 = c * pitch, -r * pitch
         ax.add_artist(Rectangle((x0, y0), size, size, fc=colour[chip.kind], ec="black", lw=1.2))
-        held = chip.units.split() if chip.units else []
         kind_label = chip.kind.replace("[", "\n[", 1) if len(chip.kind) > 14 else chip.kind   # variants wrap
         memory = (f"HBM x{chip.hbm_stacks}: {chip.stored_GiB:.3g}/{chip.hbm_GiB:.3g} GiB" if chip.hbm_stacks else
                   f"no HBM: {chip.stored_GiB:.3g} GiB stored")
         state = f"{memory}\nbusy {100 * chip.busy_share:.0f}% of the step"
-        units = _units_text(held, kinds, one_group) or "(no units)"
+        units = _units_text(chip.units, chip.n_units, counts[s], one_group) or "(no units)"
         if R * C > MANY_CHIPLETS:       # one text a chiplet: drawing a text costs more than its glyphs
             ax.text(x0 + 0.05, y0 + size - 0.05, f"{s}: {kind_label}\n{units}\n{state}", ha="left", va="top",
                     fontsize=7)
@@ -413,13 +411,19 @@ def write_plots(result, folder: str | Path, prepared=None, floorplans: dict[str,
     return written
 
 
+def first_met(column: pd.Series) -> list:
+    """``column``'s distinct values in the order first met (``list(dict.fromkeys(column))``), found by `pd.unique`
+    without a Python object per row: DeepSeek-V3 per layer's attribute table has 30,000 rows."""
+    return pd.unique(column).tolist()
+
+
 def plot_roofline(table: pd.DataFrame) -> Figure:
     """Units on each chiplet kind's roofline (dse.model.characterize): operational intensity (FLOPs per
     DRAM byte) against attained FLOP/s, under the kind's peak and its memory bandwidth ceilings."""
-    kinds = list(dict.fromkeys(table["chiplet"]))
+    kinds = first_met(table["chiplet"])
     fig = Figure(figsize=(5.0 * len(kinds), 4.2), layout="constrained")
     axes = fig.subplots(1, len(kinds), squeeze=False)[0]
-    colours = dict(zip(dict.fromkeys(table["unit_kind"]), colormaps["tab10"].colors))
+    colours = dict(zip(first_met(table["unit_kind"]), colormaps["tab10"].colors))
     for ax, kind in zip(axes, kinds):
         rows = table[(table["chiplet"] == kind) & (table["flops"] > 0) & (table["dram_bytes"] > 0)]
         ax.set_xscale("log")

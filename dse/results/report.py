@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections import Counter
 from pathlib import Path
 
 import markdown
@@ -225,16 +224,13 @@ def system_text(design, row: pd.Series, package_step_s: float) -> str:
 MAX_UNITS_NAMED = 12
 
 
-def held_text(units: str, kind_of: dict[str, str]) -> str:
-    """The units a chiplet holds (space-separated names) for a table cell: the names when few, else how
-    many of each kind (``250 expert, 1 attention``, kinds in the order first met; ``kind_of``: each unit's
-    kind, e.g. ``dict(graph.nodes(data="kind"))``): a cell as long for 15,000 units as for 15."""
-    names = units.split()
-    if not names:
+def held_text(units: str, n_units: int, counts: list[tuple[str, int]]) -> str:
+    """The units a chiplet holds (its ``n_units`` names joined by spaces) for a table cell: the names when few,
+    else how many of each kind (``250 expert, 1 attention``; ``counts``: the chiplet's
+    dse.results.breakdowns.Breakdowns.kind_counts, kinds in the order first met): as long for 15,000 units as for 15."""
+    if not n_units:
         return "-"
-    if len(names) <= MAX_UNITS_NAMED:
-        return units
-    return ", ".join(f"{n} {kind}" for kind, n in Counter(map(kind_of.__getitem__, names)).items())
+    return units if n_units <= MAX_UNITS_NAMED else ", ".join(f"{n} {kind}" for kind, n in counts)
 
 
 def design_section(result, prepared, design_id: str, why: str, figures: dict[str, str],
@@ -259,11 +255,11 @@ def design_section(result, prepared, design_id: str, why: str, figures: dict[str
             lines += [f"![system {design_id}]({figures[f'system_{design_id}']})", ""]
     if f"floorplan_{design_id}" in figures:
         lines += [f"![floorplan {design_id}]({figures[f'floorplan_{design_id}']})", ""]
-    chips = (breakdowns or Breakdowns(prepared)).chiplets(design, latency)
-    kind_of = dict(prepared.tables.workload.graph.nodes(data="kind"))
+    breakdowns = breakdowns or Breakdowns(prepared)
+    chips, counts = breakdowns.chiplets(design, latency), breakdowns.kind_counts(design)
     view = pd.DataFrame({
         "slot (row, col)": [f"{c.slot} ({c.row}, {c.col})" for c in chips.itertuples()],
-        "kind": chips["kind"], "units held": [held_text(u, kind_of) for u in chips["units"]],
+        "kind": chips["kind"], "units held": [held_text(*c) for c in zip(chips["units"], chips["n_units"], counts)],
         "stored / HBM [GiB]": [memory_text(a, b) for a, b in zip(chips["stored_GiB"], chips["hbm_GiB"])],
         "to DDR [GiB]": chips["spill_GiB"], "busy [% of step]": 100 * chips["busy_share"],
         "compute [% of step]": 100 * chips["compute_s"] / latency,
