@@ -92,6 +92,12 @@ class PopulationEvaluator(ABC):
     def decode(self, X: np.ndarray) -> DecodedDesigns:
         """The packages and mappings of the decision vectors ``X`` as arrays."""
 
+    def decode_packages(self, X: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(rows, cols, kind, stacks, ddr) of `decode` alone, for a caller that reads only the packages (an
+        evaluator may give them without decoding the units)."""
+        d = self.decode(X)
+        return d.rows, d.cols, d.kind, d.stacks, d.ddr
+
     @abstractmethod
     def package_evaluators(self) -> list:
         """The package evaluators (dse.model.evaluator.Evaluator) this evaluator builds on."""
