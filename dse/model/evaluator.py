@@ -12,7 +12,7 @@ import pandas as pd
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
-from .contract import DecodedDesigns, FaultsWithin, PopulationEvaluator
+from .contract import DecodedDesigns, DecodedPackages, FaultsWithin, PopulationEvaluator
 from .kernel_tables import kernel_tables
 from .memory_path import copies_without_memory, needs_memory
 from .metrics import METRICS, N_KERNEL_METRICS, N_METRICS
@@ -79,10 +79,11 @@ class Evaluator(PopulationEvaluator):
             sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
             self.kernel.unit_is_expert, self.space.exclusive_experts, self.tables.kind_hbm_phy))
 
-    def decode_packages(self, X: np.ndarray) -> tuple[np.ndarray, ...]:
+    def decode_packages(self, X: np.ndarray) -> DecodedPackages:
         sl = self.space.slices
-        return decode_packages(self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start,
-                               sl["ddr"].start, self.space.max_slots, self.tables.kind_hbm_phy)
+        return DecodedPackages(*decode_packages(self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start,
+                                                sl["hbm"].start, sl["ddr"].start, self.space.max_slots,
+                                                self.tables.kind_hbm_phy))
 
     def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         (r0, r1), (c0, c1) = self.row_range, self.col_range

@@ -186,10 +186,10 @@ class SystemEvaluator(PopulationEvaluator):
     def decoded_package_arrays(self, X: np.ndarray) -> PackageArrays:
         """The packages of decision vectors, for their embodied carbon and memory."""
         X = self.vectors(X)
-        rows, cols, kind, stacks, ddr = self.package.decode_packages(X)    # the packages alone: no unit slots
+        d = self.package.decode_packages(X)         # the packages alone: no unit slots
         variant = X[:, self.space.slices["variant"].start] if "variant" in self.space.slices \
             else np.zeros(len(X), np.int64)
-        return PackageArrays(rows * cols, kind, stacks, ddr, variant)
+        return PackageArrays(d.chiplets, d.kind, d.stacks, d.ddr, variant)
 
     def _embodied_g(self, a: PackageArrays) -> np.ndarray:
         out = np.zeros(len(a.chiplets))
