@@ -38,7 +38,7 @@ def test_looked_up_copy_costs_have_the_bits_of_costing_each_copy(path):
     for tables in (T, _untabled(T)):
         res = np.zeros((len(X), len(PASS_FIELDS)))
         base_passes(tables, ev.routes, shapes, sizes, d.kind, stacks, ddr, d.slots, d.ncopy, space.split,
-                    ev.workspace(ev.max_copies), res, False)
+                    ev.workspace(ev.max_copies), res, False, 0, len(X))
         out.append(res)
     assert np.array_equal(out[0], out[1], equal_nan=True)
 

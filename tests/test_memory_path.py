@@ -117,3 +117,35 @@ def test_units_without_memory_needs_bytes():
     np.testing.assert_array_equal(out, [[0, 0]])            # the package's DDR is a path
     out = copies_without_memory(kind, stacks, np.array([1]), False, slots, ncopy, needs)
     np.testing.assert_array_equal(out, [[0, 2]])            # DDR channels of a study without DDR are none
+
+
+def old_copies_without_memory(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident=None):
+    """The count on [P, U, copies] arrays, as it was."""
+    P, S = kind.shape
+    copies = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]
+    slot = np.where(copies, slots, 0)
+    p = np.arange(P)[:, None, None]
+    no_path = stacks[p, slot] <= 0
+    if resident is not None:
+        no_path &= ~np.asarray(resident)[kind[p, slot]]
+    need = needs[np.arange(needs.shape[0])[None, :, None], kind[p, slot]]
+    bad = copies & no_path & need & ~((np.asarray(ddr) > 0) & has_ddr)[:, None, None]
+    out = np.zeros((P, S), np.int64)
+    np.add.at(out, (np.broadcast_to(p, slot.shape)[bad], slot[bad]), 1)
+    return out
+
+
+@pytest.mark.parametrize("has_ddr", [False, True])
+def test_memory_path_count_in_one_pass_is_the_array_count(has_ddr):
+    from dse.model.memory_path import copies_without_memory, count_without_memory  # noqa: F401  (one pass)
+    rng = np.random.default_rng(2)
+    P, S, U, C, K = 30, 6, 9, 3, 3
+    kind = rng.integers(0, K, (P, S))
+    stacks = rng.integers(0, 2, (P, S))
+    ddr = rng.integers(0, 2, P)
+    ncopy = rng.integers(1, C + 1, (P, U))
+    slots = np.where(np.arange(C)[None, None, :] < ncopy[:, :, None], rng.integers(0, S, (P, U, C)), -1)
+    needs = rng.random((U, K)) < 0.7
+    for resident in (None, np.array([False, True, False])):
+        assert np.array_equal(copies_without_memory(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident),
+                              old_copies_without_memory(kind, stacks, ddr, has_ddr, slots, ncopy, needs, resident))

@@ -129,7 +129,7 @@ def test_package_decoding_equals_the_full_decoding():
         full, packages = p.evaluator.decode(X), p.evaluator.decode_packages(X)
         for field in ("rows", "cols", "kind", "stacks", "ddr"):
             assert np.array_equal(getattr(full, field), getattr(packages, field))
-        assert packages.slots.shape[:2] == (40, 0) and full.slots.shape[1] == space.n_units
+        assert not hasattr(packages, "slots") and full.slots.shape[1] == space.n_units
         package = p.evaluator.package_evaluators()[0]
         want = package_arrays(package.kernel, full.chiplets, full.kind, full.stacks, full.ddr)
         assert np.array_equal(package.package_figures(X), want, equal_nan=True)

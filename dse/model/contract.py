@@ -46,6 +46,21 @@ class DecodedDesigns(NamedTuple):
         return DecodedDesigns(*(a[rows] for a in self))
 
 
+class DecodedPackages(NamedTuple):
+    """A population's packages alone (`DecodedDesigns` without the units)."""
+
+    rows: np.ndarray        # [P] mesh rows
+    cols: np.ndarray        # [P] mesh columns
+    kind: np.ndarray        # [P, S] chiplet kind per slot
+    stacks: np.ndarray      # [P, S] HBM stacks per slot
+    ddr: np.ndarray         # [P] DDR channels of the package
+
+    @property
+    def chiplets(self) -> np.ndarray:
+        """Chiplets in each design's package."""
+        return self.rows * self.cols
+
+
 class FaultsWithin(NamedTuple):
     """``with_faults`` for the designs whose intact metrics lie within ``limits`` only: ``limits[j]`` bounds
     the population kernel's metric column j (dse.model.metrics, ``N_KERNEL_METRICS`` of them; +inf: no
@@ -98,10 +113,11 @@ class PopulationEvaluator(ABC):
     def decode(self, X: np.ndarray) -> DecodedDesigns:
         """The packages and mappings of the decision vectors ``X`` as arrays."""
 
-    def decode_packages(self, X: np.ndarray) -> DecodedDesigns:
-        """The packages of ``X`` as `decode` gives them (``rows``, ``cols``, ``kind``, ``stacks``, ``ddr``),
-        for callers that read nothing else: an evaluator may leave the units out (the default decodes all)."""
-        return self.decode(X)
+    def decode_packages(self, X: np.ndarray) -> DecodedPackages:
+        """The packages of `decode` alone, for a caller that reads only them (an evaluator may give them
+        without decoding the units)."""
+        d = self.decode(X)
+        return DecodedPackages(d.rows, d.cols, d.kind, d.stacks, d.ddr)
 
     @abstractmethod
     def package_evaluators(self) -> list:

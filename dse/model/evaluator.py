@@ -12,13 +12,13 @@ import pandas as pd
 from ..study.schema.faults import FaultsSpec
 from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
-from .contract import DecodedDesigns, FaultsWithin, PopulationEvaluator
+from .contract import DecodedDesigns, DecodedPackages, FaultsWithin, PopulationEvaluator
 from .kernel_tables import kernel_tables
 from .memory_path import copies_without_memory, needs_memory
 from .metrics import METRICS, N_KERNEL_METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
-from .placement import decode_population
+from .placement import decode_packages, decode_population
 from .records import design_arrays, design_records, placement_arrays
 from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
@@ -73,19 +73,17 @@ class Evaluator(PopulationEvaluator):
         return self.workspace(copies), self.workspace(copies)
 
     def decode(self, X: np.ndarray) -> DecodedDesigns:
-        return self._decode(X, self.space.n_units)
-
-    def decode_packages(self, X: np.ndarray) -> DecodedDesigns:
-        """`decode` of the packages alone: the kernel decodes no unit (``slots`` ``[P, 0, copies]``), the
-        packages' rows, columns, kinds, stacks and DDR channels the same (decoded before any unit)."""
-        return self._decode(X, 0)
-
-    def _decode(self, X: np.ndarray, units: int) -> DecodedDesigns:
         sl = self.space.slices
         return DecodedDesigns(*decode_population(
             self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start, sl["hbm"].start, sl["ddr"].start,
-            sl["place"].start, sl["copies"].start, self.space.max_slots, units, self.max_copies,
+            sl["place"].start, sl["copies"].start, self.space.max_slots, self.space.n_units, self.max_copies,
             self.kernel.unit_is_expert, self.space.exclusive_experts, self.tables.kind_hbm_phy))
+
+    def decode_packages(self, X: np.ndarray) -> DecodedPackages:
+        sl = self.space.slices
+        return DecodedPackages(*decode_packages(self.vectors(X), sl["rows"].start, sl["cols"].start, sl["kind"].start,
+                                                sl["hbm"].start, sl["ddr"].start, self.space.max_slots,
+                                                self.tables.kind_hbm_phy))
 
     def _shapes(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         (r0, r1), (c0, c1) = self.row_range, self.col_range

@@ -127,6 +127,33 @@ def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def index_sized(n, slots, ncopy, split, unit_capacity, unit_kv, chip_ptr, cursor, item_u, item_r, total):
+    """`index_items`, and on its counting pass each chiplet's bytes ``total[i]``: its copies' sizes
+    (`item_size`, once per unit) summed in (u, r) order, the order of its items, so the same sum as one over
+    them (issue 52, ninth round)."""
+    for i in range(n + 1):
+        chip_ptr[nowrap(i)] = 0
+    for i in range(n):
+        total[nowrap(i)] = 0.0
+    for u in range(slots.shape[nowrap(0)]):
+        c = ncopy[nowrap(u)]
+        size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], c, split)
+        for r in range(c):
+            i = slots[nowrap(u), nowrap(r)]
+            chip_ptr[nowrap(i + 1)] += 1
+            total[nowrap(i)] += size
+    for i in range(n):
+        chip_ptr[nowrap(i + 1)] += chip_ptr[nowrap(i)]
+        cursor[nowrap(i)] = chip_ptr[nowrap(i)]
+    for u in range(slots.shape[nowrap(0)]):
+        for r in range(ncopy[nowrap(u)]):
+            i = slots[nowrap(u), nowrap(r)]
+            item_u[nowrap(cursor[nowrap(i)])] = u
+            item_r[nowrap(cursor[nowrap(i)])] = r
+            cursor[nowrap(i)] += 1
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf, unit_capacity, unit_kv,
                          w_copy, other_dram, read_scale, chip_ptr, cursor, item_u, item_r, stored, overflow, f, f_sram,
                          buf_size, buf_read, buf_density, buf_order, buf_spill, item_order, chip_sorted):
@@ -137,27 +164,27 @@ def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap
     rows), each chiplet's bytes ``stored`` and its ``overflow`` to DDR. Returns the bytes spilled to DDR in all.
     ``chip_sorted[i]``: chiplet i's copies were put in density order (two tiers, more than fit); that order,
     as indices into ``item_u`` / ``item_r``, is ``item_order[chip_ptr[i]:chip_ptr[i + 1]]`` (`place_merged`
-    re-places a chiplet after a failure from it)."""
+    re-places a chiplet after a failure from it).
+
+    The chiplets' bytes are summed while the copies are indexed (`index_sized`, into ``stored``); a chiplet
+    whose placement is trivial takes no copy's size unless it has no local tier (a copy's DDR fraction is
+    0 where the tier holds all: `trivial_spill`). The same figures, bit for bit, as summing each chiplet's
+    items again (issue 52, ninth round)."""
     three = f_sram.shape[nowrap(0)] > 0
-    index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r)
-    spill = 0.0
+    index_sized(n, slots, ncopy, split, unit_capacity, unit_kv, chip_ptr, cursor, item_u, item_r, stored)
     for i in range(n):
         a, b = chip_ptr[nowrap(i)], chip_ptr[nowrap(i + 1)]
-        total = 0.0
-        for y in range(a, b):
-            u = item_u[nowrap(y)]
-            total += item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
+        total = stored[nowrap(i)]
         cap = resident_capacity(stream_buf, stacks[nowrap(i)], hbm_cap, sram_cap[nowrap(kind[nowrap(i)])])
         fast = min(sram_tier(stacks[nowrap(i)], sram_cap[nowrap(kind[nowrap(i)])]), cap) if three else 0.0
         chip_sorted[nowrap(i)] = False
         if placement_is_trivial(cap, total) and (fast <= 0.0 or total <= fast):
             for y in range(a, b):
                 u = item_u[nowrap(y)]
-                size = item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split)
-                f[nowrap(u), nowrap(item_r[nowrap(y)])] = trivial_spill(cap, size)
+                f[nowrap(u), nowrap(item_r[nowrap(y)])] = 0.0 if cap > 0.0 else trivial_spill(
+                    cap, item_size(unit_capacity[nowrap(u)], unit_kv[nowrap(u)], ncopy[nowrap(u)], split))
                 if three:
                     f_sram[nowrap(u), nowrap(item_r[nowrap(y)])] = 1.0 if fast > 0.0 else 0.0
-            stored[nowrap(i)] = total
             overflow[nowrap(i)] = total if cap <= 0.0 and total > 0.0 else 0.0
         else:
             stored_i, overflow_i = place_chiplet(cap, fast, kind[nowrap(i)], item_u, item_r, a, b - a, ncopy, split,
@@ -168,6 +195,8 @@ def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap
                 for x in range(b - a):
                     item_order[nowrap(a + x)] = a + buf_order[nowrap(x)]
                 chip_sorted[nowrap(i)] = True
+    spill = 0.0
+    for i in range(n):
         spill += overflow[nowrap(i)]
     return spill
 

@@ -12,6 +12,7 @@ a copy is counted (``units_without_memory``, dse.model.metrics) and the design i
 """
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from .tables import EvalTables
@@ -33,21 +34,23 @@ def copies_without_memory(kind: np.ndarray, stacks: np.ndarray, ddr: np.ndarray,
     one are counted (DeepSeek-V3 per layer: a seventeenth of a population, each 15,000 units x 2 copies)."""
     P, S = kind.shape
     ddr_ok = (np.asarray(ddr) > 0) & has_ddr
-    if ddr_ok.any():
-        out = np.zeros((P, S), np.int64)
-        rows = np.flatnonzero(~ddr_ok)
-        if len(rows):
-            out[rows] = copies_without_memory(kind[rows], stacks[rows], np.asarray(ddr)[rows], has_ddr, slots[rows],
-                                              ncopy[rows], needs, resident)
-        return out
-    copies = np.arange(slots.shape[2])[None, None, :] < ncopy[:, :, None]          # [P, U, C] real copies
-    slot = np.where(copies, slots, 0)
-    p = np.arange(P)[:, None, None]
-    no_path = stacks[p, slot] <= 0                  # (no design here has DDR)
-    if resident is not None:
-        no_path &= ~np.asarray(resident)[kind[p, slot]]
-    need = needs[np.arange(needs.shape[0])[None, :, None], kind[p, slot]]
-    bad = copies & no_path & need
     out = np.zeros((P, S), np.int64)
-    np.add.at(out, (np.broadcast_to(p, slot.shape)[bad], slot[bad]), 1)
+    rows = np.flatnonzero(~ddr_ok)
+    if len(rows):
+        sram = np.zeros(max(needs.shape[1], 1), np.bool_) if resident is None else np.asarray(resident, np.bool_)
+        count_without_memory(rows, kind, stacks, slots, ncopy, np.asarray(needs, np.bool_), sram, out)
     return out
+
+
+@nb.njit(cache=True)
+def count_without_memory(rows, kind, stacks, slots, ncopy, needs, resident, out):
+    """`copies_without_memory` of the designs ``rows`` (packages without DDR) into ``out``: one pass over
+    their copies, no [P, U, copies] temporaries (issue 52, ninth round; the counts of the array form,
+    tests/test_memory_path.py)."""
+    for p in rows:
+        for u in range(ncopy.shape[1]):
+            for r in range(ncopy[p, u]):
+                s = slots[p, u, r]
+                k = kind[p, s]
+                if stacks[p, s] <= 0 and not resident[k] and needs[u, k]:
+                    out[p, s] += 1

@@ -160,8 +160,9 @@ def changed_stages(slots, ncopy, prev_slots, prev_ncopy, f, f_prev, stage_start,
 
 
 @nb.njit(cache=True, error_model="numpy")
-def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, res, incremental):
-    """The intact pass of every design d (mesh shape ``shapes[d]``, ``sizes[d]`` chiplets, its kinds, HBM stacks,
+def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, res, incremental, first,
+                last):
+    """The intact pass of designs d = ``first`` .. ``last`` - 1 (mesh shape ``shapes[d]``, ``sizes[d]`` chiplets, its kinds, HBM stacks,
     DDR channels, copy slots and copy counts): its figures into ``res[d]`` (`PASS_FIELDS`); ``W`` is left
     holding the last design's per-stage and per-copy figures (what dse.model.failures starts from).
 
@@ -173,7 +174,11 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
 
     ``incremental``: a design with the previous design's package costs again only the stages whose inputs
     differ from that design's (`changed_stages`; the others keep the figures ``W`` holds): the same result,
-    bit for bit, for a population of nearly equal mappings (dse.runtime's segments) ordered so."""
+    bit for bit, for a population of nearly equal mappings (dse.runtime's segments) ordered so.
+
+    ``first`` / ``last``: a caller that needs each design's ``W`` (the failure pass,
+    dse.model.population_kernel) runs one design at a time on the population's own arrays, without the
+    per-design arrays and reshapes of `base_pass` (issue 52, ninth round)."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_energy, read_scale, out_bytes = T.unit_energy, T.unit_read_scale, T.unit_out_bytes
     active_w, is_expert, group_lq, group_kernels = (T.kind_active_w, T.unit_is_expert, T.unit_group_lq,
@@ -214,7 +219,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     stream_buf = T.stream_buf                           # weight streaming (> 0): no incremental costing either
     copy_tab, copy_fixed, n_stacks = T.copy_table, T.copy_fixed, T.copy_stacks      # dse.model.copy_table
     n_fixed = copy_fixed.shape[nowrap(1)]
-    for d in range(sizes.shape[nowrap(0)]):
+    for d in range(first, last):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
         pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
@@ -346,5 +351,5 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     base_passes(T, R, np.full(1, sh), np.full(1, n), kind.reshape((1, kind.shape[0])),
                 stacks.reshape((1, stacks.shape[0])), np.full(1, ddr),
                 slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, res,
-                False)
+                False, 0, 1)
     return res[0]

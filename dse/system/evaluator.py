@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..model.contract import DecodedDesigns, PopulationEvaluator
+from ..model.contract import DecodedDesigns, DecodedPackages, PopulationEvaluator
 from ..model.metrics import METRICS
 from ..model.parallel import map_rows, split_rows
 from ..study.space import SYSTEM_AXES, Design
@@ -85,7 +85,7 @@ class SystemEvaluator(PopulationEvaluator):
     def decode(self, X) -> DecodedDesigns:
         return self.package.decode(X)
 
-    def decode_packages(self, X) -> DecodedDesigns:
+    def decode_packages(self, X) -> DecodedPackages:
         return self.package.decode_packages(X)
 
     def package_evaluators(self) -> list:
