@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.model.hbm_placement import (index_items, item_size, place_chiplet, place_design_ordered,
+from dse.model.hbm_placement import (item_size, place_chiplet, place_design_ordered,
                                      placement_is_trivial, resident_capacity, sram_tier, trivial_spill)
 from dse.model.perf_model import PASS_FIELDS, base_pass, base_passes
 
@@ -17,6 +17,26 @@ from dse.model.perf_model import PASS_FIELDS, base_pass, base_passes
 @pytest.fixture(scope="module")
 def prepared():
     return dse.prepare(dse.load_study("tests/data/moe_small.yaml"))
+
+
+@nb.njit(cache=False)
+def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
+    """The copies grouped by chiplet as the package did before `index_sized`: CSR ``chip_ptr`` over
+    ``item_u`` / ``item_r``, in (u, r) order."""
+    for i in range(n + 1):
+        chip_ptr[i] = 0
+    for u in range(slots.shape[0]):
+        for r in range(ncopy[u]):
+            chip_ptr[slots[u, r] + 1] += 1
+    for i in range(n):
+        chip_ptr[i + 1] += chip_ptr[i]
+        cursor[i] = chip_ptr[i]
+    for u in range(slots.shape[0]):
+        for r in range(ncopy[u]):
+            i = slots[u, r]
+            item_u[cursor[i]] = u
+            item_r[cursor[i]] = r
+            cursor[i] += 1
 
 
 @nb.njit(cache=False)

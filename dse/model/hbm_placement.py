@@ -108,27 +108,9 @@ def place_chiplet(hbm_capacity, sram_capacity, kind_i, item_u, item_r, start, n_
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def index_items(n, slots, ncopy, chip_ptr, cursor, item_u, item_r):
-    """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order."""
-    for i in range(n + 1):
-        chip_ptr[nowrap(i)] = 0
-    for u in range(slots.shape[nowrap(0)]):
-        for r in range(ncopy[nowrap(u)]):
-            chip_ptr[nowrap(slots[nowrap(u), nowrap(r)] + 1)] += 1
-    for i in range(n):
-        chip_ptr[nowrap(i + 1)] += chip_ptr[nowrap(i)]
-        cursor[nowrap(i)] = chip_ptr[nowrap(i)]
-    for u in range(slots.shape[nowrap(0)]):
-        for r in range(ncopy[nowrap(u)]):
-            i = slots[nowrap(u), nowrap(r)]
-            item_u[nowrap(cursor[nowrap(i)])] = u
-            item_r[nowrap(cursor[nowrap(i)])] = r
-            cursor[nowrap(i)] += 1
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
 def index_sized(n, slots, ncopy, split, unit_capacity, unit_kv, chip_ptr, cursor, item_u, item_r, total):
-    """`index_items`, and on its counting pass each chiplet's bytes ``total[i]``: its copies' sizes
+    """Group the copies by chiplet: CSR ``chip_ptr`` over ``item_u`` / ``item_r``, in (u, r) order; and on
+    the counting pass each chiplet's bytes ``total[i]``: its copies' sizes
     (`item_size`, once per unit) summed in (u, r) order, the order of its items, so the same sum as one over
     them (issue 52, ninth round)."""
     for i in range(n + 1):
@@ -160,7 +142,7 @@ def place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap
     """Every chiplet's copies into its local tier (`local_capacity`: ``stacks[i]`` x ``hbm_cap``, or an
     SRAM-resident kind's ``sram_cap`` without HBM, or both; less weight streaming's buffers,
     `resident_capacity`, ``stream_buf`` > 0), densest first: indexes the copies
-    by chiplet (`index_items`), fills ``f`` (and ``f_sram``, the SRAM's share in front of HBM, where it has
+    by chiplet (`index_sized`), fills ``f`` (and ``f_sram``, the SRAM's share in front of HBM, where it has
     rows), each chiplet's bytes ``stored`` and its ``overflow`` to DDR. Returns the bytes spilled to DDR in all.
     ``chip_sorted[i]``: chiplet i's copies were put in density order (two tiers, more than fit); that order,
     as indices into ``item_u`` / ``item_r``, is ``item_order[chip_ptr[i]:chip_ptr[i + 1]]`` (`place_merged`
