@@ -351,5 +351,5 @@ def base_pass(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W):
     base_passes(T, R, np.full(1, sh), np.full(1, n), kind.reshape((1, kind.shape[0])),
                 stacks.reshape((1, stacks.shape[0])), np.full(1, ddr),
                 slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, res,
-                False, 0, 1)
+                np.bool_(False), np.int64(0), np.int64(1))   # typed as the other callers' (no literals: one compile)
     return res[0]

@@ -168,14 +168,16 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     sizes = rows * cols
     res = np.zeros((P, len(PASS_FIELDS)))
     if not with_faults:
-        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, incremental, 0, P)
+        base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, incremental, np.int64(0),
+                    np.int64(P))
     for p in range(P):
         if package.shape[0] > 0:
             figures[:] = package[p]
         else:
             one_package(T, sizes[p], kind[p], stacks[p], ddr[p], figures)
         if with_faults:
-            base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, False, p, p + 1)
+            base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, np.bool_(False), p,
+                        p + 1)      # one compiled form for every caller: booleans and int64, no literals
         write_metrics(out[p], res[p], figures, T.tokens, unplaced[p])
         if with_faults and within(out[p], limits):
             failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, screen,
