@@ -51,6 +51,8 @@ instance): ``loads[(2 s + instance) LM + link]``.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
@@ -71,6 +73,9 @@ SHORT, LATENCY, P99, E_COMPUTE, E_DRAM, DRAM, NET, E_NET, E_IDLE = range(len(PAS
 # Hot loops index arrays with ``nowrap(i)``: Numba skips the negative-index wrap-around of an unsigned index
 # (a shift, a mask and an add per access, and loops left unvectorised). Only for indices never negative.
 nowrap = nb.uintp
+
+#: what dse.model.offload.stage_fetch reads of the kernel tables (`base_passes` hands it these, not the tables)
+FetchTerms = namedtuple("FetchTerms", ["link_bps", "ssd_bps", "host_e", "ssd_e"])
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -178,12 +183,20 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
 
     ``first`` / ``last``: a caller that needs each design's ``W`` (the failure pass,
     dse.model.population_kernel) runs one design at a time on the population's own arrays, without the
-    per-design arrays and reshapes of `base_pass` (issue 52, ninth round)."""
+    per-design arrays and reshapes of `base_pass` (issue 52, ninth round).
+
+    The call's entry: Numba takes a reference to every array of the tuples T, R and W (about 190) when the
+    call starts and gives them back where a tuple is last read. Every read of T, R and W is in the first
+    block, before any branch (the arrays the loop needs bound to locals there, `FetchTerms` for
+    dse.model.offload.stage_fetch), so both ends of those reference counts fall in one basic block and Numba's
+    reference-count pruning removes them; only the locals' own references (about 120) are taken per call.
+    When the loop read the tuples, the pairs spanned the loop and stayed: a call over an empty range cost
+    5.9 us against 3.9 now (issue 52, tenth round), paid per design by the failure pass."""
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     unit_energy, read_scale, out_bytes = T.unit_energy, T.unit_read_scale, T.unit_out_bytes
     active_w, is_expert, group_lq, group_kernels = (T.kind_active_w, T.unit_is_expert, T.unit_group_lq,
                                                     T.stage_group_kernels)
-    lq, grouping = W.lq, group_kernels.shape[0] > 0 and group_kernels.max() > 0.0
+    lq = W.lq
     stage_start, stage_repeat = T.stage_start, T.stage_repeat
     edge_start, edge_src, edge_dst, edge_bytes, edge_phase = (T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes,
                                                               T.edge_phase)
@@ -198,7 +211,6 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
                                                     T.unit_launches)
     ct, ht, loads, edge_lat, edge_amt, f, comm = W.ct, W.ht, W.loads, W.edge_lat, W.edge_amt, W.f, W.comm
-    LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     copy_time, copy_ddr, ar_time = W.copy_time, W.copy_ddr, W.ar_time
     chip_ptr, item_u, item_r, stored, overflow = W.chip_ptr, W.item_u, W.item_r, W.stored, W.overflow
     buf_size, buf_read, buf_density, buf_order, buf_spill = (W.buf_size, W.buf_read, W.buf_density, W.buf_order,
@@ -218,11 +230,19 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     three = f_sram.shape[nowrap(0)] > 0                 # SRAM in front of HBM somewhere: no incremental costing
     stream_buf = T.stream_buf                           # weight streaming (> 0): no incremental costing either
     copy_tab, copy_fixed, n_stacks = T.copy_table, T.copy_fixed, T.copy_stacks      # dse.model.copy_table
+    pair_base, link_base, n_links = R.pair_base, R.link_base, R.n_links
+    cursor, item_order, chip_sorted, buf_u = W.cursor, W.item_order, W.chip_sorted, W.buf_u
+    ddr_cap, host_cap, ssd_cap, ddr_bw_channel = T.ddr_cap, T.host_cap, T.ssd_cap, T.ddr_bw
+    chain, kind_seq, sequences = T.chain, T.kind_seq, T.sequences
+    fetch = FetchTerms(T.link_bps, T.ssd_bps, T.host_e, T.ssd_e)
+    # T, R and W are read last above, before the first branch: see the docstring (the call's entry)
+    grouping = group_kernels.shape[0] > 0 and group_kernels.max() > 0.0
+    LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     n_fixed = copy_fixed.shape[nowrap(1)]
     for d in range(first, last):
         sh, n, ddr = shapes[nowrap(d)], sizes[nowrap(d)], ddrs[nowrap(d)]
         kind, stacks, slots, ncopy = kinds[nowrap(d)], stacks_all[nowrap(d)], slots_all[nowrap(d)], ncopies[nowrap(d)]
-        pb, lb, L = R.pair_base[nowrap(sh)], R.link_base[nowrap(sh)], R.n_links[nowrap(sh)]
+        pb, lb, L = pair_base[nowrap(sh)], link_base[nowrap(sh)], n_links[nowrap(sh)]
         same = False
         if incremental and not offload and not three and stream_buf <= 0.0:
             same = same_package(d, shapes, sizes, kinds, stacks_all, ddrs)
@@ -231,15 +251,15 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
 
         # --- memory: each chiplet's copies into its HBM, densest first; the rest spills to DDR ---
         spill = place_design_ordered(n, kind, stacks, slots, ncopy, split, hbm_cap, sram_cap, stream_buf,
-                                     unit_capacity, unit_kv, w_copy, other_dram, read_scale, chip_ptr, W.cursor, item_u, item_r,
+                                     unit_capacity, unit_kv, w_copy, other_dram, read_scale, chip_ptr, cursor, item_u, item_r,
                                      stored, overflow, f, f_sram, buf_size, buf_read, buf_density, buf_order,
-                                     buf_spill, W.item_order, W.chip_sorted)
-        short = max(spill - ddr * T.ddr_cap, 0.0)
+                                     buf_spill, item_order, chip_sorted)
+        short = max(spill - ddr * ddr_cap, 0.0)
         if offload:       # host DRAM and SSD below the DDR (dse.model.offload)
             short = place_below(n, kind, chip_ptr, item_u, item_r, ncopy, split, unit_capacity, unit_kv, w_copy,
-                                other_dram, read_scale, ddr * T.ddr_cap, T.host_cap, T.ssd_cap, f, f_host, f_ssd,
-                                buf_size, buf_read, buf_density, buf_order, buf_spill, W.buf_u)
-        ddr_bw = max(ddr * T.ddr_bw, 1.0)
+                                other_dram, read_scale, ddr * ddr_cap, host_cap, ssd_cap, f, f_host, f_ssd,
+                                buf_size, buf_read, buf_density, buf_order, buf_spill, buf_u)
+        ddr_bw = max(ddr * ddr_bw_channel, 1.0)
         if same:
             changed_stages(slots, ncopy, slots_all[nowrap(d - 1)], ncopies[nowrap(d - 1)], f, f_prev, stage_start,
                            edge_start, edge_src, edge_dst, moved, dirty)
@@ -316,7 +336,7 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             stage_t[nowrap(s)] = max(row_max(ct, s, n), sd / ddr_bw)
             if offload:       # misses fetched into HBM before the stage computes (a loop of its own)
                 t_fetch, e_fetch = stage_fetch(stage_start[nowrap(s)], stage_start[nowrap(s + 1)], kind, slots, ncopy,
-                                               w_copy, other_dram, f_host, f_ssd, T, hbm_e)
+                                               w_copy, other_dram, f_host, f_ssd, fetch, hbm_e)
                 stage_t[nowrap(s)] += t_fetch
                 e_dram += e_fetch
             repeat = stage_repeat[nowrap(s)]
@@ -330,11 +350,11 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
             stage_dram[nowrap(s)] = dram
             stage_net[nowrap(s)] = net * repeat + hand_off_net
             stage_e_net[nowrap(s)] = e_net * repeat + hand_off_e
-        latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, T.chain,
+        latency, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat, chain,
                                         stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy, host_busy,
                                         order)
         # the host's work per sequence, and weight streaming's fill (the first transfer hides behind nothing)
-        wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n) + fill
+        wait = sequence_wait_s(kind_seq, sequences, kind, n) + fill
         row = res[nowrap(d)]
         row[SHORT], row[LATENCY], row[P99] = short, latency + wait, p99 + wait
         step_totals(stage_prob, stage_repeat, stage_e_compute, stage_e_dram, stage_dram, stage_net, stage_e_net, row)

@@ -2,11 +2,13 @@
 per-design failure kernels the Evaluator's reports use (`single_failures`, `remapped_design`).
 
 Per design: the intact pass (dse.model.perf_model), its package figures (dse.model.package_figures), and its
-failure columns (`failure_columns`): every single chiplet (and link) failure, then the Monte Carlo sets of its
-package size (`monte_carlo_sets`), by deltas (dse.model.failures) or in full where routes change
-(dse.model.failure_routes); `retained_frac` is the throughput each keeps.
+failure columns (`failure_sets`, the failure kernels, `failure_summary`): every single chiplet (and link)
+failure, then the Monte Carlo sets of its package size (`monte_carlo_sets`), by deltas (dse.model.failures)
+or in full where routes change (dse.model.failure_routes); `retained_frac` is the throughput each keeps.
 """
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
@@ -20,6 +22,14 @@ from .metrics import (M_ALL_SERVED, M_AREA, M_COST, M_DRAM, M_E_COMPUTE, M_E_DRA
                       M_PACKAGE_AREA, M_POWER, M_SHORT, M_THROUGHPUT, M_UNPLACED, M_WORST_RETAINED, N_KERNEL_METRICS)
 from .package_figures import F_AREA, F_COST, F_PACKAGE_AREA, F_POWER, F_STATIC, PACKAGE_FIGURES, one_package
 from .perf_model import DRAM, E_COMPUTE, E_DRAM, E_IDLE, E_NET, LATENCY, NET, P99, PASS_FIELDS, SHORT, base_pass, base_passes
+
+#: what dse.model.package_figures.one_package reads of the kernel tables: `evaluate_arrays` hands it these
+#: (bound once per call) rather than T, whose ~60 arrays an inline helper's argument takes a reference to
+#: each time it is called, here once per design (issue 52, tenth round)
+PackageTerms = namedtuple("PackageTerms", [
+    "ddr_phy", "kind_area", "hbm_phy", "kind_wafer_kgd", "kind_wafer_cost", "kind_d0", "yield_alpha",
+    "wafer_diameter", "hbm_cost", "hbm_footprint", "ddr_cost", "packaging", "ddr_bw", "ddr_e", "kind_static_w",
+    "kind_active_w", "kind_peak_dyn_w", "hbm_bw", "hbm_e"])
 
 
 @nb.njit(cache=True, inline="always")
@@ -59,32 +69,29 @@ def in_full(offload, routes, n_sets, sh):
 
 
 @nb.njit(cache=True, inline="always")
-def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen, mc_sets, base, W, W2, sets, size,
-                     routes, after, out):
-    """The failure metrics (fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac,
-    mc_survival_frac) of one design whose intact pass (`base`) is in ``W``, into its metrics row ``out``
-    (left 0 without single failures, NaN without Monte Carlo sets); ``sets`` / ``size`` / ``routes`` /
-    ``after`` are scratch for its failure sets, ``W2`` for failures evaluated in full."""
-    latency, short = base[LATENCY], base[SHORT]
-    # failure sets: every single chiplet (and link), then the Monte Carlo sets of this package size
-    chips, links = single_sets(n, R.node_alt[sh], R.link_alt[sh], R.n_phys[sh], sets, size, routes)
+def failure_sets(sh, n, node_alt, link_alt, n_phys, mc_alt, mc_sets, full, sets, size, routes):
+    """A design's failure sets into ``sets`` / ``size`` / ``routes`` (see dse.model.failures.failures_latency):
+    every single chiplet (and link), then the Monte Carlo sets of its package size; every one on the
+    design's own routes (``sh``) where ``full`` (`in_full`). Returns (single failures, Monte Carlo sets)."""
+    chips, links = single_sets(n, node_alt[sh], link_alt[sh], n_phys[sh], sets, size, routes)
     singles = chips + links
     samples = mc_sets.shape[1]
     k_max = mc_sets.shape[2]
     for m in range(samples):
         size[singles + m] = min(k_max, n)
-        routes[singles + m] = R.mc_alt[sh] + m if R.mc_alt[sh] >= 0 else -1
+        routes[singles + m] = mc_alt[sh] + m if mc_alt[sh] >= 0 else -1
         for x in range(size[singles + m]):
             sets[singles + m, x] = mc_sets[n, m, x]
-    # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
-    in_full(T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0, routes, singles + samples, sh)
-    if singles + samples > 0:
-        failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples,
-                         W, after, short, screen)
-    # (Monte Carlo sets reroute only then too)
-    if T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0 or R.node_alt[sh] >= 0 or R.n_phys[sh] > 0:
-        rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, size, routes, singles + samples, W,
-                          W2, after, short)
+    in_full(full, routes, singles + samples, sh)
+    return singles, samples
+
+
+@nb.njit(cache=True, inline="always")
+def failure_summary(latency, short, after, singles, samples, out):
+    """The failure metrics (fault_tolerance_frac, worst_retained_frac, all_served_frac, mc_retained_frac,
+    mc_survival_frac) of a design of intact ``latency`` and ``short`` from each failure's figures in
+    ``after`` (`failure_sets`' order), into its metrics row ``out`` (left 0 without single failures, NaN
+    without Monte Carlo sets)."""
     kept_sum = 0.0
     worst = 1.0
     served = 0.0
@@ -113,7 +120,7 @@ def failure_columns(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, screen,
 @nb.njit(cache=True, inline="always")
 def write_metrics(out, base, figures, tokens, unplaced):
     """A design's metrics (dse.model.metrics, but the largest die and the failure columns of
-    `failure_columns`) into ``out`` from its intact pass ``base`` (dse.model.perf_model.PASS_FIELDS) and its
+    `failure_summary`) into ``out`` from its intact pass ``base`` (dse.model.perf_model.PASS_FIELDS) and its
     package ``figures`` (dse.model.package_figures.PACKAGE_FIGURES)."""
     latency = base[LATENCY]
     e_compute, e_dram, e_net = base[E_COMPUTE], base[E_DRAM], base[E_NET]
@@ -158,6 +165,12 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
     with a metric above its bound in ``limits`` (``[N_KERNEL_METRICS]``, +inf: none; dse.model.contract.
     FaultsWithin) skips them, its fault columns as without failures."""
     P = rows.shape[0]
+    node_alt, link_alt, n_phys, mc_alt = R.node_alt, R.link_alt, R.n_phys, R.mc_alt
+    # with tiers below the package, three tiers or weight streaming every failure is evaluated in full
+    full = T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0
+    terms = PackageTerms(T.ddr_phy, T.kind_area, T.hbm_phy, T.kind_wafer_kgd, T.kind_wafer_cost, T.kind_d0,
+                         T.yield_alpha, T.wafer_diameter, T.hbm_cost, T.hbm_footprint, T.ddr_cost, T.packaging,
+                         T.ddr_bw, T.ddr_e, T.kind_static_w, T.kind_active_w, T.kind_peak_dyn_w, T.hbm_bw, T.hbm_e)
     out = np.zeros((P, N_KERNEL_METRICS))
     n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
     sets = np.zeros((n_sets, max(mc_sets.shape[2], 1)), np.int64)
@@ -174,14 +187,26 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
         if package.shape[0] > 0:
             figures[:] = package[p]
         else:
-            one_package(T, sizes[p], kind[p], stacks[p], ddr[p], figures)
+            one_package(terms, sizes[p], kind[p], stacks[p], ddr[p], figures)
         if with_faults:
             base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, np.bool_(False), p,
                         p + 1)      # one compiled form for every caller: booleans and int64, no literals
         write_metrics(out[p], res[p], figures, T.tokens, unplaced[p])
         if with_faults and within(out[p], limits):
-            failure_columns(T, R, shape[p], sizes[p], kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, screen,
-                            mc_sets, res[p], W, W2, sets, size, routes, after, out[p])
+            # the failure kernels take T, R and W as evaluate_arrays holds them (no inline helper binds them:
+            # binding a tuple takes a reference to each of its arrays, here per design)
+            sh, n, latency, short = shape[p], sizes[p], res[p, LATENCY], res[p, SHORT]
+            singles, samples = failure_sets(sh, n, node_alt, link_alt, n_phys, mc_alt, mc_sets, full, sets, size,
+                                            routes)
+            # a failure that leaves a larger shortfall keeps nothing: its latency is not needed
+            if singles + samples > 0:
+                failures_latency(T, R, sh, n, kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, sets, size,
+                                 routes, singles + samples, W, after, short, screen)
+            # (Monte Carlo sets reroute only then too)
+            if full or node_alt[sh] >= 0 or n_phys[sh] > 0:
+                rerouted_failures(T, R, n, kind[p], stacks[p], ddr[p], slots[p], ncopy[p], split, sets, size, routes,
+                                  singles + samples, W, W2, after, short)
+            failure_summary(latency, short, after, singles, samples, out[p])
         else:                                       # no failures evaluated: none survived, Monte Carlo not run
             out[p, M_MC_RETAINED] = np.nan
             out[p, M_MC_SURVIVAL] = np.nan
