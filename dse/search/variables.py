@@ -29,7 +29,8 @@ from pymoo.core.crossover import Crossover
 from pymoo.core.duplicate import DefaultDuplicateElimination
 from pymoo.core.mutation import Mutation
 from pymoo.core.sampling import Sampling
-from pymoo.operators.crossover.sbx import cross_sbx
+
+from .sbx import sbx
 
 #: largest space `enumerate_batch` will walk (the ``exhaustive`` algorithm)
 MAX_ENUMERATION = 1_000_000
@@ -101,10 +102,7 @@ class GeneCrossover(Crossover):
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         _, n_matings, n_var = X.shape
         parents = X.astype(float)
-        children = cross_sbx(parents, problem.xl.astype(float), problem.xu.astype(float),
-                             np.full((n_matings, 1), self.eta), np.full((n_matings, 1), 0.5),
-                             np.full((n_matings, 1), 0.5),
-                             random_state=random_state)
+        children = sbx(parents, problem.xl.astype(float), problem.xu.astype(float), self.eta, random_state)
         cat = self.categorical
         if cat.any():
             swap = random_state.random((n_matings, int(cat.sum()))) < 0.5
