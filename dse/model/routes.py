@@ -16,8 +16,8 @@ The kernels walk a route from ``pad_ptr`` / ``pad_links``: the same links in the
 to a multiple of `ROUTE_LANES` with links L + 1 .. L + 3 of its table's L (lanes past the package's links in
 each load row, never read: dse.model.workspace), so a walk takes steps of four links whatever the route's
 length (dse.model.hand_offs.add_route): a loop exit mispredicted per chunk rather than per route.
-The failure pass walks a second copy (``walk_ptr`` / ``walk_links``, `walk_routes`): every route at least one
-step, each pair's padding on its own set of spare lanes (dse.model.hand_offs.add_route_once).
+The failure pass walks a second copy of the intact packages' tables (``walk_ptr`` / ``walk_links``, `walk_routes`):
+every route at least one step, each pair's padding on its own set of spare lanes (dse.model.hand_offs.add_route_once).
 
 Tables 0 .. shapes-1 are the intact packages in `shape_index` order. After them come the packages
 after a failure that changes routes (noc.faults.fault_routes with detours: routes that avoid the
@@ -83,7 +83,7 @@ def build_route_tables(package: PackageSpec, links: bool = False, routers_fail: 
         if routers_fail:
             tables += [noc.fault_routes(routes, failed_nodes=sorted(set(mc_sets[t.n, m].tolist())))
                        for m in range(samples)]
-    packed = _pack(tables, package.switch_efficiency)
+    packed = _pack(tables, package.switch_efficiency, len(intact))
     return RouteTables(**packed, shape_rows=np.array([r for r, _ in shapes], np.int64),
                        shape_cols=np.array([c for _, c in shapes], np.int64),
                        node_alt=np.array(node_alt, np.int64), link_alt=np.array(link_alt, np.int64),
@@ -102,15 +102,16 @@ def _check_size(intact: list[noc.Routes], links: bool, routers_fail: bool, sampl
                          "links or narrow the mesh ranges", key="faults")
 
 
-def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
+def _pack(tables: list[noc.Routes], switch_efficiency: float, walked: int) -> dict:
     """Concatenate route tables into the flat arrays of `RouteTables` (links at ``switch_efficiency`` of
-    their bandwidth)."""
+    their bandwidth); the failure pass's walks (`walk_routes`) of the first ``walked`` tables only, the intact
+    packages' (a failure that changes routes is evaluated in full, on ``pad_ptr`` / ``pad_links``)."""
     pair_ptr, route_links, pair_latency, pair_energy, inv_bw = [np.zeros(1, np.int64)], [], [], [], []
     pad_ptr, pad_links = [np.zeros(1, np.int64)], []
     walk_ptr, walk_links = [np.zeros(1, np.int64)], []
     link_base, pair_base, n_links = [], [], []
     n_pairs = n_route = n_link = n_pad = n_walk = 0
-    for routes in tables:
+    for number, routes in enumerate(tables):
         t = routes.topology
         n, L = t.n, t.n_links
         pair_base.append(n_pairs)
@@ -122,10 +123,12 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
         pad_ptr.append(ptr[1:] + n_pad)
         pad_links.append(padded)
         n_pad += int(ptr[-1])
-        ptr, padded = walk_routes(np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64), L)
-        walk_ptr.append(ptr[1:] + n_walk)
-        walk_links.append(padded)
-        n_walk += int(ptr[-1])
+        if number < walked:
+            ptr, padded = walk_routes(np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64),
+                                      L)
+            walk_ptr.append(ptr[1:] + n_walk)
+            walk_links.append(padded)
+            n_walk += int(ptr[-1])
         served = routes.hops.ravel() >= 0
         pair_latency.append(np.where(served, routes.incidence @ t.link_hop_latency_s, np.inf))
         pair_energy.append(np.where(served, routes.incidence @ t.link_hop_energy_j_per_byte, 0.0))
