@@ -31,7 +31,7 @@ import numpy as np
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
-from .hand_offs import add_route, allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
+from .hand_offs import add_route_once, allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
 from .hbm_placement import local_capacity, place_merged
 from .perf_model import row_max
 from .scenarios import scenario_latency
@@ -91,8 +91,8 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
         T.edge_start, T.edge_src, T.edge_dst, T.edge_bytes, T.edge_phase, T.edge_stage)
     hbm_cap, hbm_bw, hbm_e, ddr_e, link_bw = T.hbm_cap, T.hbm_bw, T.hbm_e, T.ddr_e, T.link_bw
     sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
-    pair_ptr, pair_latency, pair_energy, pad_ptr, pad_links = (R.pair_ptr, R.pair_latency, R.pair_energy, R.pad_ptr,
-                                                               R.pad_links)
+    pair_ptr, pair_latency, pair_energy, walk_ptr, walk_links = (R.pair_ptr, R.pair_latency, R.pair_energy,
+                                                                 R.walk_ptr, R.walk_links)
     link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
@@ -103,6 +103,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
     hosts = T.hosts
     ct, ht, sd, stage_t, comm, loads, edge_lat = W.ct, W.ht, W.sd, W.stage_t, W.comm, W.loads, W.edge_lat
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
+    LF = W.new_loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])     # its rows' spare lanes: walk_routes
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
     # two tiers only: with SRAM in front of HBM every failure runs in full (population_kernel)
     chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
@@ -354,28 +355,28 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         n_aff += 1
                         row_slot[nowrap(row)] = slot
                         aff_rows[nowrap(slot)] = row
-                        for link in range(L + 4):       # with add_route's spare lanes
-                            new_loads[nowrap(slot * LM + link)] = loads[nowrap(row * LM + link)]
-                    base = slot * LM
+                        for link in range(L):       # its spare lanes are written to, never read
+                            new_loads[nowrap(slot * LF + link)] = loads[nowrap(row * LM + link)]
+                    base = slot * LF
                     # a chiplet's route to itself is empty and takes no time on the intact routes: no i != j test
                     for ra in range(ca_old):
                         i = slots[nowrap(a), nowrap(ra)]
                         for rb in range(cb_old):
-                            add_route(new_loads, base, pad_ptr, pad_links, pb + i * n + slots[nowrap(b), nowrap(rb)],
-                                      -old_amount)
+                            add_route_once(new_loads, base, walk_ptr, walk_links,
+                                           pb + i * n + slots[nowrap(b), nowrap(rb)], -old_amount)
                     longest = 0.0
                     for ra in range(ca_new):
                         i = slots2[nowrap(a), nowrap(ra)]
                         for rb in range(cb_new):
                             p = pb + i * n + slots2[nowrap(b), nowrap(rb)]
                             longest = max(longest, pair_latency[nowrap(p)])
-                            add_route(new_loads, base, pad_ptr, pad_links, p, new_amount)
+                            add_route_once(new_loads, base, walk_ptr, walk_links, p, new_amount)
                     edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
             for k in range(n_aff):
                 s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
                 bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
                 comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
-                                     + busiest_link(new_loads, k * LM, link_inv_bw, lb, L))
+                                     + busiest_link(new_loads, k * LF, link_inv_bw, lb, L))
 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                          chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,

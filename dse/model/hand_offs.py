@@ -110,6 +110,24 @@ def add_route(row, base, pad_ptr, pad_links, p, amount):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def add_route_once(row, base, walk_ptr, walk_links, p, amount):
+    """`add_route` on the failure pass's copy of the padded routes (dse.model.routes.walk_routes: every route at
+    least one step, its padding on its own set of spare lanes): the first step taken without a loop test, so a
+    walk of an empty or a short route mispredicts no loop exit, and a walk's padding does not wait on the
+    walk before it. Each link's load updated as `add_route` would, in the same order."""
+    first = walk_ptr[nowrap(p)]
+    row[nowrap(base + walk_links[nowrap(first)])] += amount
+    row[nowrap(base + walk_links[nowrap(first + 1)])] += amount
+    row[nowrap(base + walk_links[nowrap(first + 2)])] += amount
+    row[nowrap(base + walk_links[nowrap(first + 3)])] += amount
+    for x in range(first + 4, walk_ptr[nowrap(p + 1)], 4):
+        row[nowrap(base + walk_links[nowrap(x)])] += amount
+        row[nowrap(base + walk_links[nowrap(x + 1)])] += amount
+        row[nowrap(base + walk_links[nowrap(x + 2)])] += amount
+        row[nowrap(base + walk_links[nowrap(x + 3)])] += amount
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start, edge_phase, edge_src, edge_dst,
                     edge_bytes, edge_sync, pair_ptr, pad_ptr, pad_links, pair_latency, pair_energy, link_inv_bw, comm,
                     loads, edge_lat, edge_amt, pair_amt, pair_seen, pair_list):

@@ -16,6 +16,8 @@ The kernels walk a route from ``pad_ptr`` / ``pad_links``: the same links in the
 to a multiple of `ROUTE_LANES` with links L + 1 .. L + 3 of its table's L (lanes past the package's links in
 each load row, never read: dse.model.workspace), so a walk takes steps of four links whatever the route's
 length (dse.model.hand_offs.add_route): a loop exit mispredicted per chunk rather than per route.
+The failure pass walks a second copy of the intact packages' tables (``walk_ptr`` / ``walk_links``, `walk_routes`):
+every route at least one step, each pair's padding on its own set of spare lanes (dse.model.hand_offs.add_route_once).
 
 Tables 0 .. shapes-1 are the intact packages in `shape_index` order. After them come the packages
 after a failure that changes routes (noc.faults.fault_routes with detours: routes that avoid the
@@ -39,11 +41,13 @@ from ..errors import StudyError
 from ..study.schema.package import PackageSpec
 
 ROUTE_LANES = 4                  # links per step of a route walk; a load row's spare lanes (dse.model.workspace)
+SPARE_SETS = 8                   # sets of ROUTE_LANES spare lanes a failure's route walks pad onto (`walk_routes`)
 MAX_FAULT_PAIRS = 10_000_000     # chiplet pairs over all route tables after failures (~50-100 bytes each)
 
 RouteTables = namedtuple("RouteTables", ["pair_ptr", "route_links", "pair_latency", "pair_energy", "link_inv_bw",
                                          "link_base", "pair_base", "n_links", "shape_rows", "shape_cols",
-                                         "node_alt", "link_alt", "n_phys", "mc_alt", "pad_ptr", "pad_links"])
+                                         "node_alt", "link_alt", "n_phys", "mc_alt", "pad_ptr", "pad_links",
+                                         "walk_ptr", "walk_links"])
 
 
 def shape_index(rows: int, cols: int, row_range: tuple[int, int], col_range: tuple[int, int]) -> int:
@@ -79,7 +83,7 @@ def build_route_tables(package: PackageSpec, links: bool = False, routers_fail: 
         if routers_fail:
             tables += [noc.fault_routes(routes, failed_nodes=sorted(set(mc_sets[t.n, m].tolist())))
                        for m in range(samples)]
-    packed = _pack(tables, package.switch_efficiency)
+    packed = _pack(tables, package.switch_efficiency, len(intact))
     return RouteTables(**packed, shape_rows=np.array([r for r, _ in shapes], np.int64),
                        shape_cols=np.array([c for _, c in shapes], np.int64),
                        node_alt=np.array(node_alt, np.int64), link_alt=np.array(link_alt, np.int64),
@@ -98,14 +102,16 @@ def _check_size(intact: list[noc.Routes], links: bool, routers_fail: bool, sampl
                          "links or narrow the mesh ranges", key="faults")
 
 
-def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
+def _pack(tables: list[noc.Routes], switch_efficiency: float, walked: int) -> dict:
     """Concatenate route tables into the flat arrays of `RouteTables` (links at ``switch_efficiency`` of
-    their bandwidth)."""
+    their bandwidth); the failure pass's walks (`walk_routes`) of the first ``walked`` tables only, the intact
+    packages' (a failure that changes routes is evaluated in full, on ``pad_ptr`` / ``pad_links``)."""
     pair_ptr, route_links, pair_latency, pair_energy, inv_bw = [np.zeros(1, np.int64)], [], [], [], []
     pad_ptr, pad_links = [np.zeros(1, np.int64)], []
+    walk_ptr, walk_links = [np.zeros(1, np.int64)], []
     link_base, pair_base, n_links = [], [], []
-    n_pairs = n_route = n_link = n_pad = 0
-    for routes in tables:
+    n_pairs = n_route = n_link = n_pad = n_walk = 0
+    for number, routes in enumerate(tables):
         t = routes.topology
         n, L = t.n, t.n_links
         pair_base.append(n_pairs)
@@ -117,6 +123,12 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
         pad_ptr.append(ptr[1:] + n_pad)
         pad_links.append(padded)
         n_pad += int(ptr[-1])
+        if number < walked:
+            ptr, padded = walk_routes(np.asarray(routes.route_ptr, np.int64), np.asarray(routes.route_links, np.int64),
+                                      L)
+            walk_ptr.append(ptr[1:] + n_walk)
+            walk_links.append(padded)
+            n_walk += int(ptr[-1])
         served = routes.hops.ravel() >= 0
         pair_latency.append(np.where(served, routes.incidence @ t.link_hop_latency_s, np.inf))
         pair_energy.append(np.where(served, routes.incidence @ t.link_hop_energy_j_per_byte, 0.0))
@@ -130,7 +142,9 @@ def _pack(tables: list[noc.Routes], switch_efficiency: float) -> dict:
                 link_inv_bw=np.concatenate(inv_bw), link_base=np.array(link_base, np.int64),
                 pair_base=np.array(pair_base, np.int64), n_links=np.array(n_links, np.int64),
                 pad_ptr=np.concatenate(pad_ptr).astype(np.int64),
-                pad_links=np.concatenate(pad_links).astype(np.int32))
+                pad_links=np.concatenate(pad_links).astype(np.int32),
+                walk_ptr=np.concatenate(walk_ptr).astype(np.int64),
+                walk_links=np.concatenate(walk_links).astype(np.int32))
 
 
 def padded_routes(route_ptr: np.ndarray, route_links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
@@ -144,5 +158,25 @@ def padded_routes(route_ptr: np.ndarray, route_links: np.ndarray, n_links: int) 
     k = np.arange(int(ptr[-1])) - ptr[pair]
     real = k < lengths[pair]
     links = n_links + k % ROUTE_LANES
+    links[real] = route_links[route_ptr[pair[real]] + k[real]]
+    return ptr, links
+
+
+def walk_routes(route_ptr: np.ndarray, route_links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """The routes as `padded_routes` pads them, for the failure pass's walks (dse.model.hand_offs.add_route_once):
+    an empty route (a chiplet to itself) takes one step of spare lanes, so every walk takes at least one step
+    and its first needs no loop test; pair q's padding goes to the spare lanes ``n_links + ROUTE_LANES x (q %
+    SPARE_SETS) + k % ROUTE_LANES`` (a load row of the failure pass has ``ROUTE_LANES x SPARE_SETS`` spare lanes,
+    dse.model.workspace), so consecutive walks of different pairs mostly pad onto different lanes: each spare lane
+    is added to, in memory, by every walk that pads onto it, and one set for all walks chained every walk to the
+    one before through those additions."""
+    lengths = np.diff(route_ptr)
+    padded = np.maximum(-(-lengths // ROUTE_LANES), 1) * ROUTE_LANES
+    ptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(padded, out=ptr[1:])
+    pair = np.repeat(np.arange(len(lengths)), padded)
+    k = np.arange(int(ptr[-1])) - ptr[pair]
+    real = k < lengths[pair]
+    links = n_links + ROUTE_LANES * (pair % SPARE_SETS) + k % ROUTE_LANES
     links[real] = route_links[route_ptr[pair[real]] + k[real]]
     return ptr, links

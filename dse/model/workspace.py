@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 
 from .kernel_tables import MEMO_COPIES, KernelTables
-from .routes import ROUTE_LANES
+from .routes import ROUTE_LANES, SPARE_SETS
 
 Workspace = namedtuple("Workspace", [
     # intact design (base pass)
@@ -43,9 +43,11 @@ MEMO_COMBOS = 16
 
 def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: int) -> Workspace:
     """Scratch arrays for one design at a time, sized for the largest package of the study. A load row holds
-    ``max_links`` links and `ROUTE_LANES` spare lanes a padded route walk writes to (dse.model.routes)."""
+    ``max_links`` links and `ROUTE_LANES` spare lanes a padded route walk writes to (dse.model.routes); a load
+    row of the failure pass (``new_loads``) `ROUTE_LANES` x `SPARE_SETS` of them (dse.model.routes.walk_routes)."""
     S = T.stage_repeat.shape[0]
     LM = max_links + ROUTE_LANES
+    LF = max_links + ROUTE_LANES * SPARE_SETS
     U = T.unit_capacity.shape[0]
     E = T.edge_src.shape[0]
     n_scen = T.scen_prob.shape[0]
@@ -66,7 +68,7 @@ def make_workspace(T: KernelTables, max_chips: int, max_links: int, max_copies: 
         moved_list=i64(U), stored2=f(max_chips), overflow2=f(max_chips), in_a=b(max_chips), a_list=i64(max_chips),
         is_dead=b(max_chips), dead=i64(max_chips), dirty=b(S), dirty_list=i64(S), bk_ct=f(S, max_chips),
         bk_ht=f(S, max_chips), bk_sd=f(S), bk_stage_t=f(S), seen=b(E), edge_list=i64(E), bk_edge_lat=f(E),
-        row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * LM), bk_comm=f(2 * S),
+        row_slot=np.full(2 * S, -1, np.int64), aff_rows=i64(2 * S), new_loads=f(2 * S * LF), bk_comm=f(2 * S),
         lq=f(S, max_chips), bk_lq=f(S, max_chips),
         finish=f(S), cps=f(n_scen), in_scen=b(S), busy=f(max_chips), host_busy=f(max_chips), order=i64(n_scen),
         pair_amt=f(max_chips * max_chips), pair_seen=b(max_chips * max_chips), pair_list=i64(max_chips * max_chips),
