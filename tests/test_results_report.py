@@ -198,7 +198,7 @@ def test_floorplans_saved_with_their_own_text_hinting(written, monkeypatch, tmp_
 
 
 def test_floorplan_axes_hidden_with_the_same_pixels(written):
-    """A floorplan's axes are off and their x and y axes hidden too (`hide_axes_ticks`), so the title's placement
+    """A floorplan's axes are off and their x and y axes hidden too (`axes_off`), so the title's placement
     does not compute and measure the y axis's ticks: the same pixels as with the axes left visible (the old way)."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -23,7 +23,7 @@ from ..model.objectives import OBJECTIVES
 from ..model.traffic import link_loads, link_utilisation
 from ..study.space import Design
 from .breakdowns import Breakdowns
-from .figure_file import save
+from .figure_file import axes_off, save
 from .knee import knee_index, minimised
 
 #: metric column -> (axis label, factor from SI, display unit)
@@ -356,21 +356,11 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     ax.set_xlim(-margin, C * pitch - gap + margin)
     ax.set_ylim(-(R - 1) * pitch - margin, size + margin)
     ax.set_aspect("equal")
-    ax.axis("off")
-    hide_axes_ticks(ax)
+    axes_off(ax)
     ax.set_title(f"{title or 'design'}\n{R} x {C} {prepared.study.hardware.package.topology}, "
                  f"{latency * 1e3:.3g} ms per step, "
                  f"{design.ddr_channels} DDR channels, {design.link} links", fontsize=9)
     return fig
-
-
-def hide_axes_ticks(ax) -> None:
-    """Hide the x and y axes of ``ax``, an axes switched off (``ax.axis("off")``: its axes are not drawn nor
-    measured). The title's placement still asks the y axis for its extent, which computes its ticks and measures
-    their labels, at the layout's passes and at the draw: a tenth of a floorplan's `savefig` for nothing. The
-    PNG is byte-identical (docs/performance.md, "Issue 52, tenth round (the floorplans)")."""
-    ax.xaxis.set_visible(False)
-    ax.yaxis.set_visible(False)
 
 
 def _mappable(cmap, norm):
