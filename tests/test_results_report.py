@@ -195,3 +195,28 @@ def test_floorplans_saved_with_their_own_text_hinting(written, monkeypatch, tmp_
     assert floorplans and set(floorplans.values()) == {plots.FLOORPLAN_RC["text.hinting"]} != {before}
     assert {h for name, h in hinting.items() if name not in floorplans} == {before}
     assert matplotlib.rcParams["text.hinting"] == before
+
+
+def test_floorplan_axes_hidden_with_the_same_pixels(written):
+    """A floorplan's axes are off and their x and y axes hidden too (`axes_off`), so the title's placement
+    does not compute and measure the y axis's ticks: the same pixels as with the axes left visible (the old way)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from dse.results.plots import FLOORPLAN_RC, plot_floorplan
+    result, _ = written
+    prepared = result.prepare()
+
+    def pixels(fig):
+        canvas = FigureCanvasAgg(fig)
+        fig.set_dpi(150)
+        with matplotlib.rc_context(FLOORPLAN_RC):
+            canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy()
+    for design_id in result.pareto["design_id"].iloc[:3]:
+        design = result.designs[design_id]
+        new = plot_floorplan(design, prepared, title=f"design {design_id}")
+        old = plot_floorplan(design, prepared, title=f"design {design_id}")
+        assert not new.axes[0].xaxis.get_visible() and not new.axes[0].yaxis.get_visible()
+        for axis in (old.axes[0].xaxis, old.axes[0].yaxis):     # the old way: switched off, left visible
+            axis.set_visible(True)
+        assert np.array_equal(pixels(new), pixels(old))

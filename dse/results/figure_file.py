@@ -26,3 +26,13 @@ def save(fig, folder: Path, name: str, svg: bool = False) -> list[Path]:
         with matplotlib.rc_context({"svg.hashsalt": name}):
             fig.savefig(paths[1], metadata={"Date": None})
     return paths
+
+
+def axes_off(ax) -> None:
+    """``ax.axis("off")`` (its axes neither drawn nor measured), and its x and y axes hidden too: placing the title
+    still asks the y axis for its extent, which computes its ticks and measures their labels at each layout pass
+    and at the draw (a floorplan's about 0.03 CPU-s, for nothing). The same PNG bytes (docs/performance.md,
+    "Issue 52, tenth round (the floorplans)")."""
+    ax.axis("off")
+    ax.xaxis.set_visible(False)
+    ax.yaxis.set_visible(False)

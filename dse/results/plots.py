@@ -23,7 +23,7 @@ from ..model.objectives import OBJECTIVES
 from ..model.traffic import link_loads, link_utilisation
 from ..study.space import Design
 from .breakdowns import Breakdowns
-from .figure_file import save
+from .figure_file import axes_off, save
 from .knee import knee_index, minimised
 
 #: metric column -> (axis label, factor from SI, display unit)
@@ -356,7 +356,7 @@ def plot_floorplan(design: Design, prepared, metrics: pd.Series | None = None, t
     ax.set_xlim(-margin, C * pitch - gap + margin)
     ax.set_ylim(-(R - 1) * pitch - margin, size + margin)
     ax.set_aspect("equal")
-    ax.axis("off")
+    axes_off(ax)
     ax.set_title(f"{title or 'design'}\n{R} x {C} {prepared.study.hardware.package.topology}, "
                  f"{latency * 1e3:.3g} ms per step, "
                  f"{design.ddr_channels} DDR channels, {design.link} links", fontsize=9)
