@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse.results.expert_kinds import _first_rows, _kind_figures, section_lines
+from dse.results.expert_kinds import _FirstRows, _kind_figures, section_lines
 
 KINDS = ["h100-like", "groq-lpu-like", "tpu-v6e-like"]
 
@@ -39,7 +39,7 @@ def _old_figures(table, at, experts, kinds, bandwidth):
 def test_kind_figures_match_the_per_pair_lookup(seed):
     rng = np.random.default_rng(seed)
     table = _table(rng, int(rng.integers(3, 60)))
-    at = _first_rows(table)
+    at = _FirstRows(table)
     units = list(dict.fromkeys(table["unit"]))
     experts = [units[i] for i in rng.permutation(len(units))[: int(rng.integers(1, len(units) + 1))]]
     bandwidth = {KINDS[0]: 2e12} if seed % 2 else {}
@@ -50,7 +50,7 @@ def test_kind_figures_name_a_missing_pair():
     rng = np.random.default_rng(7)
     table = _table(rng, 5)
     table = table[~((table["unit"] == "L0.e3") & (table["chiplet"] == KINDS[1]))].reset_index(drop=True)
-    at = _first_rows(table)
+    at = _FirstRows(table)
     with pytest.raises(KeyError, match="L0.e3"):
         _kind_figures(table, at, ["L0.e1", "L0.e3"], KINDS, {})
     with pytest.raises(KeyError):

@@ -146,10 +146,10 @@ def test_the_reference_points_sample_gets_the_failure_pass_for_its_feasible_desi
 
 
 def test_first_rows_of_pairs_coded_on_arrays_equal_a_dict_of_first_rows():
-    """`_first_rows` (the experts' section's (unit, chiplet) -> first row, coded on arrays) gives the row a
+    """`_FirstRows` (the experts' section's (unit, chiplet) -> first row, coded on arrays) gives the row a
     dict filled row by row with ``setdefault`` gave (the section's reading before, issue 52 eighth round),
     for Arrow and object string columns, and a KeyError for a pair the table lacks."""
-    from dse.results.expert_kinds import _first_rows
+    from dse.results.expert_kinds import _FirstRows
     rng = np.random.default_rng(5)
     units = [f"L{i // 9}.e{i % 9}" for i in rng.integers(0, 60, 400)]
     kinds = [["a", "b", "c"][i] for i in rng.integers(0, 3, 400)]
@@ -158,7 +158,7 @@ def test_first_rows_of_pairs_coded_on_arrays_equal_a_dict_of_first_rows():
         want = {}
         for i, key in enumerate(zip(table["unit"], table["chiplet"])):
             want.setdefault(key, i)
-        at = _first_rows(table)
+        at = _FirstRows(table)
         assert at(list(want)) == list(want.values())
         with pytest.raises(KeyError):
             at([(units[0], "d")])

@@ -48,7 +48,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
     if not experts:
         return []
     table = breakdowns.attributes(p) if breakdowns is not None else characterize(p)
-    at = _first_rows(table)
+    at = _FirstRows(table)
     held, held_note = _held_per_weight_byte(p.study)
     names, on_names, first = [], [], []
     for unit in experts:
@@ -73,7 +73,7 @@ def expert_kind_lines(result, prepared, design_id: str, why: str, breakdowns=Non
     return section_lines(design_id, why, held_note, df, _kind_figures(table, at, experts, kinds, bandwidth))
 
 
-def _kind_figures(table: pd.DataFrame, at, experts: list[str], kinds: list[str],
+def _kind_figures(table: pd.DataFrame, at: _FirstRows, experts: list[str], kinds: list[str],
                   bandwidth: dict[str, float]) -> list[tuple[str, float, float]]:
     """Each kind's (name, peak FLOP/s, bandwidth B/s): its peak from the attribute table ``table``'s row of the
     first expert on it, its bandwidth the design's slot's (``bandwidth``) or else the median over every expert's
@@ -89,42 +89,43 @@ def _kind_figures(table: pd.DataFrame, at, experts: list[str], kinds: list[str],
     return figures
 
 
-def _first_rows(table: pd.DataFrame):
-    """A function of (unit, chiplet) pairs giving each pair's first row of the attribute table ``table`` (a
-    unit has one row per precision it may take), a `KeyError` for a pair it lacks. The table's pairs are
-    coded on arrays (``pd.factorize`` of each column, the first row of each code by one reversed
-    assignment): DeepSeek-V3 per layer has about 60,000 rows."""
-    unit_code, units = pd.factorize(table["unit"])
-    kind_code, kinds = pd.factorize(table["chiplet"])
-    n_kinds = max(len(kinds), 1)
-    row = np.flatnonzero((unit_code >= 0) & (kind_code >= 0))     # rows naming both
-    keys = unit_code[row].astype(np.int64) * n_kinds + kind_code[row]
-    first = np.full(len(units) * n_kinds, -1, np.int64)
-    first[keys[::-1]] = row[::-1]
-    first = first.tolist()
-    unit_at = {u: i for i, u in enumerate(units.tolist())}
-    kind_at = {k: i for i, k in enumerate(kinds.tolist())}
+class _FirstRows:
+    """Each (unit, chiplet) pair's first row of the attribute table ``table`` (a unit has one row per
+    precision it may take), a `KeyError` for a pair it lacks. The table's pairs are coded on arrays
+    (``pd.factorize`` of each column, the first row of each code by one reversed assignment): DeepSeek-V3
+    per layer has about 60,000 rows."""
 
-    def rows(pairs: list[tuple[str, str]]) -> list[int]:
+    def __init__(self, table: pd.DataFrame):
+        unit_code, self.units = pd.factorize(table["unit"])
+        kind_code, kinds = pd.factorize(table["chiplet"])
+        self.n_kinds = max(len(kinds), 1)
+        row = np.flatnonzero((unit_code >= 0) & (kind_code >= 0))     # rows naming both
+        keys = unit_code[row].astype(np.int64) * self.n_kinds + kind_code[row]
+        self.first = np.full(len(self.units) * self.n_kinds, -1, np.int64)
+        self.first[keys[::-1]] = row[::-1]
+        self.first_list = self.first.tolist()
+        self.unit_at = {u: i for i, u in enumerate(self.units.tolist())}
+        self.kind_at = {k: i for i, k in enumerate(kinds.tolist())}
+
+    def __call__(self, pairs: list[tuple[str, str]]) -> list[int]:
+        """The first row of each (unit, chiplet) pair."""
+        unit_at, kind_at, first, n_kinds = self.unit_at, self.kind_at, self.first_list, self.n_kinds
         out = [first[unit_at[u] * n_kinds + kind_at[k]] if u in unit_at and k in kind_at else -1
                for u, k in pairs]
         if -1 in out:
             raise KeyError(pairs[out.index(-1)])
         return out
 
-    def unit_codes(names: list[str]) -> np.ndarray:
+    def unit_codes(self, names: list[str]) -> np.ndarray:
         """Each unit's code (a `KeyError` for a unit the table lacks)."""
-        return np.array([unit_at[u] for u in names], np.int64)
+        return np.array([self.unit_at[u] for u in names], np.int64)
 
-    def unit_rows(codes: np.ndarray, kind: str) -> np.ndarray:
-        """`rows` of the pairs (unit, ``kind``) of the units coded ``codes`` (`unit_codes`), on arrays."""
-        out = first_at[codes * n_kinds + kind_at[kind]]
+    def unit_rows(self, codes: np.ndarray, kind: str) -> np.ndarray:
+        """The first rows of the pairs (unit, ``kind``) of the units coded ``codes`` (`unit_codes`), on arrays."""
+        out = self.first[codes * self.n_kinds + self.kind_at[kind]]
         if (out < 0).any():
-            raise KeyError((units[int(codes[np.argmax(out < 0)])], kind))
+            raise KeyError((self.units[int(codes[np.argmax(out < 0)])], kind))
         return out
-    first_at = np.array(first, np.int64)
-    rows.unit_codes, rows.unit_rows = unit_codes, unit_rows
-    return rows
 
 
 def section_lines(design_id: str, why: str, held_note: str, df: pd.DataFrame, figures: list[tuple]) -> list[str]:
