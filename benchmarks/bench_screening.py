@@ -3,7 +3,10 @@
 Issue 7's benchmark (Mixtral-8x7B decode, 16-chiplet package, per-layer expert mapping, every metric with
 fault tolerance over every chiplet failure): designs/s of the exact evaluation and of the screening one
 (dse.search.screening: a failure's hand-offs keep the intact routes), both on one core (process time, as
-bench_evaluate.py), with screening's largest change of fault_tolerance_frac over the population.
+bench_evaluate.py), with screening's largest change of fault_tolerance_frac over the population. One core
+means one evaluation thread: the evaluator would otherwise split the population over every core
+(dse.model.parallel), and process time would add up both threads' work (issue 52's twelfth round: on this
+project's 2-core host, two threads took about 25 % more process time than one for the same designs).
 
 RapidChiplet (Iff et al., 2023; spcl/rapidchiplet, the Python version at commit 66e63e5) is timed in the
 same process on this benchmark's first design, exported by `dse export --to rapidchiplet`: its area,
@@ -114,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     study = dse.load_study(Path(__file__).with_name("evaluate_mixtral.yaml"))
     prepared = dse.prepare(study)
+    prepared.package_evaluator.threads = 1          # one core, as RapidChiplet's calls
     space = prepared.space
     X = np.random.default_rng(0).integers(space.lower, space.upper + 1, size=(POPULATION, space.n_var))
     with contextlib.ExitStack() as stack:
