@@ -6,7 +6,7 @@ fault tolerance over every chiplet failure): designs/s of the exact evaluation a
 bench_evaluate.py), with screening's largest change of fault_tolerance_frac over the population. One core
 means one evaluation thread: the evaluator would otherwise split the population over every core
 (dse.model.parallel), and process time would add up both threads' work (issue 52's twelfth round: on this
-project's 2-core host, two threads took about 25 % more process time than one for the same designs).
+project's 2-core host, two threads took 10-25 % more process time than one for the same designs).
 
 RapidChiplet (Iff et al., 2023; spcl/rapidchiplet, the Python version at commit 66e63e5) is timed in the
 same process on this benchmark's first design, exported by `dse export --to rapidchiplet`: its area,
