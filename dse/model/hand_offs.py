@@ -11,6 +11,9 @@ layer-to-layer ones r - 1 times. Link loads are one flat row of ``LM`` floats pe
 from __future__ import annotations
 
 import numba as nb
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from .scenarios import FIRST, REST
 
@@ -108,6 +111,44 @@ def busiest_link(row, base, link_inv_bw, lb, n_links):
     for link in range(m, n_links):
         b0 = max(b0, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
     return max(max(b0, b1), max(b2, b3))
+
+
+#: the bits of +inf as an int64: a float64 whose bits, read as an int64, exceed them is a NaN with the sign bit clear
+INF_BITS = 0x7FF0000000000000
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """The bits of a float64 as an int64 (a bit cast: no instruction in a vector register)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def bits_float(typingctx, x):
+    """The float64 of an int64's bits (`float_bits` undone)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def busiest_link_bits(row, base, link_inv_bw, lb, n_links):
+    """`busiest_link` as a maximum over the products' bits read as int64, which the compiler vectorises (the
+    failure pass's changed rows; a float maximum cannot be reordered into vector lanes without a no-NaN flag).
+
+    The same bits as `busiest_link`, whose result is the largest product that is a number above +0.0, else +0.0
+    (``max`` keeps its first argument unless the second is larger). A float64 above +0.0 (a subnormal up to +inf)
+    has the bits of a positive int64, ordered as the values are; -0.0, negative numbers and NaNs with the sign bit
+    set read as negative int64s and never exceed 0 (the bits of +0.0, the start); NaNs with it clear read above
+    `INF_BITS` and count as 0. So the largest int64 is the bits of that product, or 0."""
+    m = 0
+    for link in range(n_links):
+        v = float_bits(row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
+        v = v if v <= INF_BITS else 0
+        m = v if v > m else m
+    return bits_float(m)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
