@@ -1,7 +1,8 @@
-"""The failure pass's longest hand-off into a changed (stage, instance) row (dse.model.hand_offs.longest_edge) in
-four branch-free compare chains: the same bits as the one-chain loop over the stage's hand-offs it replaced (kept
-here), on random latencies (NaN, infinities, -0.0, ties, rows of every length modulo four, empty stages) and on the
-study tables' edge phases; edge phases are 0, 1 or 2 (the chains' test ``phase != skip`` relies on it)."""
+"""The failure pass's longest hand-off into a changed (stage, instance) row (dse.model.hand_offs.longest_edge) as
+one maximum over the latencies' bits read as int64 (thirteenth round; four float compare chains before it): the same
+bits as the one-chain loop over the stage's hand-offs (kept here), on random latencies (NaNs of either sign,
+infinities, -0.0, subnormals, ties, rows of every length modulo four, empty stages) and on the study tables' edge
+phases; edge phases are 0, 1 or 2 (the test ``phase != skip`` relies on it)."""
 import numba as nb
 import numpy as np
 
@@ -45,7 +46,8 @@ def test_chains_give_the_one_chain_bits_on_random_rows():
         E = int(edge_start[-1])
         lat = rng.choice([0.0, -0.0, 1e-9, 2e-9, 3.5e-9], E) if trial % 3 == 0 else rng.exponential(1e-8, E)
         special = rng.random(E) < 0.05
-        lat[special] = rng.choice([np.nan, np.inf, -np.inf, -0.0, -1e-9], int(special.sum()))
+        lat[special] = rng.choice([np.nan, -np.abs(np.float64(np.nan)), np.inf, -np.inf, -0.0, -1e-9, 5e-324],
+                                  int(special.sum()))
         phase = rng.choice([0, 1, 2], E, p=[0.6, 0.2, 0.2] if trial % 2 else [0.1, 0.45, 0.45]).astype(np.int64)
         check(edge_start, phase, lat)
 

@@ -69,28 +69,44 @@ def in_instance(phase, instance):
     return phase == 0 or (phase == 1 and instance == FIRST) or (phase == 2 and instance == REST)
 
 
+#: the bits of +inf as an int64: a float64 whose bits, read as an int64, exceed them is a NaN with the sign bit clear
+INF_BITS = 0x7FF0000000000000
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """The bits of a float64 as an int64 (a bit cast: no instruction in a vector register)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def bits_float(typingctx, x):
+    """The float64 of an int64's bits (`float_bits` undone)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
     """The longest route latency among the hand-offs into one instance of stage s (the failure pass's changed
     rows; a stage of DeepSeek-V3 per layer has hundreds of hand-offs).
 
-    Four running maxima over every fourth hand-off, then their maximum: four independent compare chains instead
-    of one, and no branch per hand-off (one not into this instance counts as +0.0, each chain's start; edge phases
-    are 0, 1 or 2, so `in_instance` is ``phase != skip``). The same bits as one pass in order (as `busiest_link`:
-    ``max`` keeps its first argument unless the second is larger, so each chain holds the largest of its latencies
-    and +0.0, and the largest value of a set does not depend on the order)."""
+    One maximum over the latencies' bits read as int64 (`busiest_link_bits`' method), which the compiler
+    vectorises, a hand-off not into this instance counting as 0 (the bits of +0.0; edge phases are 0, 1 or 2, so
+    `in_instance` is ``phase != skip``). The same bits as a running ``max`` from +0.0 over the instance's
+    hand-offs in order: the largest latency that is a number above +0.0, else +0.0 (issue 52, thirteenth round;
+    the twelfth round's four float chains before it)."""
     first, last = edge_start[nowrap(s)], edge_start[nowrap(s + 1)]
     skip = 2 if instance == FIRST else 1
-    l0 = l1 = l2 = l3 = 0.0
-    m = last - (last - first) % 4
-    for e in range(first, m, 4):
-        l0 = max(l0, edge_lat[nowrap(e)] if edge_phase[nowrap(e)] != skip else 0.0)
-        l1 = max(l1, edge_lat[nowrap(e + 1)] if edge_phase[nowrap(e + 1)] != skip else 0.0)
-        l2 = max(l2, edge_lat[nowrap(e + 2)] if edge_phase[nowrap(e + 2)] != skip else 0.0)
-        l3 = max(l3, edge_lat[nowrap(e + 3)] if edge_phase[nowrap(e + 3)] != skip else 0.0)
-    for e in range(m, last):
-        l0 = max(l0, edge_lat[nowrap(e)] if edge_phase[nowrap(e)] != skip else 0.0)
-    return max(max(l0, l1), max(l2, l3))
+    m = 0
+    for e in range(first, last):
+        v = float_bits(edge_lat[nowrap(e)]) if edge_phase[nowrap(e)] != skip else 0
+        v = v if v <= INF_BITS else 0
+        m = v if v > m else m
+    return bits_float(m)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -111,26 +127,6 @@ def busiest_link(row, base, link_inv_bw, lb, n_links):
     for link in range(m, n_links):
         b0 = max(b0, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
     return max(max(b0, b1), max(b2, b3))
-
-
-#: the bits of +inf as an int64: a float64 whose bits, read as an int64, exceed them is a NaN with the sign bit clear
-INF_BITS = 0x7FF0000000000000
-
-
-@intrinsic
-def float_bits(typingctx, x):
-    """The bits of a float64 as an int64 (a bit cast: no instruction in a vector register)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def bits_float(typingctx, x):
-    """The float64 of an int64's bits (`float_bits` undone)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.int64), codegen
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
