@@ -55,7 +55,7 @@ def test_free_capacity_array_and_emptiest_survivor(name):
 
 
 def test_busiest_link_equals_one_pass_in_link_order():
-    """dse.model.hand_offs.busiest_link's four running maxima give the bits of one pass in link order
+    """dse.model.hand_offs.busiest_link (a maximum over the products' bits) gives the bits of one pass in link order
     (ties, +-0, NaN and negative loads included), for every row length."""
     from dse.model.hand_offs import busiest_link
     rng = np.random.default_rng(5)

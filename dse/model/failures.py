@@ -31,8 +31,7 @@ import numpy as np
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .grouped import regroup
-from .hand_offs import (add_route_once, allreduce, busiest_link_bits, edge_amount, handoff_latency, in_instance,
-                        longest_edge)
+from .hand_offs import add_route_once, allreduce, busiest_link, edge_amount, handoff_latency, in_instance, longest_edge
 from .hbm_placement import local_capacity, place_merged
 from .perf_model import row_max
 from .scenarios import scenario_latency
@@ -377,7 +376,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                 s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
                 bk_comm[nowrap(k)] = comm[nowrap(s), nowrap(instance)]
                 comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
-                                     + busiest_link_bits(new_loads, k * LF, link_inv_bw, lb, L))
+                                     + busiest_link(new_loads, k * LF, link_inv_bw, lb, L))
 
         expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                          chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,

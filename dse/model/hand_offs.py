@@ -94,7 +94,7 @@ def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
     """The longest route latency among the hand-offs into one instance of stage s (the failure pass's changed
     rows; a stage of DeepSeek-V3 per layer has hundreds of hand-offs).
 
-    One maximum over the latencies' bits read as int64 (`busiest_link_bits`' method), which the compiler
+    One maximum over the latencies' bits read as int64 (`busiest_link`'s method), which the compiler
     vectorises, a hand-off not into this instance counting as 0 (the bits of +0.0; edge phases are 0, 1 or 2, so
     `in_instance` is ``phase != skip``). The same bits as a running ``max`` from +0.0 over the instance's
     hand-offs in order: the largest latency that is a number above +0.0, else +0.0 (issue 52, thirteenth round;
@@ -111,34 +111,15 @@ def longest_edge(edge_start, edge_phase, edge_lat, s, instance):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def busiest_link(row, base, link_inv_bw, lb, n_links):
-    """Serialisation time of the busiest link of the load row starting at ``row[base]``.
+    """Serialisation time of the busiest link of the load row starting at ``row[base]``: the largest of each
+    link's load x inverse bandwidth that is a number above +0.0, else +0.0 (the bits of one running ``max`` from
+    +0.0 in link order, which keeps its first argument unless the second is larger).
 
-    Four running maxima over every fourth link, then their maximum: four independent compare chains
-    instead of one. The same bits as one pass in link order: ``max`` keeps its first argument unless the
-    second is larger (a NaN never replaces it), so each chain holds the largest of its products and +0.0
-    (its start; -0.0 is not larger), and the largest value of a set does not depend on the order."""
-    b0 = b1 = b2 = b3 = 0.0
-    m = n_links - n_links % 4
-    for link in range(0, m, 4):
-        b0 = max(b0, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
-        b1 = max(b1, row[nowrap(base + link + 1)] * link_inv_bw[nowrap(lb + link + 1)])
-        b2 = max(b2, row[nowrap(base + link + 2)] * link_inv_bw[nowrap(lb + link + 2)])
-        b3 = max(b3, row[nowrap(base + link + 3)] * link_inv_bw[nowrap(lb + link + 3)])
-    for link in range(m, n_links):
-        b0 = max(b0, row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
-    return max(max(b0, b1), max(b2, b3))
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def busiest_link_bits(row, base, link_inv_bw, lb, n_links):
-    """`busiest_link` as a maximum over the products' bits read as int64, which the compiler vectorises (the
-    failure pass's changed rows; a float maximum cannot be reordered into vector lanes without a no-NaN flag).
-
-    The same bits as `busiest_link`, whose result is the largest product that is a number above +0.0, else +0.0
-    (``max`` keeps its first argument unless the second is larger). A float64 above +0.0 (a subnormal up to +inf)
-    has the bits of a positive int64, ordered as the values are; -0.0, negative numbers and NaNs with the sign bit
-    set read as negative int64s and never exceed 0 (the bits of +0.0, the start); NaNs with it clear read above
-    `INF_BITS` and count as 0. So the largest int64 is the bits of that product, or 0."""
+    Taken as a maximum over the products' bits read as int64, which the compiler vectorises (a float maximum
+    cannot be reordered into vector lanes without a no-NaN flag; issue 52, thirteenth round). A float64 above +0.0
+    (a subnormal up to +inf) has the bits of a positive int64, ordered as the values are; -0.0, negative numbers
+    and NaNs with the sign bit set read as negative int64s and never exceed 0 (the bits of +0.0, the start); NaNs
+    with it clear read above `INF_BITS` and count as 0. So the largest int64 is the bits of that product, or 0."""
     m = 0
     for link in range(n_links):
         v = float_bits(row[nowrap(base + link)] * link_inv_bw[nowrap(lb + link)])
