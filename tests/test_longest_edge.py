@@ -38,7 +38,7 @@ def check(edge_start, edge_phase, edge_lat):
     return out
 
 
-def test_chains_give_the_one_chain_bits_on_random_rows():
+def test_bits_give_the_one_chain_bits_on_random_rows():
     rng = np.random.default_rng(11)
     for trial in range(200):
         counts = rng.integers(0, 40, rng.integers(1, 30))
@@ -52,7 +52,7 @@ def test_chains_give_the_one_chain_bits_on_random_rows():
         check(edge_start, phase, lat)
 
 
-def test_chains_on_the_studies_tables():
+def test_bits_on_the_studies_tables():
     for path in ("tests/data/tiny_moe.yaml", "tests/data/moe_small.yaml"):
         prepared = dse.prepare(dse.load_study(path))
         T = prepared.package_evaluator.kernel
