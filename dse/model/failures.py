@@ -358,19 +358,28 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         for link in range(L):       # its spare lanes are written to, never read
                             new_loads[nowrap(slot * LF + link)] = loads[nowrap(row * LM + link)]
                     base = slot * LF
-                    # a chiplet's route to itself is empty and takes no time on the intact routes: no i != j test
-                    for ra in range(ca_old):
-                        i = slots[nowrap(a), nowrap(ra)]
-                        for rb in range(cb_old):
-                            add_route_once(new_loads, base, walk_ptr, walk_links,
-                                           pb + i * n + slots[nowrap(b), nowrap(rb)], -old_amount)
+                    # a chiplet's route to itself is empty and takes no time on the intact routes: no i != j test.
+                    # Each edge's copy pairs in one loop (ra, rb in the nested loops' order, rb stepped and
+                    # wrapped by selects): one loop exit to mispredict per edge and side, not one per ra.
+                    ra = 0
+                    rb = 0
+                    for _ in range(ca_old * cb_old):
+                        add_route_once(new_loads, base, walk_ptr, walk_links,
+                                       pb + slots[nowrap(a), nowrap(ra)] * n + slots[nowrap(b), nowrap(rb)],
+                                       -old_amount)
+                        wrap = rb + 1 == cb_old
+                        ra = ra + 1 if wrap else ra
+                        rb = 0 if wrap else rb + 1
                     longest = 0.0
-                    for ra in range(ca_new):
-                        i = slots2[nowrap(a), nowrap(ra)]
-                        for rb in range(cb_new):
-                            p = pb + i * n + slots2[nowrap(b), nowrap(rb)]
-                            longest = max(longest, pair_latency[nowrap(p)])
-                            add_route_once(new_loads, base, walk_ptr, walk_links, p, new_amount)
+                    ra = 0
+                    rb = 0
+                    for _ in range(ca_new * cb_new):
+                        p = pb + slots2[nowrap(a), nowrap(ra)] * n + slots2[nowrap(b), nowrap(rb)]
+                        longest = max(longest, pair_latency[nowrap(p)])
+                        add_route_once(new_loads, base, walk_ptr, walk_links, p, new_amount)
+                        wrap = rb + 1 == cb_new
+                        ra = ra + 1 if wrap else ra
+                        rb = 0 if wrap else rb + 1
                     edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
             for k in range(n_aff):
                 s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
