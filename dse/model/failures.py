@@ -19,7 +19,8 @@ leaves a larger capacity shortfall than the intact design counts as lost whateve
 evaluator skips its latency (``short_limit``).
 
 Its helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
-"Implementation note"); `failures_latency` itself is kept whole (its docstring says why).
+"Implementation note"), except dse.model.failure_remap's `remap` and `restore`, which are called (that module's
+docstring says why); `failures_latency` itself is kept whole (its docstring says why).
 """
 from __future__ import annotations
 
