@@ -59,6 +59,15 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_
     return n_dirty + 1
 
 
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def next_copy_pair(ra, rb, cb):
+    """The (sending copy, receiving copy) pair after (ra, rb) among an edge's pairs in the nested loops' order (ra
+    outer, rb inner over ``cb`` receiving copies), stepped by conditional expressions: an edge's ca x cb pairs then
+    run in one loop, with one loop exit to mispredict per edge and side rather than one per sending copy."""
+    wrap = rb + 1 == cb
+    return (ra + 1 if wrap else ra), (0 if wrap else rb + 1)
+
+
 @nb.njit(cache=True, error_model="numpy")
 def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W,
                      out, short_limit, screen):
@@ -360,17 +369,14 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                             new_loads[nowrap(slot * LF + link)] = loads[nowrap(row * LM + link)]
                     base = slot * LF
                     # a chiplet's route to itself is empty and takes no time on the intact routes: no i != j test.
-                    # Each edge's copy pairs in one loop (ra, rb in the nested loops' order, rb stepped and
-                    # wrapped by selects): one loop exit to mispredict per edge and side, not one per ra.
+                    # Each edge's copy pairs in one loop per side, in the nested loops' order (`next_copy_pair`)
                     ra = 0
                     rb = 0
                     for _ in range(ca_old * cb_old):
                         add_route_once(new_loads, base, walk_ptr, walk_links,
                                        pb + slots[nowrap(a), nowrap(ra)] * n + slots[nowrap(b), nowrap(rb)],
                                        -old_amount)
-                        wrap = rb + 1 == cb_old
-                        ra = ra + 1 if wrap else ra
-                        rb = 0 if wrap else rb + 1
+                        ra, rb = next_copy_pair(ra, rb, cb_old)
                     longest = 0.0
                     ra = 0
                     rb = 0
@@ -378,9 +384,7 @@ def failures_latency(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, sets, 
                         p = pb + slots2[nowrap(a), nowrap(ra)] * n + slots2[nowrap(b), nowrap(rb)]
                         longest = max(longest, pair_latency[nowrap(p)])
                         add_route_once(new_loads, base, walk_ptr, walk_links, p, new_amount)
-                        wrap = rb + 1 == cb_new
-                        ra = ra + 1 if wrap else ra
-                        rb = 0 if wrap else rb + 1
+                        ra, rb = next_copy_pair(ra, rb, cb_new)
                     edge_lat[nowrap(e)] = handoff_latency(longest, edge_sync[nowrap(e)])
             for k in range(n_aff):
                 s, instance = aff_rows[nowrap(k)] // 2, aff_rows[nowrap(k)] % 2
