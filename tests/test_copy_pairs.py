@@ -1,10 +1,10 @@
-"""dse.model.failures.next_copy_pair steps an edge's (sending copy, receiving copy) pairs in one loop in the order
+"""dse.model.hand_offs.next_copy_pair steps an edge's (sending copy, receiving copy) pairs in one loop in the order
 of the nested loops it replaced (sending copies outer, receiving copies inner), so every link's subtractions and
 additions keep their order and their bits (issue 52, fourteenth round)."""
 import numba as nb
 import numpy as np
 
-from dse.model.failures import next_copy_pair
+from dse.model.hand_offs import next_copy_pair
 
 
 @nb.njit

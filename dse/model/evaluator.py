@@ -13,14 +13,16 @@ from ..study.schema.faults import FaultsSpec
 from ..study.schema.package import PackageSpec
 from ..study.space import Design, Space
 from .contract import DecodedDesigns, DecodedPackages, FaultsWithin, PopulationEvaluator
+from .failure_sets import monte_carlo_sets
 from .kernel_tables import kernel_tables
 from .memory_path import copies_without_memory, needs_memory
+from .metric_rows import retained_frac
 from .metrics import METRICS, N_KERNEL_METRICS, N_METRICS
 from .package_figures import F_MAX_DIE, PACKAGE_COST_PARTS, PACKAGE_FIGURES, cost_part_arrays, package_arrays
 from .parallel import cores, map_rows
 from .placement import decode_packages, decode_population
 from .records import design_arrays, design_records, placement_arrays
-from .population_kernel import evaluate_arrays, monte_carlo_sets, remapped_design, retained_frac, single_failures
+from .population_kernel import evaluate_arrays, remapped_design, single_failures
 from .routes import RouteTables, build_route_tables, physical_links, shape_index
 from .tables import EvalTables
 from .workspace import make_workspace

@@ -18,7 +18,7 @@ from .perf_model import LATENCY, P99, SHORT, base_pass
 @nb.njit(cache=True, error_model="numpy")
 def rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W, W2,
                       out, short_limit):
-    """dse.model.failures.failures_latency for the failure sets that change routes (``set_routes[k]`` >= 0: the
+    """dse.model.failures.failure_pass for the failure sets that change routes (``set_routes[k]`` >= 0: the
     route table after the failure, dse.model.routes): the re-mapped design is evaluated in full on that table,
     in ``W2``.
     Needs `base_pass` of the intact design in ``W`` (for `remap`) and leaves it there."""

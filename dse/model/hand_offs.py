@@ -222,3 +222,12 @@ def stage_hand_offs(s, n, split, slots, ncopy, pb, lb, L, LM, repeat, edge_start
         hand_off_net += times * hops
         hand_off_e += times * energy
     return hand_off_net, hand_off_e
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def next_copy_pair(ra, rb, cb):
+    """The (sending copy, receiving copy) pair after (ra, rb) among an edge's pairs in the nested loops' order (ra
+    outer, rb inner over ``cb`` receiving copies), stepped by conditional expressions: an edge's ca x cb pairs then
+    run in one loop, with one loop exit to mispredict per edge and side rather than one per sending copy."""
+    wrap = rb + 1 == cb
+    return (ra + 1 if wrap else ra), (0 if wrap else rb + 1)

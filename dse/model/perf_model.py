@@ -39,12 +39,13 @@ Model, per stage s of the workload (repeated ``repeat_s`` times for identical la
 Failures are evaluated by deltas against this intact pass (dse.model.failures).
 
 Implementation note (speed): a population is evaluated in one call
-(dse.model.population_kernel.evaluate_arrays). The kernels (`base_passes`, dse.model.failures.failures_latency)
+(dse.model.population_kernel.evaluate_arrays). The kernels (`base_passes`, dse.model.failures.failure_pass)
 take the table tuples (T, R, W) once, bind the arrays they use to locals, and call nothing but
 ``inline="always"`` helpers, with arrays and scalars: binding an array costs a
 reference-count update, so a kernel called per design with ~150 arrays in its tuples pays about 3.5 us a
-call, most of a small package's evaluation; `base_passes` therefore loops over a block of designs itself
-(failures, which start from each design's own intact pass, still go one design at a time). Array indices are
+call, most of a small package's evaluation; `base_passes` therefore loops over a block of designs itself, and
+so does the failure pass (which calls `base_passes` for one design at a time, each design's failures starting
+from its own intact pass). Array indices are
 cast to unsigned (``nowrap``): Numba then leaves out its negative-index wrap-around, a shift, mask and add
 on every access that cost a fifth of the time. Link loads are one flat row of ``LM`` floats per (stage,
 instance): ``loads[(2 s + instance) LM + link]``.
@@ -181,9 +182,9 @@ def base_passes(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies
     differ from that design's (`changed_stages`; the others keep the figures ``W`` holds): the same result,
     bit for bit, for a population of nearly equal mappings (dse.runtime's segments) ordered so.
 
-    ``first`` / ``last``: a caller that needs each design's ``W`` (the failure pass,
-    dse.model.population_kernel) runs one design at a time on the population's own arrays, without the
-    per-design arrays and reshapes of `base_pass` (issue 52, ninth round).
+    ``first`` / ``last``: a caller that needs each design's ``W`` (dse.model.failures.failure_pass) runs one
+    design at a time on the population's own arrays, without the per-design arrays and reshapes of
+    `base_pass` (issue 52, ninth round).
 
     The call's entry: Numba takes a reference to every array of the tuples T, R and W (about 190) when the
     call starts and gives them back where a tuple is last read. Every read of T, R and W is in the first
