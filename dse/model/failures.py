@@ -124,13 +124,13 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
     overflow, overflow2 = W.overflow, W.overflow2
     ddr_bw_channel, tokens, ddr_cap = T.ddr_bw, T.tokens, T.ddr_cap
+    free, kind_seq, sequences = W.free, T.kind_seq, T.sequences      # read per failure: bound here once
     buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
     buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
     item_order, chip_sorted, buf_pos, buf_in = W.item_order, W.chip_sorted, W.buf_pos, W.buf_in
     finish, cps, in_scen, busy, host_busy, order = W.finish, W.cps, W.in_scen, W.busy, W.host_busy, W.order
     scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, chain = (T.scen_ptr, T.scen_stages, T.scen_prob,
                                                                      T.after_ptr, T.after_ids, T.chain)
-    # the copy-cost memo (module docstring): its stamp moves on per design
     ucls, memo_t, memo_d, memo_stamp, combo = T.unit_cost_class, W.memo_t, W.memo_d, W.memo_stamp, W.combo
     memo_calls, n_combos, memo_c = W.memo_calls, memo_t.shape[nowrap(1)], memo_t.shape[nowrap(2)]
     rows = out.shape[nowrap(0)] > 0
@@ -156,7 +156,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
             count2[nowrap(u)] = ncopy[nowrap(u)]
             for r in range(slots.shape[nowrap(1)]):
                 slots2[nowrap(u), nowrap(r)] = slots[nowrap(u), nowrap(r)]
-        # --- the copy-cost memo: chiplet classes, then the intact pass's costs ---
+        # --- the copy-cost memo (module docstring), per design: chiplet classes, then the intact pass costs ---
         memo_calls[0] += 1
         stamp = memo_calls[0]
         deltas = False
@@ -199,7 +199,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                 is_dead[nowrap(dead[nowrap(x)])] = True
             n_moved, ok = remap(unit_capacity, unit_kv, hbm_cap, sram_cap, kind, n, dead, n_dead, is_dead, slots, ncopy,
                                 split, stacks, chip_ptr, item_u, stored, slots2, count2, stored2, moved, moved_list,
-                                W.free)
+                                free)
             if not ok:
                 restore(n_moved, moved_list, moved, slots, ncopy, slots2, count2)
                 for x in range(n_dead):
@@ -411,7 +411,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
             expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
                                              chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
                                              host_busy, order)
-            wait = sequence_wait_s(T.kind_seq, T.sequences, kind, n)
+            wait = sequence_wait_s(kind_seq, sequences, kind, n)
             expected, p99 = expected + wait, p99 + wait
 
             # --- undo: the workspace holds the intact design again ---
