@@ -62,7 +62,7 @@ def mark_dirty(s, dirty, dirty_list, n_dirty, n, ct, hosts, ht, sd, stage_t, bk_
 
 @nb.njit(cache=True, error_model="numpy")
 def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopies, split, W, W2, res, figures,
-                 unplaced, limits, mc_sets, full, screen, sets, set_size, set_routes, after, out, first, last):
+                 unplaced, limits, mc_sets, screen, sets, set_size, set_routes, after, out, first, last):
     """Designs d = ``first`` .. ``last`` - 1 (mesh shape ``shapes[d]``, ``sizes[d]`` chiplets, its kinds, HBM
     stacks, DDR channels, copy slots and copy counts), each with its failures: its intact pass
     (dse.model.perf_model.base_passes) into ``res[d]`` and ``W``; its metrics row ``out[d]``
@@ -112,7 +112,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     LM = loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])
     LF = W.new_loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])     # its rows' spare lanes: walk_routes
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
-    # two tiers only: with SRAM in front of HBM every failure runs in full (dse.model.failure_sets.in_full)
+    full = T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0    # host/SSD, 3 tiers, streaming: in_full
     chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
     stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
@@ -442,7 +442,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
             after[nowrap(k_set), nowrap(0)] = expected
             after[nowrap(k_set), nowrap(1)] = p99
             after[nowrap(k_set), nowrap(2)] = short
-        # (Monte Carlo sets reroute only then too)
+        # sets that change routes: failed routers or links (and their Monte Carlo sets), or every set in full
         if full or node_alt[nowrap(sh)] >= 0 or n_phys[nowrap(sh)] > 0:
             rerouted_failures(T, R, n, kind, stacks, ddr, slots, ncopy, split, sets, set_size, set_routes, n_sets, W,
                               W2, after, short_limit)

@@ -57,12 +57,10 @@ def evaluate_arrays(T, R, shape, rows, cols, kind, stacks, ddr, slots, ncopy, sp
             one_package(terms, sizes[p], kind[p], stacks[p], ddr[p], figures[p])
     res = np.zeros((P, len(PASS_FIELDS)))
     if with_faults:
-        # with tiers below the package, three tiers or weight streaming every failure is evaluated in full
-        full = T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0
         n_sets = kind.shape[1] + R.n_phys.max() + mc_sets.shape[1]
         sets = np.zeros((n_sets, max(mc_sets.shape[2], 1)), np.int64)
         failure_pass(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, W2, res, figures, unplaced, limits,
-                     mc_sets, full, screen, sets, np.zeros(n_sets, np.int64), np.zeros(n_sets, np.int64),
+                     mc_sets, screen, sets, np.zeros(n_sets, np.int64), np.zeros(n_sets, np.int64),
                      np.zeros((n_sets, 3)), out, np.int64(0), np.int64(P))
         return out
     base_passes(T, R, shape, sizes, kind, stacks, ddr, slots, ncopy, split, W, res, incremental, np.int64(0),
@@ -81,12 +79,11 @@ def single_failures(T, R, sh, n, kind, stacks, ddr, slots, ncopy, split, W, W2):
     n_sets = n + R.n_phys[sh]
     after = np.zeros((n_sets, 3))
     res = np.zeros((1, len(PASS_FIELDS)))
-    full = T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0
     failure_pass(T, R, np.full(1, sh), np.full(1, n), kind.reshape((1, kind.shape[0])),
                  stacks.reshape((1, stacks.shape[0])), np.full(1, ddr),
                  slots.reshape((1, slots.shape[0], slots.shape[1])), ncopy.reshape((1, ncopy.shape[0])), split, W, W2,
                  res, np.zeros((1, len(PACKAGE_FIGURES))), np.zeros(1, np.int64), np.full(N_KERNEL_METRICS, np.inf),
-                 np.zeros((n + 1, 0, 1), np.int64), full, np.bool_(False), np.zeros((n_sets, 1), np.int64),
+                 np.zeros((n + 1, 0, 1), np.int64), np.bool_(False), np.zeros((n_sets, 1), np.int64),
                  np.zeros(n_sets, np.int64), np.zeros(n_sets, np.int64), after, np.zeros((0, N_KERNEL_METRICS)),
                  np.int64(0), np.int64(1))
     k = (n if n > 1 else 0) + R.n_phys[sh]          # single_sets' count: chiplets (none alone), then links
