@@ -161,6 +161,21 @@ def test_spill_order_is_the_stable_densest_first_order(n):
     assert overflow == pytest.approx(float((want * size).sum()), rel=1e-12)
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 16, 17, 65, 300, 1001])
+def test_merge_runs_keeps_the_given_order_of_ties(n):
+    """`merge_runs` (insertion-sorted runs of RUN items, then (density, index) pairs merged) from any given
+    order: falling density, equal densities in the order given (what the failure pass's re-placement
+    relies on: its moved copies come in (unit, copy) order); the same order the stable sort of NumPy gives."""
+    from memory.placement import merge_runs
+    rng = np.random.default_rng(1000 + n)
+    density = rng.choice([0.0, 0.5, 1.0, 2.0, np.inf], 2 * n) * rng.choice([1.0, 1.0, 3.0], 2 * n)
+    density[rng.random(2 * n) < 0.5] = rng.random()     # and distinct values
+    order = rng.permutation(2 * n)[:n].astype(np.int64)  # indices into density, a subset, shuffled
+    expected = order[np.argsort(-density[order], kind="stable")]
+    merge_runs(n, density, order)
+    assert order.tolist() == expected.tolist()
+
+
 def test_two_local_tiers_are_two_cuts_of_one_density_order():
     """The premise of the three-tier design (docs/arch.md, "Three tiers"): filling an SRAM of S
     bytes, then an HBM of H, then DDR, densest first, gives each item SRAM fraction 1 - spill(S) and DDR
