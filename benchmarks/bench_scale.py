@@ -168,16 +168,16 @@ def end_to_end(warmup: bool = True, rounds: int = ROUNDS) -> None:
         print(f"{name:<22} {t['wall_s']:>7.1f} {t['cpu_s']:>7.1f} {t['write_s']:>9.1f} "
               f"{t['wall_s'] / first['wall_s']:>10.2f} {t['cpu_s'] / first['cpu_s']:>9.2f} "
               f"{t['peak_mib']:>8.0f}")
-    print(f"each time the least of {rounds} round{'s' if rounds > 1 else ''} running the studies in turn; ratio: "
-          "over the\nquickstart's (issues 38 and 52's goal: within 2x); writing s: wall time of write_results\n"
-          "(tables, design files, placements, plots, report); peak MiB: the run's largest peak resident\n"
-          "memory (issue 52's goal: within 2 GiB)")
+    print(f"each time its least of {rounds} round{'s' if rounds > 1 else ''}, the studies run in turn; ratio: over\n"
+          "the quickstart's (issues 38 and 52's goal: within 2x); writing s: wall time of\n"
+          "write_results (tables, design files, placements, plots, report); peak MiB: the\n"
+          "run's largest peak resident memory (issue 52's goal: within 2 GiB)")
     for name, _ in END_TO_END[1:]:
         t = best[name]
         wall, cpu = t["wall_s"] / first["wall_s"], t["cpu_s"] / first["cpu_s"]
         verdict = "within 2x" if max(wall, cpu) <= 2.0 else "over 2x"
         memory = "within 2 GiB" if t["peak_mib"] <= 2048 else "over 2 GiB"
-        print(f"{name}: {verdict} the quickstart (wall {wall:.2f}x, CPU {cpu:.2f}x), memory {memory}")
+        print(f"{name}: {verdict} (wall {wall:.2f}x, CPU {cpu:.2f}x), memory {memory}")
 
 
 def main() -> None:

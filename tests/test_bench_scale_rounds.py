@@ -53,3 +53,14 @@ def test_rounds_refused_outside_one_to_cap(text):
 
 def test_rounds_accepted():
     assert bench_scale.rounds_count("1") == 1 and bench_scale.rounds_count("20") == 20
+
+
+def test_end_to_end_table_and_verdicts_fit_80_columns(monkeypatch, capsys):
+    seconds = {"quickstart": 10.0, "deepseek_v3_per_layer": 14.0, "deepseek_v3_fault_tolerance": 21.04}
+    monkeypatch.setattr(bench_scale, "dse_run", lambda study, folder: dict(
+        wall_s=seconds[study.stem], cpu_s=1.1 * seconds[study.stem], write_s=5.0, peak_mib=777.0))
+    bench_scale.end_to_end(rounds=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[-2] == "deepseek-v3 per layer: within 2x (wall 1.40x, CPU 1.40x), memory within 2 GiB"
+    assert lines[-1] == "deepseek-v3 fault tol.: over 2x (wall 2.10x, CPU 2.10x), memory within 2 GiB"
