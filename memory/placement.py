@@ -21,9 +21,10 @@ Array API (Numba, whole designs or populations per call):
   competes for the shared tier (column T) by the same density order; column T + 1 is unplaced and
   ``short`` its bytes.
 * ``place_population(design_start, seg_start, size, read, capacity, shared_capacity[P])``: P designs.
-* ``spill_by_density(size, read, capacity, density, order, spill)``: one chiplet, one local tier, no
-  allocation (scratch arrays from the caller): the fraction of each item that overflows. The same rule
-  as `place_by_density` with T = 1, for evaluators that re-place single chiplets many times.
+* ``spill_by_density(size, read, capacity, density, order, spill)``: one chiplet, one local tier,
+  scratch arrays from the caller (above `MERGE_MIN` items the merge sort allocates its own, `merge_runs`):
+  the fraction of each item that overflows. The same rule as `place_by_density` with T = 1, for
+  evaluators that re-place single chiplets many times.
 """
 from __future__ import annotations
 
