@@ -59,3 +59,25 @@ def test_a_block_of_designs_gives_each_design_the_metrics_it_gets_alone(prepared
             assert np.array_equal(together, alone, equal_nan=True), fidelity
     finally:
         ev.threads = threads
+
+
+def test_failure_columns_are_those_of_each_failure_evaluated_exactly(prepared):
+    """The metrics path settles a failure that cannot slow the design by a bound on its latency, without
+    re-routing it (dse.model.failure_bound); the failure report evaluates every failure exactly. The failure
+    columns are the bits dse.model.metric_rows.failure_summary's sums give the exact failures' retained
+    fractions, in its order (issue 52, seventeenth round)."""
+    ev, space = prepared.package_evaluator, prepared.space
+    X = np.random.default_rng(13).integers(space.lower, space.upper + 1, size=(16, space.n_var))
+    for design in ev.designs(X):
+        kept = list(ev.failure_report(design)["retained_frac"])
+        if prepared.study.faults.links:
+            kept += list(ev.link_failure_report(design)["retained_frac"])
+        kept_sum, worst, served = 0.0, 1.0, 0.0
+        for k in kept:
+            kept_sum += k
+            worst = min(worst, k)
+            served += 1.0 if k > 0.0 else 0.0
+        metrics = ev.evaluate_designs([design]).iloc[0]
+        assert metrics["fault_tolerance_frac"] == kept_sum / len(kept)
+        assert metrics["worst_retained_frac"] == worst
+        assert metrics["all_served_frac"] == served / len(kept)

@@ -6,6 +6,8 @@ moved units' copies; the chiplets that lost or gained copies are re-placed in HB
 copies whose DDR fraction changed re-costed; the hand-offs of edges touching a moved unit are re-routed (link
 loads by subtraction and addition, on copies of their stages' load rows); and stage maxima are re-taken only
 where something changed. Every change is undone afterwards, so the workspace again holds the intact design.
+A failure whose latency provably stays within the intact design's needs no re-routing for a metrics row
+(dse.model.failure_bound.settled_by_bound: its retained fraction is 1 either way).
 A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost
 class, chiplet class, copy count) where their chiplet's placement is unchanged (DDR fraction 0, or 1 without
 HBM): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
@@ -16,7 +18,7 @@ of the re-mapped design (tests/test_evaluator_faults.py). Failures that change r
 instead (dse.model.failure_routes.rerouted_failures).
 
 Its helpers are ``inline="always"`` and take arrays and scalars, not the table tuples (dse.model.perf_model,
-"Implementation note"), except dse.model.failure_remap's `remap` and `restore`, which are called (that module's
+"Implementation note"), except `remap`, `restore` and `settled_by_bound`, which are called (dse.model.failure_remap's
 docstring says why); `failure_pass` itself is kept whole (its docstring says why).
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numba as nb
 import numpy as np
 
 from .copy_cost import copy_bytes, copy_roofline, host_issue_s, kind_terms, local_memory, power_terms, sequence_wait_s
+from .failure_bound import package_bounds, settled_by_bound
 from .failure_remap import gather_chiplet, placement_unchanged, remap, restore
 from .failure_routes import rerouted_failures
 from .failure_sets import failure_sets
@@ -79,17 +82,10 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     ``screen`` (the search's screening fidelity, dse.search.screening): the hand-offs keep the intact design's
     routes, link loads and latencies (the moved units' traffic is not re-routed): about half a failure's cost.
 
-    The design loop is here, not in the caller: a call binds the ~150 arrays the deltas read, an
-    ``NRT_incref`` and an ``NRT_decref`` each that Numba's reference-count pruning leaves in a function this
-    large; called per design, they took 3.4-3.8 us of an exact design's ~170 (issue 52, fourteenth round).
-
-    Kept whole: its re-placement, copy deltas and re-routing each need 33 to 57 of its arrays, and CPython
-    passes more than 30 arguments as ``*args``, which Numba's inliner refuses; called instead of inlined they
-    cost 30 to 60% of the failure rate (benchmarks/bench_scale.py, screened: 4,900 -> 1,900-2,800 designs/s on
-    the 64-chiplet Mixtral, 1,700 -> 650 on the 256-chiplet Qwen3). Even the pieces of at most 30 arguments
-    (touched chiplets, stage re-take and undo), as inlined helpers with one merged exit path, measured 17%
-    slower when screened (7,420 -> 6,190 designs/s on the 64-chiplet DeepSeek-V3, 1,660 -> 1,370 on the
-    256-chiplet Qwen3; medians of 3 alternating runs on a shared 2-core machine).
+    The design loop is here, not in the caller: binding its ~150 arrays once per design cost 3.4-3.8 us of an
+    exact design's ~170 (issue 52, fourteenth round; docs/performance.md has this round and the next).
+    Kept whole: its re-placement, copy deltas and re-routing each need 33 to 57 of its arrays, more than Numba's
+    inliner takes (called, they cost 30 to 60 % of the failure rate; smaller pieces inlined, 17 %).
     """
     unit_capacity, unit_kv, w_copy, other_dram = T.unit_capacity, T.unit_kv, T.unit_w_copy, T.unit_other_dram
     read_scale, unit_stage, out_bytes = T.unit_read_scale, T.unit_stage, T.unit_out_bytes
@@ -100,7 +96,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     sram_cap, sram_bw, sram_e = T.kind_sram_cap, T.kind_sram_bw, T.kind_sram_e
     pair_ptr, pair_latency, pair_energy, walk_ptr, walk_links = (R.pair_ptr, R.pair_latency, R.pair_energy,
                                                                  R.walk_ptr, R.walk_links)
-    link_inv_bw, edge_sync = R.link_inv_bw, T.edge_sync
+    link_inv_bw, edge_sync, row_bytes, row_sync = R.link_inv_bw, T.edge_sync, T.row_bytes, T.row_sync
     w_ratio, op_ptr, op_time, op_w, op_o, op_prob, op_inv = (T.unit_w_ratio, T.op_ptr, T.op_time, T.op_w, T.op_o,
                                                               T.op_prob, T.op_inv)
     mem_eff, overhead, dispatch, issue, launches = (T.kind_mem_eff, T.kind_overhead, T.kind_dispatch, T.kind_issue,
@@ -113,17 +109,14 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     LF = W.new_loads.shape[nowrap(0)] // (2 * stage_repeat.shape[nowrap(0)])     # its rows' spare lanes: walk_routes
     f, f2, copy_time, copy_ddr, ar_time = W.f, W.f2, W.copy_time, W.copy_ddr, W.ar_time
     full = T.offload or W.f_sram.shape[0] > 0 or T.stream_buf > 0.0    # host/SSD, 3 tiers, streaming: in_full
-    chip_ptr, item_u, item_r = W.chip_ptr, W.item_u, W.item_r
     slots2, count2, moved, moved_list, dead, is_dead = W.slots2, W.count2, W.moved, W.moved_list, W.dead, W.is_dead
-    stored, stored2, in_a, a_list = W.stored, W.stored2, W.in_a, W.a_list
+    chip_ptr, item_u, item_r, stored, stored2, in_a, a_list = W.chip_ptr, W.item_u, W.item_r, W.stored, W.stored2, W.in_a, W.a_list
     dirty, dirty_list, bk_ct, bk_ht, bk_sd, bk_stage_t = W.dirty, W.dirty_list, W.bk_ct, W.bk_ht, W.bk_sd, W.bk_stage_t
-    lq, bk_lq, is_expert, group_lq = W.lq, W.bk_lq, T.unit_is_expert, T.unit_group_lq
-    group_kernels = T.stage_group_kernels
+    lq, bk_lq, is_expert, group_lq, group_kernels = W.lq, W.bk_lq, T.unit_is_expert, T.unit_group_lq, T.stage_group_kernels
     grouping = group_kernels.shape[0] > 0 and group_kernels.max() > 0.0
     seen, edge_list, bk_edge_lat, edge_amt = W.seen, W.edge_list, W.bk_edge_lat, W.edge_amt
     row_slot, aff_rows, new_loads, bk_comm = W.row_slot, W.aff_rows, W.new_loads, W.bk_comm
-    overflow, overflow2 = W.overflow, W.overflow2
-    ddr_bw_channel, tokens, ddr_cap = T.ddr_bw, T.tokens, T.ddr_cap
+    overflow, overflow2, ddr_bw_channel, tokens, ddr_cap = W.overflow, W.overflow2, T.ddr_bw, T.tokens, T.ddr_cap
     free, kind_seq, sequences = W.free, T.kind_seq, T.sequences      # read per failure: bound here once
     buf_u, buf_r, buf_size, buf_read = W.buf_u, W.buf_r, W.buf_size, W.buf_read
     buf_density, buf_order, buf_spill = W.buf_density, W.buf_order, W.buf_spill
@@ -152,6 +145,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
         n_sets = singles + samples
         pb, lb, L = pair_base[nowrap(sh)], link_base[nowrap(sh)], n_links[nowrap(sh)]
         ddr_bw = max(ddr * ddr_bw_channel, 1.0)
+        route_s, byte_s = package_bounds(pair_latency, pb, n, link_inv_bw, lb, L, slots.shape[nowrap(1)] if split else 1)
         for u in range(slots.shape[nowrap(0)]):         # remap changes only the moved units' rows, restore puts them back
             count2[nowrap(u)] = ncopy[nowrap(u)]
             for r in range(slots.shape[nowrap(1)]):
@@ -350,9 +344,10 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                         ht[nowrap(s), nowrap(dead[nowrap(y)])] = 0.0
                 stage_t[nowrap(s)] = max(row_max(ct, s, n), sd[nowrap(s)] / ddr_bw)
 
-            # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows ---
-            n_edges = 0
-            n_aff = 0
+            # --- hand-offs: re-route the edges touching moved units on copies of their stages' load rows, unless a
+            # bound on the latency settles the failure's metrics without (dse.model.failure_bound) ---
+            wait = sequence_wait_s(kind_seq, sequences, kind, n)
+            n_edges, n_aff, settled, expected, p99 = 0, 0, False, 0.0, 0.0
             if not screen:
                 for x in range(n_moved):
                     u = moved_list[nowrap(x)]
@@ -362,7 +357,12 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                             seen[nowrap(e)] = True
                             edge_list[nowrap(n_edges)] = e
                             n_edges += 1
-                for k in range(n_edges):
+                if rows:
+                    settled, expected, p99 = settled_by_bound(
+                        edge_list, n_edges, edge_stage, edge_phase, stage_repeat, row_bytes, row_sync, route_s, byte_s,
+                        comm, row_slot, aff_rows, bk_comm, latency, wait, scen_ptr, scen_stages, scen_prob, after_ptr,
+                        after_ids, chain, stage_t, ct, hosts, ht, n, finish, cps, in_scen, busy, host_busy, order)
+                for k in range(0 if settled else n_edges):
                     e = edge_list[nowrap(k)]
                     s = edge_stage[nowrap(e)]
                     bk_edge_lat[nowrap(k)] = edge_lat[nowrap(e)]
@@ -408,11 +408,11 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                     comm[nowrap(s), nowrap(instance)] = (longest_edge(edge_start, edge_phase, edge_lat, s, instance)
                                          + busiest_link(new_loads, k * LF, link_inv_bw, lb, L))
 
-            expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
-                                             chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
-                                             host_busy, order)
-            wait = sequence_wait_s(kind_seq, sequences, kind, n)
-            expected, p99 = expected + wait, p99 + wait
+            if not settled:
+                expected, p99 = scenario_latency(scen_ptr, scen_stages, scen_prob, after_ptr, after_ids, stage_repeat,
+                                                 chain, stage_t, comm, ct, hosts, ht, n, finish, cps, in_scen, busy,
+                                                 host_busy, order)
+                expected, p99 = expected + wait, p99 + wait
 
             # --- undo: the workspace holds the intact design again ---
             for k in range(n_aff):
@@ -421,7 +421,7 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                 row_slot[nowrap(aff_rows[nowrap(k)])] = -1
             for k in range(n_edges):
                 e = edge_list[nowrap(k)]
-                edge_lat[nowrap(e)] = bk_edge_lat[nowrap(k)]
+                edge_lat[nowrap(e)] = edge_lat[nowrap(e)] if settled else bk_edge_lat[nowrap(k)]
                 seen[nowrap(e)] = False
             for x in range(n_dirty):
                 s = dirty_list[nowrap(x)]

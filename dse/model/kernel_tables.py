@@ -39,7 +39,10 @@ KernelTables = namedtuple("KernelTables", [
     # (no rows: none), ``copy_fixed`` [U, C, K, 2]; ``copy_stacks`` the stack counts it covers
     "copy_table", "copy_fixed", "copy_stacks",
     # units whose copies cost the same on the same chiplet (`cost_classes`; dse.model.failures's memo)
-    "unit_cost_class"])
+    "unit_cost_class",
+    # per (stage, instance) row ``2 s + instance``: its hand-offs' bytes and longest sync (`hand_off_rows`;
+    # dse.model.failure_bound)
+    "row_bytes", "row_sync"])
 
 #: dse.model.failures's copy-cost memo keeps copy counts up to this (Workspace.memo_t's last axis)
 MEMO_COPIES = 4
@@ -154,11 +157,31 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, 
                                                 t.op_inv_steps, t.op_energy_j),
                                      (unit_w_ratio[:, :MEMO_COPIES + 1], unit_w_copy[:, :MEMO_COPIES + 1],
                                       t.unit_other_dram,
-                                      t.unit_kind == UNIT_KINDS.index("expert"))))
+                                      t.unit_kind == UNIT_KINDS.index("expert"))),
+        **hand_off_rows(edge_stage[e_order], edge_phase, t.edge_bytes[e_order],
+                        t.edge_sync_steps[e_order] * t.link.sync_latency_s, t.stage_repeat))
     if copies <= 0:
         return T
     table, fixed = copy_tables(T, copies, stacks + 1, channels + 1)
     return T._replace(copy_table=table, copy_fixed=fixed, copy_stacks=stacks + 1)
+
+
+def hand_off_rows(edge_stage: np.ndarray, edge_phase: np.ndarray, edge_bytes: np.ndarray, edge_sync: np.ndarray,
+                  stage_repeat: np.ndarray) -> dict:
+    """``row_bytes`` and ``row_sync`` ``[2 S]``: per load row ``2 s + instance`` (dse.model.perf_model), the bytes
+    of the hand-offs into that instance of stage s and their longest software sync, s; rows of an instance a
+    stage does not have (``instance`` 1 of a stage run once) hold 0. Edge phases as dse.model.hand_offs.in_instance
+    reads them: 0 into every instance, 1 into the first, 2 into the others."""
+    rows = np.zeros(2 * len(stage_repeat))
+    sync = np.zeros(2 * len(stage_repeat))
+    for instance, phase in ((0, 1), (1, 2)):
+        into = (edge_phase == 0) | (edge_phase == phase)
+        if instance == 1:
+            into &= stage_repeat[edge_stage] > 1
+        row = 2 * edge_stage[into] + instance
+        np.add.at(rows, row, edge_bytes[into])
+        np.maximum.at(sync, row, edge_sync[into])
+    return dict(row_bytes=rows, row_sync=sync)
 
 
 def cost_classes(op_ptr: np.ndarray, per_op: tuple, per_unit: tuple) -> np.ndarray:
