@@ -6,7 +6,8 @@ the same 1.0. About half the single failures of issue 7's Mixtral per layer (51 
 study's DeepSeek-V3 (39 %) are of that kind: the failed chiplet's units move off a chiplet that was not the
 step's bottleneck. `settled_by_bound` proves it for a failure from an upper and a lower bound on its latency,
 computed before the exact re-routing (dse.model.failures), which then need not run: the bits of every metric are
-those of the exact pass (tests/test_failure_bound.py checks it over random designs).
+those of the exact pass (tests/test_evaluator_faults.py checks the failure columns against each failure evaluated
+exactly over random designs; tests/test_failure_bound.py checks the bound).
 
 The upper bound. The exact pass re-routes the hand-offs of the edges touching a moved unit on copies of their
 stages' load rows (a row: one stage, one instance): the intact loads, minus each old copy pair's bytes along its

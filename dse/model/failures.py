@@ -74,8 +74,8 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
     set k (chiplets ``sets[k, :set_size[k]]`` fail together) ``after[k]`` = (expected latency, p99, capacity
     shortfall) after it: infinite when nothing survives, latencies NaN (not computed) when the shortfall exceeds
     the intact design's (the evaluator counts such a failure as lost whatever its latency); then the row's
-    failure columns (dse.model.metric_rows.failure_summary). ``out`` without rows (a report's,
-    dse.model.population_kernel.single_failures): every latency computed, ``after`` left holding them.
+    failure columns (dse.model.metric_rows.failure_summary; with rows, a failure settled by dse.model.failure_bound
+    holds upper bounds). ``out`` without rows (a report's, single_failures): every latency exact, left in ``after``.
 
     Sets with ``set_routes[k]`` = -1 (the routes stay as they are) are evaluated here by deltas from the intact
     pass in ``W``, which is left holding it; dse.model.failure_routes.rerouted_failures does the others in ``W2``.
