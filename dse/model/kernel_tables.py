@@ -101,6 +101,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, 
     edge_phase = np.where(t.edge_repeat == repeat, 0, np.where(t.edge_repeat == 1, 1, 2))[e_order]
     assert ((edge_phase != 2) | (t.edge_repeat[e_order] == repeat[e_order] - 1)).all()
     src, dst = t.edge_src[e_order], t.edge_dst[e_order]
+    edge_sync = t.edge_sync_steps[e_order] * t.link.sync_latency_s
     unit_edge_ptr, unit_edges = incident_edges(src, dst, t.n_units)
     after = [list(a) for a in t.stage_after]
     assert all(p < s for s, a in enumerate(after) for p in a), "stages must be numbered in topological order"
@@ -119,7 +120,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, 
         stage_prob=t.stage_prob.astype(float), after_ptr=after_ptr, after_ids=after_ids, scen_ptr=scen_ptr,
         scen_stages=scen_stages, scen_prob=np.array([p for p, _ in t.scenarios], float),
         edge_start=edge_start, edge_src=src, edge_dst=dst, edge_bytes=t.edge_bytes[e_order],
-        edge_sync=t.edge_sync_steps[e_order] * t.link.sync_latency_s,
+        edge_sync=edge_sync,
         edge_phase=edge_phase.astype(np.int64), edge_stage=edge_stage[e_order].astype(np.int64),
         chain=all(tuple(a) == ((s - 1,) if s else ()) for s, a in enumerate(after)),
         kind_area=t.kind_area_mm2, kind_wafer_cost=t.kind_wafer_cost_usd, kind_d0=t.kind_defect_density_per_cm2,
@@ -158,8 +159,7 @@ def kernel_tables(t: EvalTables, max_copies: int, split: bool, copies: int = 0, 
                                      (unit_w_ratio[:, :MEMO_COPIES + 1], unit_w_copy[:, :MEMO_COPIES + 1],
                                       t.unit_other_dram,
                                       t.unit_kind == UNIT_KINDS.index("expert"))),
-        **hand_off_rows(edge_stage[e_order], edge_phase, t.edge_bytes[e_order],
-                        t.edge_sync_steps[e_order] * t.link.sync_latency_s, t.stage_repeat))
+        **hand_off_rows(edge_stage[e_order], edge_phase, t.edge_bytes[e_order], edge_sync, t.stage_repeat))
     if copies <= 0:
         return T
     table, fixed = copy_tables(T, copies, stacks + 1, channels + 1)
