@@ -9,8 +9,8 @@ where something changed. Every change is undone afterwards, so the workspace aga
 A failure whose latency provably stays within the intact design's needs no re-routing for a metrics row
 (dse.model.failure_bound.settled_by_bound: its retained fraction is 1 either way).
 A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost
-class, chiplet class, copy count) where their chiplet's placement is unchanged (DDR fraction 0, or 1 without
-HBM): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
+class, chiplet class, copy count) held wholly in HBM (DDR fraction +0, also on a re-placed chiplet) or on a
+chiplet without HBM (fraction 1): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
 same bits; DeepSeek-V3 per layer: 262 classes of 14,972 units) on chiplets of one kind and HBM stack count
 cost the same bits, so each such cost is kept in a memo (``W.memo_*``, valid for one design), seeded with the
 intact pass's copies of that kind (no all-reduce, the same DDR fraction). The result equals a full evaluation
@@ -286,8 +286,8 @@ def failure_pass(T, R, shapes, sizes, kinds, stacks_all, ddrs, slots_all, ncopie
                     j = combo[nowrap(i)] if c < memo_c else -1      # its slot in the memo, -1: none
                     if placement_unchanged(cap, stored[nowrap(i)], stored2[nowrap(i)]):
                         f2[nowrap(u), nowrap(r)] = 1.0 if cap <= 0.0 else 0.0
-                    else:
-                        j = -1
+                    elif f2[nowrap(u), nowrap(r)] != 0.0 or math.copysign(1.0, f2[nowrap(u), nowrap(r)]) < 0.0:
+                        j = -1          # re-placed (so with HBM; place_merged set f2): the memo holds HBM copies only
                     k = kind[nowrap(i)]
                     if j >= 0 and memo_stamp[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)] == stamp:
                         t = memo_t[nowrap(ucls[nowrap(u)]), nowrap(j), nowrap(c)]
