@@ -8,12 +8,12 @@ loads by subtraction and addition, on copies of their stages' load rows); and st
 where something changed. Every change is undone afterwards, so the workspace again holds the intact design.
 A failure whose latency provably stays within the intact design's needs no re-routing for a metrics row
 (dse.model.failure_bound.settled_by_bound: its retained fraction is 1 either way).
-A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost
-class, chiplet class, copy count) held wholly in HBM (DDR fraction +0, also on a re-placed chiplet) or on a
-chiplet without HBM (fraction 1): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline reads of them the
-same bits; DeepSeek-V3 per layer: 262 classes of 14,972 units) on chiplets of one kind and HBM stack count
-cost the same bits, so each such cost is kept in a memo (``W.memo_*``, valid for one design), seeded with the
-intact pass's copies of that kind (no all-reduce, the same DDR fraction). The result equals a full evaluation
+A moved unit's new copies are costed (dse.model.copy_cost.copy_roofline) once per design for each (cost class,
+chiplet class, copy count) held wholly in HBM (DDR fraction +0, on a re-placed chiplet too) or on a chiplet
+without HBM (fraction 1): units of one class (dse.model.kernel_tables.cost_classes: every figure the roofline
+reads of them the same bits; DeepSeek-V3 per layer: 262 classes of 14,972 units) on chiplets of one kind and HBM
+stack count cost the same bits, so each such cost is kept in a memo (``W.memo_*``, valid for one design), seeded
+with the intact pass's copies of that kind (no all-reduce, the same DDR fraction). The result equals a full evaluation
 of the re-mapped design (tests/test_evaluator_faults.py). Failures that change routes are evaluated in full
 instead (dse.model.failure_routes.rerouted_failures).
 
