@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.model.failure_bound import MARGIN, settled_by_bound
+from dse.model.failure_bound import MARGIN, positive_without_hand_offs, settled_by_bound
 from dse.model.hand_offs import in_instance
 from dse.model.scenarios import scenario_latency
 
@@ -92,3 +92,34 @@ def test_the_bound_is_above_the_exact_latency_of_any_rerouting():
                                     np.ones(6), True, s["stage_t"], comm, s["ct"], False, s["ht"], 2, s["finish"],
                                     s["cps"], s["in_scen"], s["busy"], s["host_busy"], s["order"])
         assert exact <= high
+
+
+def test_a_step_shown_positive_without_hand_offs_has_a_positive_latency_with_none():
+    """`positive_without_hand_offs` (which spares the lower bound's scenario_latency call) says yes only where
+    scenario_latency with every hand-off at 0 is above 0: random DAGs of scenarios, some stages of no compute time,
+    some scenarios of probability 0, tiny and zero times included; and it says yes for a plain chain."""
+    rng = np.random.default_rng(19)
+    said_yes = said_no = 0
+    for _ in range(300):
+        S, n_scen = int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        stage_t = rng.choice([0.0, 1e-300, 1e-6, 3e-3], S)
+        repeat = rng.choice([1.0, 2.0, 4.0], S)
+        prob = rng.choice([0.0, 1e-12, 0.5, 1.0], n_scen)
+        members = [np.flatnonzero(rng.random(S) < 0.5) for _ in range(n_scen)]
+        scen_ptr = np.concatenate([[0], np.cumsum([len(m) for m in members])]).astype(np.int64)
+        scen_stages = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
+        after = [[a for a in range(s) if rng.random() < 0.4] for s in range(S)]
+        after_ptr = np.concatenate([[0], np.cumsum([len(a) for a in after])]).astype(np.int64)
+        after_ids = np.array([a for lst in after for a in lst], np.int64)
+        ct = rng.uniform(0, 1e-3, (S, 2)) * (stage_t > 0)[:, None]
+        low, _ = scenario_latency(scen_ptr, scen_stages, prob, after_ptr, after_ids, repeat, False, stage_t,
+                                  np.zeros((S, 2)), ct, False, np.zeros((S, 2)), 2, np.zeros(S), np.zeros(n_scen),
+                                  np.zeros(S, np.bool_), np.zeros(2), np.zeros(2), np.zeros(n_scen, np.int64))
+        if positive_without_hand_offs(scen_ptr, prob, scen_stages, repeat, stage_t):
+            said_yes += 1
+            assert low > 0.0
+        else:
+            said_no += 1
+    assert said_yes > 50 and said_no > 50            # both answers were exercised
+    s = chain([10e-6, 4e-6], [[0.0, 0.0], [0.0, 0.0]])
+    assert positive_without_hand_offs(s["scen_ptr"], s["scen_prob"], s["scen_stages"], np.ones(2), s["stage_t"])
