@@ -79,10 +79,11 @@ def settled_by_bound(edge_list, n_edges, edge_stage, edge_phase, stage_repeat, r
     inverse bandwidth x the copy factor. ``comm`` and ``row_slot`` (all -1) are as they were on return; ``rows``
     and ``kept`` are scratch; the rest as dse.model.scenarios.scenario_latency reads them.
 
-    Called, not inlined: its arrays are taken as they are, with no reference count per failure
-    (dse.model.failure_remap's docstring); compiled without reference counting (``_nrt=False``: it neither
-    allocates nor keeps an array): with it, 20 reference counts a failure fewer, 868 -> 547 an exact design of
-    issue 7's Mixtral with its 16 failures (issue 52, nineteenth round)."""
+    Called, not inlined (Numba's inliner refuses it; dse.model.failure_remap's docstring says why a call), though
+    the caller still counts references to its 24 arrays around the call (docs/performance.md, "Issue 52,
+    nineteenth round"); compiled without reference counting (``_nrt=False``: it neither allocates nor keeps an
+    array): with it, 20 reference counts a failure fewer, 868 -> 547 an exact design of issue 7's Mixtral with its
+    16 failures (issue 52, nineteenth round)."""
     n_rows = 0
     for k in range(n_edges):
         e = edge_list[nowrap(k)]
